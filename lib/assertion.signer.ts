@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { CompactSign } from 'jose';
+import type { Clock } from './clock.js';
+import { MAX_ASSERTION_LIFETIME_SECONDS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from './platform-auth.constants.js';
+import { AssertionSigningError } from './platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
+
+/** The claims of a client assertion, exactly those of seed section 5.4, in that order. */
+export interface AssertionClaims {
+  jti: string;
+  iss: string;
+  sub: string;
+  aud: string;
+  iat: number;
+  nbf: number;
+  exp: number;
+}
+
+export interface CreateAssertionOptions {
+  /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
+  clockOffsetMs?: number;
+}
+
+const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
+const encoder = new TextEncoder();
+
+/** Builds and signs the client assertion (seed 5.4) exchanged for an access token. */
+@Injectable()
+export class AssertionSigner {
+  constructor(
+    @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
+    @Inject(PLATFORM_AUTH_CLOCK) private readonly clock: Clock,
+  ) {
+    if (config.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
+      throw new AssertionSigningError(`assertion lifetime ${config.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`);
+    }
+  }
+
+  /** The claims a new assertion would carry now: a fresh `jti`, `iat = nbf = now`, `exp = now + lifetime`. */
+  buildClaims(options: CreateAssertionOptions = {}): AssertionClaims {
+    const now = Math.floor((this.clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
+    return {
+      jti: randomUUID(),
+      iss: this.config.credentials.thumbprint,
+      sub: this.config.machineId,
+      aud: this.config.audience,
+      iat: now,
+      nbf: now,
+      exp: now + this.config.assertionLifetimeSeconds,
+    };
+  }
+
+  /** A fresh compact JWT, signed RS256 with the key parsed at start-up. Never reuse one: each `jti` is single-use. */
+  async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
+    const claims = this.buildClaims(options);
+    try {
+      return await new CompactSign(encoder.encode(JSON.stringify(claims)))
+        .setProtectedHeader(PROTECTED_HEADER)
+        .sign(this.config.credentials.privateKey);
+    } catch (error) {
+      const kind = error instanceof Error ? error.name : 'unknown error';
+      throw new AssertionSigningError(`signing the client assertion failed (${kind})`);
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { PLATFORM_AUTH_ENV } from '../platform-auth.constants.js';
+import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
+
+/** Names a setting the way a user finds it: the option, and the environment variable that fills it. */
+export function settingName(option: string): string {
+  const env = (PLATFORM_AUTH_ENV as Record<string, string>)[option];
+  return env ? `${option} (${env})` : option;
+}
+
+/** Collects every start-up problem and warning so they can be reported at once. */
+export class ConfigReport {
+  readonly problems: ConfigProblem[] = [];
+  readonly warnings: ConfigProblem[] = [];
+
+  problem(option: string, message: string): void {
+    this.problems.push({ setting: settingName(option), message });
+  }
+
+  warn(option: string, message: string): void {
+    this.warnings.push({ setting: settingName(option), message });
+  }
+
+  throwIfProblems(): void {
+    if (this.problems.length > 0) throw new PlatformAuthConfigError(this.problems);
+  }
+}

@@ -1,0 +1,59 @@
+import type { Clock } from '../clock.js';
+
+export type ThumbprintAlgorithm = 'sha1' | 'sha256';
+
+export interface RetryOptions {
+  /** Attempts per exchange, the first included. Default 4. */
+  maxAttempts?: number;
+  /** First back-off delay; doubled each attempt, with full jitter. Default 200 ms. */
+  baseDelayMs?: number;
+  /** Largest single delay, `Retry-After` included. Default 5,000 ms. */
+  maxDelayMs?: number;
+  /** Budget for one exchange, all attempts and delays included. Default 30,000 ms. */
+  maxTotalMs?: number;
+}
+
+export interface PlatformAuthOptions {
+  /** `https://{platform_domain}`; `http:` is accepted only for loopback hosts. */
+  baseUrl: string;
+  /** The system integration's machineId; becomes the assertion's `sub`. */
+  machineId: string;
+  /** PEM text of the RSA private key (PKCS#8 or PKCS#1, optionally encrypted). Literal `\n` is tolerated. */
+  privateKey?: string;
+  /** Path of the PEM private key file. */
+  privateKeyPath?: string;
+  /** Passphrase of an encrypted private key. */
+  privateKeyPassphrase?: string;
+  /** PEM text of the registered certificate; the thumbprint is computed from it. */
+  certificate?: string;
+  /** Path of the PEM certificate file. */
+  certificatePath?: string;
+  /** Certificate thumbprint; required only without a certificate. Case, colons and spaces are ignored. */
+  thumbprint?: string;
+  /** Hash used for the thumbprint (`iss`). Default `sha1`, the portal's form. */
+  thumbprintAlgorithm?: ThumbprintAlgorithm;
+  /** The assertion's `aud`. Default: the platform domain, `new URL(baseUrl).host`. */
+  audience?: string;
+  /** Default `/loginservice/connect/token`. */
+  tokenPath?: string;
+  /** How the assertion travels in the `token` form field. Default `jwt` (the compact JWT as is). */
+  tokenEncoding?: 'jwt' | 'base64';
+  /** Renew this long before expiry. Default 60; never more than half the token's lifetime. */
+  refreshBeforeExpirySeconds?: number;
+  /** Assertion lifetime. Default 300; above 300 is a configuration error. */
+  assertionLifetimeSeconds?: number;
+  /** Origins besides `baseUrl`'s that may receive the token. Default none. */
+  allowedOrigins?: string[];
+  /** Timeout of one token request. Default 10,000 ms. */
+  exchangeTimeoutMs?: number;
+  /** Largest token response body accepted. Default 64 KiB. */
+  maxResponseBytes?: number;
+  /** Retry policy for transient exchange failures (network, timeout, 5xx, 429). */
+  retry?: RetryOptions;
+  /** After a failed exchange, callers wait this long before the next attempt. Default 1,000 ms. */
+  failureBackoffMs?: number;
+  /** Correct assertion times by the offset measured from the platform's `Date` header. Default false. */
+  correctClockSkew?: boolean;
+  /** Time source; tests inject one. Default: the system clock. */
+  clock?: Clock;
+}

@@ -1,0 +1,93 @@
+/**
+ * Every error the module raises. Messages and fields are built from our own words and from values that are not
+ * secret (paths, variable names, status codes, sanitised remote text); key material, passphrases, assertions and
+ * tokens never reach them, so `JSON.stringify`, `util.inspect` and loggers are safe to use on any of these.
+ */
+export abstract class PlatformAuthError extends Error {
+  abstract readonly code: string;
+
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { ...(this as object), name: this.name, code: this.code, message: this.message };
+  }
+}
+
+export interface ConfigProblem {
+  /** The option and, where one exists, its environment variable: `privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`. */
+  readonly setting: string;
+  readonly message: string;
+}
+
+/** Start-up validation failed. Lists every problem found, not only the first. */
+export class PlatformAuthConfigError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_CONFIG';
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[]) {
+    const lines = problems.map((p) => `  - ${p.setting}: ${p.message}`).join('\n');
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super(`Invalid platform auth configuration (${count}):\n${lines}`);
+    this.problems = problems;
+  }
+}
+
+/** Building or signing an assertion failed. */
+export class AssertionSigningError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_SIGNING';
+}
+
+export type TokenExchangeFailure =
+  | 'http_error'
+  | 'network_error'
+  | 'timeout'
+  | 'invalid_response'
+  | 'redirect'
+  | 'aborted'
+  | 'backoff';
+
+export interface TokenExchangeErrorDetails {
+  readonly reason: TokenExchangeFailure;
+  readonly status?: number;
+  readonly oauthError?: string;
+  readonly oauthErrorDescription?: string;
+  /** Attempts made within this exchange (1 when not retried). */
+  readonly attempts: number;
+  readonly retried: boolean;
+  /** Likely cause and fix, in terms of the seed's section 7. */
+  readonly hint: string;
+  /** Platform clock minus local clock, in seconds, when the platform sent a `Date` header. */
+  readonly clockOffsetSeconds?: number;
+  /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
+  readonly networkCode?: string;
+}
+
+/** The token exchange failed. Fields, not the message, are the contract. */
+export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
+  readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
+  readonly reason: TokenExchangeFailure;
+  readonly status?: number;
+  readonly oauthError?: string;
+  readonly oauthErrorDescription?: string;
+  readonly attempts: number;
+  readonly retried: boolean;
+  readonly hint: string;
+  readonly clockOffsetSeconds?: number;
+  readonly networkCode?: string;
+
+  constructor(summary: string, details: TokenExchangeErrorDetails) {
+    super(`${summary}. ${details.hint}`);
+    this.reason = details.reason;
+    this.status = details.status;
+    this.oauthError = details.oauthError;
+    this.oauthErrorDescription = details.oauthErrorDescription;
+    this.attempts = details.attempts;
+    this.retried = details.retried;
+    this.hint = details.hint;
+    this.clockOffsetSeconds = details.clockOffsetSeconds;
+    this.networkCode = details.networkCode;
+  }
+}

@@ -1,0 +1,23 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { PlatformAuthOptions } from './interfaces/platform-auth-options.interface.js';
+
+export interface PlatformAuthModuleExtras {
+  /** Register the module globally, so feature modules inject its services without importing it. */
+  isGlobal?: boolean;
+}
+
+export const {
+  ConfigurableModuleClass: ConfigurablePlatformAuthModule,
+  MODULE_OPTIONS_TOKEN: PLATFORM_AUTH_MODULE_OPTIONS,
+  OPTIONS_TYPE: PLATFORM_AUTH_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: PLATFORM_AUTH_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<PlatformAuthOptions>({ moduleName: 'PlatformAuth' })
+  .setClassMethodName('forRoot')
+  .setExtras<PlatformAuthModuleExtras>({ isGlobal: false }, (definition, extras) => ({
+    ...definition,
+    global: extras.isGlobal,
+  }))
+  .build();
+
+export type PlatformAuthModuleOptions = typeof PLATFORM_AUTH_OPTIONS_TYPE;
+export type PlatformAuthModuleAsyncOptions = typeof PLATFORM_AUTH_ASYNC_OPTIONS_TYPE;

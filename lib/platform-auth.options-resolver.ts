@@ -1,0 +1,156 @@
+import {
+  DEFAULT_ASSERTION_LIFETIME_SECONDS,
+  DEFAULT_EXCHANGE_TIMEOUT_MS,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS,
+  DEFAULT_TOKEN_PATH,
+  MAX_ASSERTION_LIFETIME_SECONDS,
+} from './platform-auth.constants.js';
+import type { ConfigProblem } from './platform-auth.errors.js';
+import type { PlatformAuthOptions, RetryOptions } from './interfaces/platform-auth-options.interface.js';
+import { ConfigReport } from './credentials/config-report.js';
+import { loadCredentials, type LoadedCredentials } from './credentials/credentials.loader.js';
+
+/** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
+export interface ResolvedPlatformAuthConfig {
+  /** Without a trailing slash. */
+  readonly baseUrl: string;
+  readonly origin: string;
+  readonly tokenUrl: string;
+  readonly machineId: string;
+  readonly audience: string;
+  readonly credentials: LoadedCredentials;
+  readonly tokenEncoding: 'jwt' | 'base64';
+  readonly refreshBeforeExpirySeconds: number;
+  readonly assertionLifetimeSeconds: number;
+  /** Origins that may receive the token: `baseUrl`'s and `allowedOrigins`. */
+  readonly allowedOrigins: ReadonlySet<string>;
+  readonly exchangeTimeoutMs: number;
+  readonly maxResponseBytes: number;
+  readonly retry: Required<RetryOptions>;
+  readonly failureBackoffMs: number;
+  readonly correctClockSkew: boolean;
+  readonly warnings: readonly ConfigProblem[];
+}
+
+const DEFAULT_RETRY: Required<RetryOptions> = { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 5_000, maxTotalMs: 30_000 };
+const DEFAULT_FAILURE_BACKOFF_MS = 1_000;
+
+/** `localhost`, 127.0.0.0/8 and `::1`: the only hosts where plain `http:` is accepted. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * Validates every option and loads the credentials. Throws one `PlatformAuthConfigError` listing all problems.
+ * `nowMs` is the injected clock's time, used for certificate validity.
+ */
+export function resolvePlatformAuthOptions(options: PlatformAuthOptions, nowMs: number): ResolvedPlatformAuthConfig {
+  const report = new ConfigReport();
+  const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
+  if (!nonEmpty(options.machineId)) report.problem('machineId', 'is required (the machineId shown in the portal; it becomes sub)');
+
+  const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? DEFAULT_ASSERTION_LIFETIME_SECONDS;
+  if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
+    report.problem('assertionLifetimeSeconds', 'must be a whole number of seconds, at least 1');
+  } else if (assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
+    report.problem('assertionLifetimeSeconds', `is ${assertionLifetimeSeconds}; the platform accepts at most ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`);
+  }
+  const refreshBeforeExpirySeconds = options.refreshBeforeExpirySeconds ?? DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS;
+  requireNumber(refreshBeforeExpirySeconds, 'refreshBeforeExpirySeconds', 0, report);
+
+  const tokenPath = options.tokenPath ?? DEFAULT_TOKEN_PATH;
+  if (!tokenPath.startsWith('/') || tokenPath.startsWith('//')) report.problem('tokenPath', "must be a path starting with '/'");
+
+  const tokenEncoding = options.tokenEncoding ?? 'jwt';
+  if (tokenEncoding !== 'jwt' && tokenEncoding !== 'base64') report.problem('tokenEncoding', "must be 'jwt' or 'base64'");
+
+  const allowedOrigins = new Set<string>();
+  if (base) allowedOrigins.add(base.origin);
+  for (const origin of options.allowedOrigins ?? []) {
+    const url = parseHttpUrl(origin, 'allowedOrigins', report, false);
+    if (url) allowedOrigins.add(url.origin);
+  }
+
+  const exchangeTimeoutMs = options.exchangeTimeoutMs ?? DEFAULT_EXCHANGE_TIMEOUT_MS;
+  requireNumber(exchangeTimeoutMs, 'exchangeTimeoutMs', 1, report);
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  requireNumber(maxResponseBytes, 'maxResponseBytes', 256, report);
+  const failureBackoffMs = options.failureBackoffMs ?? DEFAULT_FAILURE_BACKOFF_MS;
+  requireNumber(failureBackoffMs, 'failureBackoffMs', 0, report);
+  const retry = { ...DEFAULT_RETRY, ...definedOnly(options.retry) };
+  requireNumber(retry.maxAttempts, 'retry.maxAttempts', 1, report);
+  requireNumber(retry.baseDelayMs, 'retry.baseDelayMs', 0, report);
+  requireNumber(retry.maxDelayMs, 'retry.maxDelayMs', 0, report);
+  requireNumber(retry.maxTotalMs, 'retry.maxTotalMs', 0, report);
+
+  const credentials = loadCredentials(options, nowMs, report);
+  const audience = options.audience ?? base?.host;
+  if (options.audience !== undefined && !nonEmpty(options.audience)) report.problem('audience', 'is empty');
+
+  report.throwIfProblems();
+  return {
+    baseUrl: base!.href.replace(/\/+$/, ''),
+    origin: base!.origin,
+    tokenUrl: base!.href.replace(/\/+$/, '') + tokenPath,
+    machineId: options.machineId,
+    audience: audience!,
+    credentials: credentials!,
+    tokenEncoding,
+    refreshBeforeExpirySeconds,
+    assertionLifetimeSeconds,
+    allowedOrigins,
+    exchangeTimeoutMs,
+    maxResponseBytes,
+    retry,
+    failureBackoffMs,
+    correctClockSkew: options.correctClockSkew ?? false,
+    warnings: report.warnings,
+  };
+}
+
+function nonEmpty(value: unknown): value is string {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+function requireNumber(value: unknown, option: string, min: number, report: ConfigReport): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
+    report.problem(option, `must be a finite number, at least ${min}`);
+  }
+}
+
+function definedOnly<T extends object>(value: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBase: boolean): URL | undefined {
+  if (!nonEmpty(value)) {
+    report.problem(option, isBase ? 'is required (https://{platform_domain})' : 'contains an empty entry');
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    report.problem(option, `'${value}' is not an absolute URL`);
+    return undefined;
+  }
+  if (url.username || url.password) {
+    report.problem(option, 'must not contain credentials (user:password@)');
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    report.problem(option, `uses ${url.protocol}; only https: is accepted`);
+    return undefined;
+  }
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
+    report.problem(option, `'${url.origin}' uses http: off loopback; the token and assertion would travel in clear text, use https:`);
+    return undefined;
+  }
+  if (isBase && (url.search || url.hash)) {
+    report.problem(option, 'must not contain a query or fragment');
+    return undefined;
+  }
+  return url;
+}

@@ -1,0 +1,22 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  // Nest's dependency injection reads constructor parameter types from decorator metadata.
+  oxc: {
+    decorator: { legacy: true, emitDecoratorMetadata: true },
+  },
+  resolve: {
+    alias: [
+      { find: /^nestjs-platform-auth\/testing$/, replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)) },
+      { find: /^nestjs-platform-auth$/, replacement: fileURLToPath(new URL('./lib/index.ts', import.meta.url)) },
+    ],
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    setupFiles: ['reflect-metadata'],
+    pool: 'forks',
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+  },
+});
