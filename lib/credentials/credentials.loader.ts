@@ -129,7 +129,7 @@ function loadPrivateKey(sources: CredentialSources, report: ConfigReport): KeyOb
   const { text, option } = source;
   const kinds = pemBlockKinds(text);
   if (kinds.length === 0) {
-    report.problem(option, 'is not PEM text (expected a -----BEGIN PRIVATE KEY----- block; DER and other formats are not accepted)');
+    report.problem(option, 'is not PEM text (expected a PEM block labelled PRIVATE KEY; DER and other formats are not accepted)');
     return undefined;
   }
   const keyKinds = kinds.filter((k) => k.endsWith('private-key'));
@@ -216,7 +216,7 @@ function loadCertificate(sources: CredentialSources, report: ConfigReport): Load
   const { text, option } = source;
   const kinds = pemBlockKinds(text);
   if (kinds.length === 0) {
-    report.problem(option, 'is not PEM text (expected a -----BEGIN CERTIFICATE----- block; DER is not accepted, convert with `openssl x509 -inform der -in CERT -out publickey.cer`)');
+    report.problem(option, 'is not PEM text (expected a PEM block labelled CERTIFICATE; DER is not accepted, convert with `openssl x509 -inform der -in CERT -out publickey.cer`)');
     return undefined;
   }
   const certificates = kinds.filter((k) => k === 'certificate').length;

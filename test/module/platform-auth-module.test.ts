@@ -1,0 +1,120 @@
+import { Injectable, Module } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import { Test } from '@nestjs/testing';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AssertionSigner,
+  PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_MODULE_OPTIONS,
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  platformAuthConfig,
+  type PlatformAuthOptions,
+  type ResolvedPlatformAuthConfig,
+} from 'nestjs-platform-auth';
+import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
+
+let credentials: TestCredentials;
+const ENV_KEYS = ['PLATFORM_BASE_URL', 'PLATFORM_MACHINE_ID', 'PLATFORM_PRIVATE_KEY', 'PLATFORM_CERTIFICATE', 'PLATFORM_AUDIENCE'];
+
+beforeAll(async () => {
+  credentials = await createTestCredentials();
+});
+afterEach(() => {
+  for (const key of ENV_KEYS) delete process.env[key];
+});
+
+function options(): PlatformAuthOptions {
+  return {
+    baseUrl: 'https://platform.example.com',
+    machineId: 'machine-1',
+    privateKey: credentials.privateKeyPem,
+    certificate: credentials.certificatePem,
+  };
+}
+
+async function jwtClaims(signer: AssertionSigner): Promise<Record<string, unknown>> {
+  return JSON.parse(Buffer.from((await signer.createAssertion()).split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+}
+
+describe('PlatformAuthModule wiring', () => {
+  it('forRoot provides a working AssertionSigner', async () => {
+    const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(options())] }).compile();
+    const claims = await jwtClaims(moduleRef.get(AssertionSigner));
+    expect(claims).toMatchObject({ iss: credentials.thumbprint, sub: 'machine-1', aud: 'platform.example.com' });
+    expect(typeof PLATFORM_AUTH_MODULE_OPTIONS).toBe('string');
+    expect(PLATFORM_AUTH_MODULE_OPTIONS).toBe('PLATFORM_AUTH_MODULE_OPTIONS');
+    await moduleRef.close();
+  });
+
+  it('forRootAsync(platformAuthConfig.asProvider()) reads the environment through ConfigModule', async () => {
+    process.env.PLATFORM_BASE_URL = 'https://env.example.com';
+    process.env.PLATFORM_MACHINE_ID = 'machine-from-env';
+    process.env.PLATFORM_PRIVATE_KEY = credentials.privateKeyPem.replace(/\n/g, '\\n');
+    process.env.PLATFORM_CERTIFICATE = credentials.certificatePem;
+    process.env.PLATFORM_AUDIENCE = 'sts.env.example.com';
+    const moduleRef = await Test.createTestingModule({
+      imports: [ConfigModule.forRoot({ ignoreEnvFile: true }), PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())],
+    }).compile();
+    const claims = await jwtClaims(moduleRef.get(AssertionSigner));
+    expect(claims).toMatchObject({ iss: credentials.thumbprint, sub: 'machine-from-env', aud: 'sts.env.example.com' });
+    await moduleRef.close();
+  });
+
+  it('the config namespace exposes exactly the variables that are set', () => {
+    process.env.PLATFORM_BASE_URL = 'https://env.example.com';
+    process.env.PLATFORM_MACHINE_ID = '';
+    expect(platformAuthConfig.KEY).toBe('CONFIGURATION(platformAuth)');
+    expect(platformAuthConfig()).toEqual({ baseUrl: 'https://env.example.com' });
+  });
+
+  it('fails start-up with PlatformAuthConfigError naming the environment variables', async () => {
+    process.env.PLATFORM_BASE_URL = 'http://platform.example.com';
+    const build = Test.createTestingModule({
+      imports: [ConfigModule.forRoot({ ignoreEnvFile: true }), PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())],
+    }).compile();
+    await expect(build).rejects.toBeInstanceOf(PlatformAuthConfigError);
+    await expect(build).rejects.toThrow(/PLATFORM_BASE_URL[\s\S]*PLATFORM_MACHINE_ID[\s\S]*PLATFORM_PRIVATE_KEY/);
+  });
+
+  it('forRootAsync supports useClass and useExisting', async () => {
+    @Injectable()
+    class OptionsFactory {
+      create(): PlatformAuthOptions {
+        return options();
+      }
+    }
+    @Module({ providers: [OptionsFactory], exports: [OptionsFactory] })
+    class OptionsModule {}
+
+    const viaClass = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRootAsync({ useClass: OptionsFactory })],
+    }).compile();
+    expect(viaClass.get<ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG).machineId).toBe('machine-1');
+    await viaClass.close();
+
+    const viaExisting = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRootAsync({ imports: [OptionsModule], useExisting: OptionsFactory })],
+    }).compile();
+    expect(viaExisting.get<ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG).machineId).toBe('machine-1');
+    await viaExisting.close();
+  });
+
+  it('isGlobal makes the services injectable in modules that do not import it', async () => {
+    @Injectable()
+    class Consumer {
+      constructor(readonly signer: AssertionSigner) {}
+    }
+    @Module({ providers: [Consumer] })
+    class FeatureModule {}
+
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot({ ...options(), isGlobal: true }), FeatureModule],
+    }).compile();
+    expect(moduleRef.get(Consumer).signer).toBeInstanceOf(AssertionSigner);
+    await moduleRef.close();
+
+    const notGlobal = Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(options()), FeatureModule] }).compile();
+    await expect(notGlobal).rejects.toThrow(/AssertionSigner/);
+  });
+});

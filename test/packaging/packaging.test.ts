@@ -1,0 +1,92 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | Record<string, string>>;
+  bin: Record<string, string>;
+  dependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  engines: Record<string, string>;
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function runNode(script: string, type: 'module' | 'commonjs'): string {
+  return execFileSync(process.execPath, [type === 'module' ? '--input-type=module' : '--input-type=commonjs', '-e', script], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+}
+
+describe('the published package', () => {
+  beforeAll(() => {
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+  }, 120_000);
+
+  it('states engines, ESM and types-first exports', () => {
+    expect(pkg.engines.node).toBe('>=20.19');
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      if (typeof target === 'string') continue;
+      expect(Object.keys(target), subpath).toEqual(['types', 'default']);
+    }
+    expect(pkg.exports['./package.json']).toBe('./package.json');
+  });
+
+  it('has every exports target on disk after the build', () => {
+    for (const target of Object.values(pkg.exports)) {
+      for (const file of typeof target === 'string' ? [target] : Object.values(target)) {
+        expect(existsSync(join(root, file)), file).toBe(true);
+      }
+    }
+  });
+
+  it('loads both entry points in a separate Node process by import() and by require()', () => {
+    const imported = runNode(
+      `const m = await import('nestjs-platform-auth'); const t = await import('nestjs-platform-auth/testing');
+       console.log(typeof m.PlatformAuthModule, typeof m.AssertionSigner, typeof m.platformAuthConfig, typeof t.createTestCredentials);`,
+      'module',
+    );
+    expect(imported.trim()).toBe('function function function function');
+    const required = runNode(
+      `const m = require('nestjs-platform-auth'); const t = require('nestjs-platform-auth/testing');
+       console.log(typeof m.PlatformAuthModule, typeof t.createTestCredentials);`,
+      'commonjs',
+    );
+    expect(required.trim()).toBe('function function');
+  });
+
+  it('imports from lib/ only packages that package.json declares as dependencies or peers', () => {
+    const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies ?? {})]);
+    const builtins = new Set(builtinModules);
+    const undeclared: string[] = [];
+    for (const file of sourceFiles(join(root, 'lib'))) {
+      const text = readFileSync(file, 'utf8');
+      const specifiers = [
+        ...text.matchAll(/^\s*(?:import|export)\b[^;'"]*?\bfrom\s+['"]([^'"]+)['"]/gm),
+        ...text.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm),
+        ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ];
+      for (const match of specifiers) {
+        const specifier = match[1]!;
+        if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+        if (!declared.has(name)) undeclared.push(`${file}: ${specifier}`);
+        if (specifier !== name && name.startsWith('@nestjs/')) undeclared.push(`${file}: deep import ${specifier}`);
+      }
+      for (const match of text.matchAll(/\bfrom\s+['"](\.[^'"]+)['"]/g)) {
+        if (!match[1]!.endsWith('.js')) undeclared.push(`${file}: relative import without .js: ${match[1]}`);
+      }
+    }
+    expect(undeclared).toEqual([]);
+  });
+});

@@ -1,0 +1,203 @@
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  PlatformAuthConfigError,
+  resolvePlatformAuthOptions,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import {
+  createCredentialVariants,
+  pemFragments,
+  tempDir,
+  TEST_PASSPHRASE,
+  type CredentialVariants,
+} from '../support/credential-variants.js';
+
+const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
+let v: CredentialVariants;
+let files: ReturnType<typeof tempDir>;
+
+beforeAll(async () => {
+  v = await createCredentialVariants(NOW);
+  files = tempDir();
+});
+afterAll(() => files.remove());
+
+function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
+  return {
+    baseUrl: 'https://platform.example.com',
+    machineId: 'machine-1',
+    privateKey: v.valid.privateKeyPem,
+    certificate: v.valid.certificatePem,
+    ...overrides,
+  };
+}
+
+function configError(overrides: Partial<PlatformAuthOptions>): PlatformAuthConfigError {
+  try {
+    resolvePlatformAuthOptions(options(overrides), NOW);
+  } catch (error) {
+    expect(error).toBeInstanceOf(PlatformAuthConfigError);
+    const configError = error as PlatformAuthConfigError;
+    const rendered = [configError.message, JSON.stringify(configError), inspect(configError, { depth: 10 })].join('\n');
+    const secrets = pemFragments(
+      v.valid.privateKeyPem, v.valid.certificatePem, v.pkcs1Pem, v.encryptedPkcs8Pem, v.encryptedPkcs1Pem,
+      v.rsa1024Pem, v.ecPem, v.ed25519Pem, v.publicKeyPem, v.otherCertificatePem,
+    );
+    for (const fragment of [...secrets, TEST_PASSPHRASE, '-----BEGIN']) expect(rendered).not.toContain(fragment);
+    return configError;
+  }
+  throw new Error('expected a PlatformAuthConfigError');
+}
+
+function expectProblem(overrides: Partial<PlatformAuthOptions>, setting: RegExp, message: RegExp): void {
+  const error = configError(overrides);
+  expect(error.problems).toContainEqual({ setting: expect.stringMatching(setting), message: expect.stringMatching(message) });
+}
+
+describe('start-up checks: keys that load', () => {
+  it('loads a PKCS#8 key and computes the thumbprint from the certificate', () => {
+    const config = resolvePlatformAuthOptions(options(), NOW);
+    expect(config.credentials.privateKey.asymmetricKeyType).toBe('rsa');
+    expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('loads a PKCS#1 key', () => {
+    const config = resolvePlatformAuthOptions(options({ privateKey: v.pkcs1Pem }), NOW);
+    expect(config.credentials.privateKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
+  });
+
+  it('loads encrypted PKCS#8 and PKCS#1 keys with the passphrase', () => {
+    for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
+      const config = resolvePlatformAuthOptions(options({ privateKey, privateKeyPassphrase: TEST_PASSPHRASE }), NOW);
+      expect(config.credentials.privateKey.type).toBe('private');
+    }
+  });
+
+  it('loads key and certificate from paths', () => {
+    const privateKeyPath = files.write('private-key.pem', v.valid.privateKeyPem);
+    const certificatePath = files.write('publickey.cer', v.valid.certificatePem);
+    const config = resolvePlatformAuthOptions(
+      options({ privateKey: undefined, certificate: undefined, privateKeyPath, certificatePath }),
+      NOW,
+    );
+    expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
+  });
+
+  it('tolerates literal \\n and CRLF in PEM from environment variables', () => {
+    const literal = v.valid.privateKeyPem.replace(/\n/g, '\\n');
+    const crlf = v.valid.certificatePem.replace(/\n/g, '\r\n');
+    const config = resolvePlatformAuthOptions(options({ privateKey: literal, certificate: crlf }), NOW);
+    expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
+  });
+
+  it('uses a configured thumbprint when no certificate is given, ignoring case, colons and spaces', () => {
+    const spaced = v.valid.thumbprint.toLowerCase().match(/../g)!.join(':');
+    const config = resolvePlatformAuthOptions(options({ certificate: undefined, thumbprint: ` ${spaced} ` }), NOW);
+    expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
+  });
+
+  it('warns, without failing, on a certificate that expires within 30 days and on a key that is not 2048 bits', () => {
+    const config = resolvePlatformAuthOptions(options({ certificate: v.expiringSoonCertificatePem }), NOW);
+    expect(config.warnings).toContainEqual({ setting: 'certificate (PLATFORM_CERTIFICATE)', message: expect.stringMatching(/expires in 10 day/) });
+    const big = resolvePlatformAuthOptions(options({ privateKey: v.rsa3072Pem, certificate: undefined, thumbprint: v.valid.thumbprint }), NOW);
+    expect(big.warnings).toContainEqual({ setting: 'privateKey (PLATFORM_PRIVATE_KEY)', message: expect.stringMatching(/3072-bit/) });
+  });
+});
+
+describe('start-up checks: problems, each named, none echoing key material', () => {
+  it('rejects a 1024-bit RSA key', () => {
+    expectProblem({ privateKey: v.rsa1024Pem, certificate: undefined, thumbprint: v.valid.thumbprint }, /^privateKey/, /1024-bit RSA key; at least 2048/);
+  });
+
+  it('rejects an EC key', () => {
+    expectProblem({ privateKey: v.ecPem }, /^privateKey \(PLATFORM_PRIVATE_KEY\)/, /an EC key; the platform requires an RSA key/);
+  });
+
+  it('rejects an Ed25519 key', () => {
+    expectProblem({ privateKey: v.ed25519Pem }, /^privateKey/, /an Ed25519 key/);
+  });
+
+  it('rejects a certificate in the key slot', () => {
+    expectProblem({ privateKey: v.valid.certificatePem }, /^privateKey/, /holds a certificate, not a private key/);
+  });
+
+  it('rejects a public key in the key slot', () => {
+    expectProblem({ privateKey: v.publicKeyPem }, /^privateKey/, /holds a public key, not a private key/);
+  });
+
+  it('rejects a certificate that does not match the key', () => {
+    expectProblem({ certificate: v.otherCertificatePem }, /^certificate \(PLATFORM_CERTIFICATE\)/, /does not match the private key/);
+  });
+
+  it('rejects an expired certificate', () => {
+    expectProblem({ certificate: v.expiredCertificatePem }, /^certificate/, /expired on \d{4}-/);
+  });
+
+  it('rejects a certificate that is not valid yet', () => {
+    expectProblem({ certificate: v.notYetValidCertificatePem }, /^certificate/, /not valid yet/);
+  });
+
+  it('rejects an encrypted key without a passphrase', () => {
+    expectProblem({ privateKey: v.encryptedPkcs8Pem }, /^privateKey/, /encrypted but no passphrase/);
+  });
+
+  it('rejects a wrong passphrase, for PKCS#8 and PKCS#1', () => {
+    for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
+      expectProblem({ privateKey, privateKeyPassphrase: 'wrong' }, /^privateKeyPassphrase \(PLATFORM_PRIVATE_KEY_PASSPHRASE\)/, /wrong passphrase/);
+    }
+  });
+
+  it('rejects an assertion lifetime over 300 seconds', () => {
+    expectProblem({ assertionLifetimeSeconds: 301 }, /^assertionLifetimeSeconds$/, /at most 300 seconds/);
+  });
+
+  it('rejects an unreadable key path, naming the path', () => {
+    expectProblem({ privateKey: undefined, privateKeyPath: '/nonexistent/private-key.pem' }, /^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/, /'\/nonexistent\/private-key.pem': no such file/);
+  });
+
+  it('rejects an empty key file and a garbage key', () => {
+    const empty = files.write('empty.pem', '');
+    expectProblem({ privateKey: undefined, privateKeyPath: empty }, /^privateKeyPath/, /is empty/);
+    expectProblem({ privateKey: 'not a key at all' }, /^privateKey/, /is not PEM text/);
+  });
+
+  it('rejects a DER certificate and a bundle of several certificates', () => {
+    const der = files.write('cert.der', v.derCertificate);
+    expectProblem({ certificate: undefined, certificatePath: der }, /^certificatePath/, /is not PEM text/);
+    expectProblem({ certificate: `${v.valid.certificatePem}\n${v.otherCertificatePem}` }, /^certificate/, /2 PEM blocks; provide exactly one certificate/);
+  });
+
+  it('rejects a configured thumbprint that differs from the certificate', () => {
+    expectProblem({ thumbprint: '00'.repeat(20) }, /^thumbprint \(PLATFORM_CERT_THUMBPRINT\)/, new RegExp(`differs from the certificate's sha1 thumbprint ${v.valid.thumbprint}`));
+  });
+
+  it('rejects http: off loopback and accepts it on loopback', () => {
+    expectProblem({ baseUrl: 'http://platform.example.com' }, /^baseUrl \(PLATFORM_BASE_URL\)/, /http: off loopback/);
+    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://127.0.0.1:8080' }), NOW).origin).toBe('http://127.0.0.1:8080');
+    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://localhost:8080' }), NOW).audience).toBe('localhost:8080');
+  });
+
+  it('requires baseUrl, machineId, a key and a certificate or thumbprint, and reports all of them at once', () => {
+    const error = configError({ baseUrl: '', machineId: '', privateKey: undefined, certificate: undefined });
+    expect(error.problems.map((p) => p.setting)).toEqual([
+      'baseUrl (PLATFORM_BASE_URL)',
+      'machineId (PLATFORM_MACHINE_ID)',
+      'privateKey (PLATFORM_PRIVATE_KEY)',
+      'certificate (PLATFORM_CERTIFICATE)',
+    ]);
+    expect(error.message).toMatch(/^Invalid platform auth configuration \(4 problems\):/);
+  });
+});
+
+describe('resolved defaults', () => {
+  it('derives audience, token URL and allowed origins from baseUrl', () => {
+    const config = resolvePlatformAuthOptions(options({ baseUrl: 'https://platform.example.com/', allowedOrigins: ['https://files.example.com:8443/x'] }), NOW);
+    expect(config.audience).toBe('platform.example.com');
+    expect(config.tokenUrl).toBe('https://platform.example.com/loginservice/connect/token');
+    expect([...config.allowedOrigins]).toEqual(['https://platform.example.com', 'https://files.example.com:8443']);
+    expect(config.assertionLifetimeSeconds).toBe(300);
+    expect(config.refreshBeforeExpirySeconds).toBe(60);
+  });
+});
