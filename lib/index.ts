@@ -1,4 +1,7 @@
-export { PlatformAuthModule } from './platform-auth.module.js';
+export { PlatformAuthModule, InjectPlatformHttpService } from './platform-auth.module.js';
+export { TokenProvider, type AccessToken } from './token.provider.js';
+export { PlatformAuthInterceptor, resolveRequestUrl } from './platform-auth.interceptor.js';
+export { REDACTED, redactAxiosError } from './redaction.util.js';
 export {
   PLATFORM_AUTH_MODULE_OPTIONS,
   type PlatformAuthModuleAsyncOptions,

@@ -1,0 +1,213 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
+import {
+  CLIENT_CERTIFICATE_GRANT,
+  DEFAULT_TOKEN_LIFETIME_SECONDS,
+  MAX_TOKEN_LIFETIME_SECONDS,
+} from './platform-auth.constants.js';
+import type { TokenExchangeFailure } from './platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
+import { sanitizeRemoteText } from './redaction.util.js';
+
+export interface TokenResponse {
+  readonly accessToken: string;
+  readonly tokenType: string;
+  readonly expiresInSeconds: number;
+}
+
+export interface AttemptSuccess {
+  readonly ok: true;
+  readonly token: TokenResponse;
+  readonly warnings: string[];
+  readonly clockOffsetMs?: number;
+}
+
+export interface AttemptFailure {
+  readonly ok: false;
+  readonly reason: TokenExchangeFailure;
+  readonly summary: string;
+  readonly retryable: boolean;
+  readonly status?: number;
+  readonly oauthError?: string;
+  readonly oauthErrorDescription?: string;
+  readonly retryAfterMs?: number;
+  readonly networkCode?: string;
+  readonly clockOffsetMs?: number;
+}
+
+export type AttemptOutcome = AttemptSuccess | AttemptFailure;
+
+const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
+
+/**
+ * One HTTP attempt at the token endpoint: posts the form, reads at most `maxResponseBytes`, follows no redirect,
+ * and turns whatever comes back into an outcome. Knows nothing of retries or caching.
+ */
+export class TokenExchangeClient {
+  private readonly http: AxiosInstance;
+  private readonly agents = { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) };
+
+  constructor(
+    private readonly config: ResolvedPlatformAuthConfig,
+    private readonly now: () => number,
+  ) {
+    this.http = axios.create({
+      timeout: config.exchangeTimeoutMs,
+      maxRedirects: 0,
+      maxContentLength: config.maxResponseBytes,
+      maxBodyLength: 64 * 1024,
+      responseType: 'text',
+      transformResponse: [(data: unknown) => data],
+      validateStatus: () => true,
+      decompress: true,
+      ...this.agents,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+    });
+  }
+
+  async attempt(assertion: string, signal: AbortSignal): Promise<AttemptOutcome> {
+    const token = this.config.tokenEncoding === 'base64' ? Buffer.from(assertion, 'utf8').toString('base64') : assertion;
+    const body = new URLSearchParams({ grant_type: CLIENT_CERTIFICATE_GRANT, client_id: CLIENT_CERTIFICATE_GRANT, token }).toString();
+    let response: AxiosResponse<unknown>;
+    try {
+      response = await this.http.post(this.config.tokenUrl, body, { signal });
+    } catch (error) {
+      return this.transportFailure(error, signal);
+    }
+    const clockOffsetMs = this.clockOffset(response);
+    const { status } = response;
+    if (status >= 200 && status < 300) return this.parseSuccess(response, assertion, clockOffsetMs);
+    if (status >= 300 && status < 400) {
+      return {
+        ok: false,
+        reason: 'redirect',
+        status,
+        retryable: false,
+        clockOffsetMs,
+        summary: `token endpoint answered HTTP ${status} (redirect, not followed)`,
+      };
+    }
+    const { oauthError, oauthErrorDescription } = this.parseOAuthError(response.data, assertion);
+    const retryable = status >= 500 || status === 429 || status === 408;
+    return {
+      ok: false,
+      reason: 'http_error',
+      status,
+      oauthError,
+      oauthErrorDescription,
+      retryable,
+      retryAfterMs: retryable ? parseRetryAfter(response.headers['retry-after'], this.now()) : undefined,
+      clockOffsetMs,
+      summary: `token endpoint answered HTTP ${status}${oauthError ? ` ${oauthError}` : ''}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
+    };
+  }
+
+  /** Closes idle keep-alive sockets so nothing holds the process open. */
+  destroy(): void {
+    this.agents.httpAgent.destroy();
+    this.agents.httpsAgent.destroy();
+  }
+
+  private transportFailure(error: unknown, signal: AbortSignal): AttemptFailure {
+    const code = isAxiosError(error) ? error.code : undefined;
+    const cause = (error as { cause?: { code?: string } } | undefined)?.cause?.code;
+    if (signal.aborted) return { ok: false, reason: 'aborted', retryable: false, summary: 'token exchange cancelled (module shutting down)' };
+    if (code === 'ERR_BAD_RESPONSE' || /maxContentLength/i.test((error as Error)?.message ?? '')) {
+      return {
+        ok: false,
+        reason: 'invalid_response',
+        retryable: false,
+        summary: `token response exceeds the ${this.config.maxResponseBytes}-byte limit`,
+      };
+    }
+    if (code && NETWORK_TIMEOUT_CODES.has(code)) {
+      return { ok: false, reason: 'timeout', retryable: true, networkCode: code, summary: `token endpoint did not answer within ${this.config.exchangeTimeoutMs} ms` };
+    }
+    const networkCode = cause ?? code ?? 'ERR_NETWORK';
+    return { ok: false, reason: 'network_error', retryable: true, networkCode, summary: `token endpoint unreachable (${networkCode})` };
+  }
+
+  private clockOffset(response: AxiosResponse<unknown>): number | undefined {
+    const header = response.headers.date;
+    const platformTime = typeof header === 'string' ? Date.parse(header) : NaN;
+    // The Date header has whole-second resolution; its mid-second is the best estimate.
+    return Number.isNaN(platformTime) ? undefined : platformTime + 500 - this.now();
+  }
+
+  private parseOAuthError(data: unknown, assertion: string): { oauthError?: string; oauthErrorDescription?: string } {
+    const body = parseJson(data);
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
+    const { error, error_description: description } = body as Record<string, unknown>;
+    return {
+      oauthError: typeof error === 'string' && /^[\x20-\x7e]{1,64}$/.test(error) ? error : undefined,
+      oauthErrorDescription: sanitizeRemoteText(description, [assertion]),
+    };
+  }
+
+  private parseSuccess(response: AxiosResponse<unknown>, assertion: string, clockOffsetMs: number | undefined): AttemptOutcome {
+    const invalid = (problem: string): AttemptFailure => ({
+      ok: false,
+      reason: 'invalid_response',
+      status: response.status,
+      retryable: false,
+      clockOffsetMs,
+      summary: `token response is invalid: ${problem}`,
+    });
+    const body = parseJson(response.data);
+    if (body === undefined) {
+      const type = String(response.headers['content-type'] ?? 'no content type').split(';')[0];
+      return invalid(`body is not JSON (${type})`);
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      return invalid(`body is ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}, not an object`);
+    }
+    const fields = body as Record<string, unknown>;
+    if (typeof fields.access_token !== 'string' || fields.access_token.trim() === '') {
+      return invalid('access_token is missing or empty');
+    }
+    if (fields.access_token === assertion) return invalid('access_token echoes the assertion');
+    if (typeof fields.token_type !== 'string' || fields.token_type.toLowerCase() !== 'bearer') {
+      return invalid(`token_type is ${typeof fields.token_type === 'string' ? `'${sanitizeRemoteText(fields.token_type)}'` : 'missing'}, expected Bearer`);
+    }
+    const warnings: string[] = [];
+    let expiresIn: number;
+    if (fields.expires_in === undefined || fields.expires_in === null) {
+      expiresIn = DEFAULT_TOKEN_LIFETIME_SECONDS;
+      warnings.push(`token response has no expires_in; assuming ${DEFAULT_TOKEN_LIFETIME_SECONDS} s`);
+    } else {
+      const value = typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in) ? Number(fields.expires_in) : fields.expires_in;
+      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+        return invalid(`expires_in must be a positive number of seconds`);
+      }
+      expiresIn = value;
+      if (expiresIn > MAX_TOKEN_LIFETIME_SECONDS) {
+        warnings.push(`expires_in ${expiresIn} s is implausible; capped at ${MAX_TOKEN_LIFETIME_SECONDS} s`);
+        expiresIn = MAX_TOKEN_LIFETIME_SECONDS;
+      }
+    }
+    return {
+      ok: true,
+      token: { accessToken: fields.access_token, tokenType: 'Bearer', expiresInSeconds: expiresIn },
+      warnings,
+      clockOffsetMs,
+    };
+  }
+}
+
+function parseJson(data: unknown): unknown {
+  if (typeof data !== 'string') return data;
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `Retry-After` as delta-seconds or an HTTP date; `undefined` when absent or unparsable. */
+export function parseRetryAfter(value: unknown, nowMs: number): number | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
