@@ -1,0 +1,85 @@
+import { randomUUID, X509Certificate, type KeyObject } from 'node:crypto';
+import { certificateThumbprint } from '../credentials/thumbprint.util.js';
+import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import type { IntegrationPermission, RegisteredIntegration, RegisterIntegrationInput } from './emulator.types.js';
+
+export const ALL_PERMISSIONS: readonly IntegrationPermission[] = ['Send message', 'Retrieve billing data'];
+export const ACTIVE_STATUS = 'Active';
+
+interface RegistryEntry {
+  readonly integration: RegisteredIntegration;
+  /** The certificate's public key, parsed once at registration: what the token endpoint verifies signatures with. */
+  readonly publicKey: KeyObject;
+}
+
+/** The emulator's Administration Portal: system integrations, found by thumbprint (`iss`) or machineId (`sub`). */
+export class IntegrationRegistry {
+  private readonly byThumbprint = new Map<string, RegistryEntry>();
+  private readonly byMachineId = new Map<string, RegistryEntry>();
+
+  constructor(readonly thumbprintAlgorithm: ThumbprintAlgorithm) {}
+
+  register(input: RegisterIntegrationInput): RegisteredIntegration {
+    const certificate = parseCertificate(input.certificatePem);
+    if (certificate.publicKey.asymmetricKeyType !== 'rsa') {
+      throw new Error(
+        `registerIntegration: the certificate holds a ${certificate.publicKey.asymmetricKeyType} key; the platform verifies RS256, which needs RSA`,
+      );
+    }
+    const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
+    if (this.byThumbprint.has(thumbprint)) {
+      throw new Error(`registerIntegration: a system integration with certificate thumbprint ${thumbprint} is already registered`);
+    }
+    const machineId = input.machineId ?? randomUUID();
+    if (this.byMachineId.has(machineId)) {
+      throw new Error(`registerIntegration: machineId '${machineId}' is already registered`);
+    }
+    const integration: RegisteredIntegration = {
+      machineId,
+      thumbprint,
+      name: input.name ?? `Emulated integration ${this.byMachineId.size + 1}`,
+      status: input.status ?? ACTIVE_STATUS,
+      permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
+    };
+    const entry = { integration, publicKey: certificate.publicKey };
+    this.byThumbprint.set(thumbprint, entry);
+    this.byMachineId.set(machineId, entry);
+    return integration;
+  }
+
+  /** The integration whose thumbprint is `iss`, ignoring case as the portal's display does. */
+  findByIssuer(iss: string): RegistryEntry | undefined {
+    return this.byThumbprint.get(iss.toUpperCase());
+  }
+
+  get(machineId: string): RegisteredIntegration {
+    const entry = this.byMachineId.get(machineId);
+    if (!entry) throw new Error(`no system integration with machineId '${machineId}' is registered`);
+    return entry.integration;
+  }
+
+  setStatus(machineId: string, status: string): void {
+    this.get(machineId).status = status;
+  }
+
+  setPermissions(machineId: string, permissions: IntegrationPermission[]): void {
+    this.get(machineId).permissions = checkedPermissions(permissions);
+  }
+}
+
+function parseCertificate(pem: string): X509Certificate {
+  try {
+    return new X509Certificate(pem);
+  } catch {
+    throw new Error('registerIntegration: certificatePem is not a PEM X.509 certificate');
+  }
+}
+
+/** Copied, so later changes to the caller's array do not silently change the registry. */
+function checkedPermissions(permissions: readonly IntegrationPermission[]): IntegrationPermission[] {
+  const unknown = permissions.filter((permission) => !ALL_PERMISSIONS.includes(permission));
+  if (unknown.length > 0) {
+    throw new Error(`unknown permission(s) ${unknown.map((p) => `'${p}'`).join(', ')}; allowed: ${ALL_PERMISSIONS.map((p) => `'${p}'`).join(', ')}`);
+  }
+  return [...new Set(permissions)];
+}
