@@ -1,2 +1,17 @@
 export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.js';
 export { FakeClock } from './fake-clock.js';
+export { PlatformEmulator } from './platform-emulator.js';
+export type {
+  EmulatedEnvironment,
+  EmulatedIntegration,
+  EmulatedModuleOptions,
+  EmulatorCounters,
+  EmulatorFault,
+  FaultTarget,
+  IntegrationPermission,
+  PlatformEmulatorOptions,
+  RegisteredIntegration,
+  RegisterIntegrationInput,
+  TokenRequestRecord,
+  TokenRequestRule,
+} from './emulator.types.js';

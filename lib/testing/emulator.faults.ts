@@ -1,0 +1,69 @@
+import type { ServerResponse } from 'node:http';
+import { writeResponse } from './emulator.http.js';
+import type { EmulatorFault, FaultTarget } from './emulator.types.js';
+
+/** Cut mid-value, the way a body truncated by a crashing upstream or a proxy looks. */
+const TRUNCATED_JSON = '{"access_token":"eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOi';
+const HTML_ERROR_PAGE =
+  '<!DOCTYPE html>\n<html><head><title>Service Unavailable</title></head>' +
+  '<body><h1>Service Unavailable</h1><p>The server is temporarily unable to service your request.</p></body></html>\n';
+
+/** One-shot faults waiting for the next request to each target, first injected first used. */
+export class FaultQueues {
+  private readonly queues: Record<FaultTarget, EmulatorFault[]> = { token: [], api: [] };
+
+  push(fault: EmulatorFault, target: FaultTarget): void {
+    if (!(target in this.queues)) throw new Error(`injectFault: target must be 'token' or 'api', got '${String(target)}'`);
+    this.queues[target].push(checkedFault(fault));
+  }
+
+  take(target: FaultTarget): EmulatorFault | undefined {
+    return this.queues[target].shift();
+  }
+}
+
+/**
+ * Answers (or refuses to answer) with `fault` instead of the endpoint. Returns the HTTP status sent, 0 when nothing
+ * was. `delay` is not handled here: it only postpones normal processing.
+ */
+export function answerWithFault(fault: Exclude<EmulatorFault, { kind: 'delay' }>, res: ServerResponse, emulatorNow: number): number {
+  switch (fault.kind) {
+    case 'status': {
+      const textHeaders: Record<string, string> = typeof fault.body === 'string' ? { 'content-type': 'text/plain; charset=utf-8' } : {};
+      writeResponse(res, emulatorNow, { status: fault.status, headers: { ...textHeaders, ...fault.headers }, body: fault.body });
+      return fault.status;
+    }
+    case 'malformed-json':
+      writeResponse(res, emulatorNow, { status: 200, headers: { 'content-type': 'application/json' }, body: TRUNCATED_JSON });
+      return 200;
+    case 'html':
+      writeResponse(res, emulatorNow, { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: HTML_ERROR_PAGE });
+      return 200;
+    case 'drop':
+      // A TCP reset, not a clean close: what a client sees when a load balancer or a crashing process drops it.
+      res.socket?.resetAndDestroy();
+      return 0;
+    case 'hang':
+      return 0;
+  }
+}
+
+function checkedFault(fault: EmulatorFault): EmulatorFault {
+  switch (fault?.kind) {
+    case 'status':
+      if (!Number.isInteger(fault.status) || fault.status < 100 || fault.status > 599) {
+        throw new Error(`injectFault: status must be an integer from 100 to 599, got ${String(fault.status)}`);
+      }
+      return fault;
+    case 'delay':
+      if (!Number.isFinite(fault.ms) || fault.ms < 0) throw new Error(`injectFault: delay ms must be a finite number >= 0, got ${String(fault.ms)}`);
+      return fault;
+    case 'hang':
+    case 'drop':
+    case 'malformed-json':
+    case 'html':
+      return fault;
+    default:
+      throw new Error(`injectFault: unknown fault kind '${String((fault as { kind?: unknown } | undefined)?.kind)}'`);
+  }
+}

@@ -1,0 +1,75 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Largest request body the emulator reads; anything bigger is refused without buffering the rest. */
+export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
+
+export type BodyReadResult = { readonly tooLarge: false; readonly body: Buffer } | { readonly tooLarge: true };
+
+/**
+ * Reads the request body up to `limit` bytes. A declared `Content-Length` over the limit is refused before reading;
+ * a chunked body is refused as soon as it passes the limit. Either way the caller must answer with
+ * `Connection: close`, since the rest of the body is left unread on the socket.
+ */
+export function readBody(req: IncomingMessage, limit = MAX_REQUEST_BODY_BYTES): Promise<BodyReadResult> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve({ tooLarge: true });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > limit) {
+        req.off('data', onData);
+        req.pause();
+        resolve({ tooLarge: true });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve({ tooLarge: false, body: Buffer.concat(chunks) }));
+    req.once('error', reject);
+  });
+}
+
+/** `type/subtype` in lower case and the `charset` parameter (lower case, unquoted), if any. */
+export function parseMediaType(header: string | undefined): { type: string; charset?: string } | undefined {
+  if (!header) return undefined;
+  const [type, ...parameters] = header.split(';');
+  let charset: string | undefined;
+  for (const parameter of parameters) {
+    const [name, value] = parameter.split('=', 2).map((part) => part.trim());
+    if (name?.toLowerCase() === 'charset' && value) charset = value.replace(/^"(.*)"$/, '$1').toLowerCase();
+  }
+  return { type: type!.trim().toLowerCase(), charset };
+}
+
+export interface EmulatorResponse {
+  status: number;
+  headers?: Record<string, string>;
+  /** An object is sent as JSON; a string as is (its content type must then be in `headers`). */
+  body?: string | object;
+  /** Close the connection after this response (the request body was not read to its end). */
+  closeConnection?: boolean;
+}
+
+/**
+ * Writes a response whose `Date` header is emulator time. Node's automatic `Date` reads the real clock, which
+ * would hide the clock offset a test configured and that the library measures skew from.
+ */
+export function writeResponse(res: ServerResponse, emulatorNow: number, response: EmulatorResponse): void {
+  res.sendDate = false;
+  const headers: Record<string, string> = { date: new Date(emulatorNow).toUTCString() };
+  let payload: string | undefined;
+  if (typeof response.body === 'string') {
+    payload = response.body;
+  } else if (response.body !== undefined) {
+    payload = JSON.stringify(response.body);
+    headers['content-type'] = 'application/json; charset=utf-8';
+  }
+  if (response.closeConnection) headers.connection = 'close';
+  // Lower-cased so a caller's `Content-Type` replaces ours instead of being sent next to it.
+  for (const [name, value] of Object.entries(response.headers ?? {})) headers[name.toLowerCase()] = value;
+  res.writeHead(response.status, headers);
+  res.end(payload);
+}

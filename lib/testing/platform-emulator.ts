@@ -1,0 +1,343 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import { DEFAULT_TOKEN_LIFETIME_SECONDS, DEFAULT_TOKEN_PATH } from '../platform-auth.constants.js';
+import { AccessTokenStore } from './emulator.access-tokens.js';
+import { AssertionVerifier } from './emulator.assertion-verifier.js';
+import { answerWithFault, FaultQueues } from './emulator.faults.js';
+import { writeResponse } from './emulator.http.js';
+import { PlaceholderApi } from './emulator.placeholder-api.js';
+import { IntegrationRegistry } from './emulator.registry.js';
+import { TokenEndpoint } from './emulator.token-endpoint.js';
+import type {
+  EmulatedEnvironment,
+  EmulatedIntegration,
+  EmulatedModuleOptions,
+  EmulatorCounters,
+  EmulatorFault,
+  FaultTarget,
+  IntegrationPermission,
+  PlatformEmulatorOptions,
+  RegisteredIntegration,
+  RegisterIntegrationInput,
+  TokenRequestRecord,
+} from './emulator.types.js';
+import { createTestCredentials } from './test-credentials.js';
+
+const DEFAULT_JOURNAL_LIMIT = 1000;
+
+/**
+ * The platform's side of the seed, on a real HTTP server on loopback: a registry of system integrations, the token
+ * endpoint with every rule of section 5.4, access tokens checked by placeholder protected routes, and controls for
+ * tests (clock offset, one-shot faults, a journal, counters). Every instance is independent of every other.
+ *
+ * ```ts
+ * const platform = await PlatformEmulator.start();
+ * const integration = await platform.createIntegration();
+ * // PlatformAuthModule.forRoot({ ...integration.moduleOptions })
+ * await platform.close();
+ * ```
+ */
+export class PlatformEmulator {
+  /** `http://127.0.0.1:PORT`, without a trailing slash: the `baseUrl` to configure. */
+  readonly url: string;
+  readonly tokenUrl: string;
+  /** The `aud` the token endpoint expects. */
+  readonly audience: string;
+
+  private readonly baseNow: () => number;
+  private clockOffsetMs: number;
+  private tokenLifetimeSeconds: number;
+  private readonly thumbprintAlgorithm: ThumbprintAlgorithm;
+  private readonly acceptCompactJwt: boolean;
+  private readonly journalLimit: number;
+  private readonly journalEntries: TokenRequestRecord[] = [];
+  private countersState: EmulatorCounters = emptyCounters();
+  private readonly registry: IntegrationRegistry;
+  private readonly accessTokens: AccessTokenStore;
+  private readonly tokenEndpoint: TokenEndpoint;
+  private readonly placeholderApi: PlaceholderApi;
+  private readonly faults = new FaultQueues();
+  /** Aborted by `close()`, which cancels pending `delay` faults. */
+  private readonly shutdown = new AbortController();
+  private closed?: Promise<void>;
+
+  private constructor(
+    private readonly server: Server,
+    url: string,
+    options: PlatformEmulatorOptions,
+  ) {
+    this.url = url;
+    this.tokenUrl = url + DEFAULT_TOKEN_PATH;
+    this.audience = options.audience ?? new URL(url).host;
+    this.baseNow = options.now ?? Date.now;
+    this.clockOffsetMs = options.clockOffsetMs ?? 0;
+    this.tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
+    this.thumbprintAlgorithm = options.thumbprintAlgorithm ?? 'sha1';
+    const encodings = options.tokenEncodings ?? ['jwt', 'base64'];
+    this.acceptCompactJwt = encodings.includes('jwt');
+    this.journalLimit = options.journalLimit ?? DEFAULT_JOURNAL_LIMIT;
+
+    const now = (): number => this.now();
+    this.registry = new IntegrationRegistry(this.thumbprintAlgorithm);
+    this.accessTokens = new AccessTokenStore(now);
+    this.tokenEndpoint = new TokenEndpoint({
+      verifier: new AssertionVerifier({
+        registry: this.registry,
+        audience: this.audience,
+        acceptCompactJwt: this.acceptCompactJwt,
+        acceptBase64: encodings.includes('base64'),
+        now,
+      }),
+      tokens: this.accessTokens,
+      tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
+      invalidClientStatus: options.invalidClientStatus ?? 400,
+    });
+    this.placeholderApi = new PlaceholderApi(this.accessTokens, this.registry);
+    server.on('request', (req, res) => void this.handle(req, res));
+  }
+
+  /** Listens on `host:port` (default `127.0.0.1`, a random free port) and resolves once connections are accepted. */
+  static async start(options: PlatformEmulatorOptions = {}): Promise<PlatformEmulator> {
+    checkOptions(options);
+    const host = options.host ?? '127.0.0.1';
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = server.address() as AddressInfo;
+    const urlHost = host.includes(':') ? `[${host}]` : host;
+    return new PlatformEmulator(server, `http://${urlHost}:${port}`, options);
+  }
+
+  /** Adds a system integration, as the Administration Portal does. Throws when its certificate is already registered. */
+  registerIntegration(input: RegisterIntegrationInput): RegisteredIntegration {
+    return this.registry.register(input);
+  }
+
+  /** A throwaway key and certificate, registered as a new integration, with the settings an app needs to use it. */
+  async createIntegration(input: Omit<RegisterIntegrationInput, 'certificatePem'> = {}): Promise<EmulatedIntegration> {
+    // Validity is centred on the client's clock (`now`, without the offset): the library checks it at start-up.
+    const credentials = await createTestCredentials({ thumbprintAlgorithm: this.thumbprintAlgorithm, now: this.baseNow() });
+    const integration = this.registerIntegration({ ...input, certificatePem: credentials.certificatePem });
+    const moduleOptions: EmulatedModuleOptions = {
+      baseUrl: this.url,
+      machineId: integration.machineId,
+      privateKey: credentials.privateKeyPem,
+      certificate: credentials.certificatePem,
+    };
+    const env: EmulatedEnvironment = {
+      PLATFORM_BASE_URL: this.url,
+      PLATFORM_MACHINE_ID: integration.machineId,
+      PLATFORM_PRIVATE_KEY: credentials.privateKeyPem,
+      PLATFORM_CERTIFICATE: credentials.certificatePem,
+    };
+    if (this.thumbprintAlgorithm !== 'sha1') moduleOptions.thumbprintAlgorithm = this.thumbprintAlgorithm;
+    if (this.audience !== new URL(this.url).host) {
+      moduleOptions.audience = this.audience;
+      env.PLATFORM_AUDIENCE = this.audience;
+    }
+    if (!this.acceptCompactJwt) moduleOptions.tokenEncoding = 'base64';
+
+    // Accessors, so that status and permissions stay those of the live registry entry.
+    return {
+      get machineId() {
+        return integration.machineId;
+      },
+      get thumbprint() {
+        return integration.thumbprint;
+      },
+      get name() {
+        return integration.name;
+      },
+      get status() {
+        return integration.status;
+      },
+      set status(status: string) {
+        integration.status = status;
+      },
+      get permissions() {
+        return integration.permissions;
+      },
+      set permissions(permissions: IntegrationPermission[]) {
+        integration.permissions = permissions;
+      },
+      privateKeyPem: credentials.privateKeyPem,
+      certificatePem: credentials.certificatePem,
+      moduleOptions,
+      env,
+    };
+  }
+
+  setIntegrationStatus(machineId: string, status: string): void {
+    this.registry.setStatus(machineId, status);
+  }
+
+  setPermissions(machineId: string, permissions: IntegrationPermission[]): void {
+    this.registry.setPermissions(machineId, permissions);
+  }
+
+  /** Emulator time becomes `now() + ms`: the platform's clock ahead of (positive) or behind the client's. */
+  setClockOffset(ms: number): void {
+    if (!Number.isFinite(ms)) throw new Error(`setClockOffset: ms must be a finite number, got ${String(ms)}`);
+    this.clockOffsetMs = ms;
+  }
+
+  /** `expires_in` of tokens issued from now on; tokens already issued keep theirs. */
+  setTokenLifetime(seconds: number): void {
+    checkTokenLifetime(seconds, 'setTokenLifetime');
+    this.tokenLifetimeSeconds = seconds;
+  }
+
+  /** True when the token was usable and is not any more. */
+  revokeToken(accessToken: string): boolean {
+    return this.accessTokens.revoke(accessToken);
+  }
+
+  /** Revokes every usable token; returns how many there were. */
+  revokeAllTokens(): number {
+    return this.accessTokens.revokeAll();
+  }
+
+  /** Queues a one-shot fault for the next request to `target`: the token endpoint (default), or anything else. */
+  injectFault(fault: EmulatorFault, target: FaultTarget = 'token'): void {
+    this.faults.push(fault, target);
+  }
+
+  /** Token requests received, oldest first (a snapshot; at most `journalLimit` entries). */
+  get journal(): readonly TokenRequestRecord[] {
+    return Object.freeze([...this.journalEntries]);
+  }
+
+  /** A snapshot of the counters. */
+  get counters(): EmulatorCounters {
+    return structuredClone(this.countersState);
+  }
+
+  resetCounters(): void {
+    this.countersState = emptyCounters();
+  }
+
+  /**
+   * Stops listening, destroys every connection (keep-alive and hanging ones included) and cancels pending delays.
+   * Safe to call more than once.
+   */
+  close(): Promise<void> {
+    this.closed ??= new Promise<void>((resolve) => {
+      this.shutdown.abort();
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+    return this.closed;
+  }
+
+  private now(): number {
+    return this.baseNow() + this.clockOffsetMs;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const receivedAt = this.now();
+    const isTokenRequest = pathnameOf(req) === DEFAULT_TOKEN_PATH;
+    let fault = this.faults.take(isTokenRequest ? 'token' : 'api');
+    try {
+      if (fault?.kind === 'delay') {
+        await delay(fault.ms, undefined, { signal: this.shutdown.signal, ref: false });
+        fault = undefined;
+      }
+      if (isTokenRequest) await this.handleTokenRequest(req, res, receivedAt, fault);
+      else await this.handleApiRequest(req, res, fault);
+    } catch {
+      // A client that went away, or a delay cancelled by close(), leaves nobody to answer; anything else is a bug
+      // of the emulator, which the client should see as a server error rather than as a hang.
+      if (!res.headersSent && !res.destroyed) writeResponse(res, this.now(), { status: 500, body: { error: 'server_error' } });
+    }
+  }
+
+  private async handleTokenRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    receivedAt: number,
+    fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
+  ): Promise<void> {
+    const request = await this.tokenEndpoint.receive(req);
+    const exchanges = this.countersState.exchanges;
+    exchanges.total += 1;
+    if (fault) {
+      const status = answerWithFault(fault, res, this.now());
+      exchanges.faulted += 1;
+      this.record({ at: receivedAt, ...this.tokenEndpoint.summarize(request), status, verdict: 'fault', fault: fault.kind });
+      return;
+    }
+    const { response, record } = await this.tokenEndpoint.answer(request);
+    writeResponse(res, this.now(), response);
+    if (record.verdict === 'accepted') exchanges.accepted += 1;
+    else exchanges.rejected += 1;
+    this.record({ at: receivedAt, ...record });
+  }
+
+  private async handleApiRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
+  ): Promise<void> {
+    const apiCalls = this.countersState.apiCalls;
+    apiCalls.total += 1;
+    if (fault) {
+      apiCalls.faulted += 1;
+      answerWithFault(fault, res, this.now());
+      return;
+    }
+    const { response, outcome } = await this.placeholderApi.answer(req, pathnameOf(req));
+    writeResponse(res, this.now(), response);
+    if (outcome !== 'other') apiCalls[outcome] += 1;
+  }
+
+  private record(entry: TokenRequestRecord): void {
+    this.journalEntries.push(entry);
+    if (this.journalEntries.length > this.journalLimit) {
+      this.journalEntries.splice(0, this.journalEntries.length - this.journalLimit);
+    }
+  }
+}
+
+/** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */
+function pathnameOf(req: IncomingMessage): string {
+  return (req.url ?? '/').split(/[?#]/, 1)[0]!;
+}
+
+function emptyCounters(): EmulatorCounters {
+  return {
+    exchanges: { total: 0, accepted: 0, rejected: 0, faulted: 0 },
+    apiCalls: { total: 0, ok: 0, unauthorized: 0, forbidden: 0, faulted: 0 },
+  };
+}
+
+function checkOptions(options: PlatformEmulatorOptions): void {
+  if (options.tokenLifetimeSeconds !== undefined) checkTokenLifetime(options.tokenLifetimeSeconds, 'tokenLifetimeSeconds');
+  const status = options.invalidClientStatus;
+  if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 499)) {
+    throw new Error(`invalidClientStatus must be a 4xx status (RFC 6749 §5.2 uses 400 or 401), got ${String(status)}`);
+  }
+  const encodings = options.tokenEncodings;
+  if (encodings !== undefined && (encodings.length === 0 || encodings.some((e) => e !== 'jwt' && e !== 'base64'))) {
+    throw new Error(`tokenEncodings must list 'jwt', 'base64' or both`);
+  }
+  const limit = options.journalLimit;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
+    throw new Error(`journalLimit must be a whole number >= 0, got ${String(limit)}`);
+  }
+  if (options.clockOffsetMs !== undefined && !Number.isFinite(options.clockOffsetMs)) {
+    throw new Error(`clockOffsetMs must be a finite number, got ${String(options.clockOffsetMs)}`);
+  }
+  if (options.audience !== undefined && options.audience.trim() === '') throw new Error('audience must not be empty');
+}
+
+/** Seed 4.1: `expires_in` is an integer number of seconds. */
+function checkTokenLifetime(seconds: number, setting: string): void {
+  if (!Number.isInteger(seconds) || seconds < 1) throw new Error(`${setting} must be a whole number of seconds, at least 1, got ${String(seconds)}`);
+}
