@@ -43,6 +43,13 @@ function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>):
   seen.add(request);
   const req = request as Record<string, unknown>;
   if ('_header' in req) req._header = redactString(req._header, token);
+  // node's ClientRequest keeps the outgoing headers as [name, value] pairs under a private symbol.
+  for (const symbol of Object.getOwnPropertySymbols(req)) {
+    if (symbol.description !== 'kOutHeaders') continue;
+    const outHeaders = (req as Record<symbol, Record<string, unknown> | null>)[symbol];
+    const pair = outHeaders?.authorization;
+    if (Array.isArray(pair)) pair[1] = redactString(pair[1], token);
+  }
   const options = req._options as { headers?: unknown } | undefined;
   if (options) redactHeaderBag(options.headers, token);
   redactNodeRequest(req._currentRequest, token, seen);

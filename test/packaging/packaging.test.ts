@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { builtinModules } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -21,17 +22,25 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+/** A copy of the package, built on its own, so this test never rewrites the dist/ other tests may be reading. */
+const packageDir = mkdtempSync(join(tmpdir(), 'platform-auth-package-'));
+
 function runNode(script: string, type: 'module' | 'commonjs'): string {
   return execFileSync(process.execPath, [type === 'module' ? '--input-type=module' : '--input-type=commonjs', '-e', script], {
-    cwd: root,
+    cwd: packageDir,
     encoding: 'utf8',
   });
 }
 
 describe('the published package', () => {
   beforeAll(() => {
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+    for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'lib']) {
+      cpSync(join(root, entry), join(packageDir, entry), { recursive: true });
+    }
+    symlinkSync(join(root, 'node_modules'), join(packageDir, 'node_modules'), 'dir');
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: packageDir });
   }, 120_000);
+  afterAll(() => rmSync(packageDir, { recursive: true, force: true }));
 
   it('states engines, ESM and types-first exports', () => {
     expect(pkg.engines.node).toBe('>=20.19');
@@ -45,7 +54,7 @@ describe('the published package', () => {
   it('has every exports target on disk after the build', () => {
     for (const target of Object.values(pkg.exports)) {
       for (const file of typeof target === 'string' ? [target] : Object.values(target)) {
-        expect(existsSync(join(root, file)), file).toBe(true);
+        expect(existsSync(join(packageDir, file)), file).toBe(true);
       }
     }
   });

@@ -1,0 +1,73 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import type { INestApplication } from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { AppModule } from '../../sample-app/src/app.module.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+let platform: PlatformEmulator;
+let integration: EmulatedIntegration;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  platform = await PlatformEmulator.start();
+  integration = await platform.createIntegration({ name: 'sample-app e2e' });
+  Object.assign(process.env, integration.env);
+});
+afterAll(async () => {
+  process.env = saved;
+  await platform.close();
+});
+
+async function createApp(kind: 'express' | 'fastify'): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  if (kind === 'express') {
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    return app;
+  }
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
+  let app: INestApplication;
+  beforeAll(async () => {
+    platform.resetCounters();
+    app = await createApp(kind);
+  });
+  afterAll(() => app.close());
+
+  it('sends a message through the authenticated HttpService', async () => {
+    const response = await request(app.getHttpServer()).post('/messages').send({ to: 'alice', text: 'hi' }).expect(202);
+    expect(response.body).toMatchObject({ accepted: true, machineId: integration.machineId });
+    expect(platform.counters.exchanges.accepted).toBe(1);
+  });
+
+  it('reads billing data with the same cached token', async () => {
+    await request(app.getHttpServer()).get('/billing').expect(200);
+    expect(platform.counters.exchanges.accepted).toBe(1);
+    expect(platform.counters.apiCalls.ok).toBe(2);
+  });
+
+  it('reports health without showing the token', async () => {
+    const response = await request(app.getHttpServer()).get('/health').expect(200);
+    expect(Object.keys(response.body as object)).toEqual(['status', 'tokenExpiresAt']);
+  });
+});
+
+describe('the README demo command', () => {
+  it('`npm run demo` performs one authenticated call against the embedded emulator and exits 0 on its own', async () => {
+    const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
+    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'demo'], { cwd: root, env, timeout: 60_000 });
+    expect(stdout).toMatch(/Embedded platform emulator on http:\/\/127\.0\.0\.1:\d+/);
+    expect(stdout).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/messages -> 202 \{"accepted":true/);
+  }, 90_000);
+});

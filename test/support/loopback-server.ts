@@ -1,0 +1,42 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  authorization?: string;
+}
+
+export interface LoopbackServer {
+  url: string;
+  origin: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+/** A small purpose-built HTTP server on 127.0.0.1 that records what it receives. */
+export async function startLoopbackServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}');
+  },
+): Promise<LoopbackServer> {
+  const requests: RecordedRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    req.resume();
+    req.on('end', () => handler(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    url: origin,
+    origin,
+    requests,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

@@ -1,0 +1,58 @@
+import { Test, type TestingModule } from '@nestjs/testing';
+import { HttpService } from '@nestjs/axios';
+import {
+  PlatformAuthModule,
+  TokenProvider,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import {
+  FakeClock,
+  PlatformEmulator,
+  type EmulatedIntegration,
+  type PlatformEmulatorOptions,
+} from 'nestjs-platform-auth/testing';
+
+export interface PlatformFixture {
+  clock: FakeClock;
+  platform: PlatformEmulator;
+  integration: EmulatedIntegration;
+  moduleRef: TestingModule;
+  tokens: TokenProvider;
+  http: HttpService;
+  close(): Promise<void>;
+}
+
+/**
+ * An emulator and a Nest module pointed at it, sharing one fake clock: the emulator's idea of "now" and the
+ * library's are the same clock, so a test moves time for both without sleeping.
+ */
+export async function startPlatformFixture(
+  options: { module?: Partial<PlatformAuthOptions>; emulator?: PlatformEmulatorOptions; autoAdvance?: boolean } = {},
+): Promise<PlatformFixture> {
+  const clock = new FakeClock(Date.now(), { autoAdvance: options.autoAdvance ?? true });
+  const platform = await PlatformEmulator.start({ now: () => clock.now(), ...options.emulator });
+  const integration = await platform.createIntegration();
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      PlatformAuthModule.forRoot({
+        ...integration.moduleOptions,
+        clock,
+        retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 },
+        ...options.module,
+      }),
+    ],
+  }).compile();
+  await moduleRef.init();
+  return {
+    clock,
+    platform,
+    integration,
+    moduleRef,
+    tokens: moduleRef.get(TokenProvider),
+    http: moduleRef.get(HttpService),
+    async close() {
+      await moduleRef.close();
+      await platform.close();
+    },
+  };
+}
