@@ -14,7 +14,7 @@ export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = [
   if (typeof text !== 'string') return undefined;
   let clean = text;
   for (const secret of secrets) if (secret) clean = clean.split(secret).join(REDACTED);
-  clean = clean.replace(JWT_LIKE, REDACTED).replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  clean = clean.replace(JWT_LIKE, REDACTED).replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim();
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
 

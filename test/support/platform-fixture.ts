@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { HttpService } from '@nestjs/axios';
 import {
@@ -27,12 +28,18 @@ export interface PlatformFixture {
  * library's are the same clock, so a test moves time for both without sleeping.
  */
 export async function startPlatformFixture(
-  options: { module?: Partial<PlatformAuthOptions>; emulator?: PlatformEmulatorOptions; autoAdvance?: boolean } = {},
+  options: {
+    module?: Partial<PlatformAuthOptions>;
+    emulator?: PlatformEmulatorOptions;
+    autoAdvance?: boolean;
+    /** Nest's testing logger prints errors only; pass one to see warnings. */
+    logger?: LoggerService;
+  } = {},
 ): Promise<PlatformFixture> {
   const clock = new FakeClock(Date.now(), { autoAdvance: options.autoAdvance ?? true });
   const platform = await PlatformEmulator.start({ now: () => clock.now(), ...options.emulator });
   const integration = await platform.createIntegration();
-  const moduleRef = await Test.createTestingModule({
+  const builder = Test.createTestingModule({
     imports: [
       PlatformAuthModule.forRoot({
         ...integration.moduleOptions,
@@ -41,7 +48,9 @@ export async function startPlatformFixture(
         ...options.module,
       }),
     ],
-  }).compile();
+  });
+  if (options.logger) builder.setLogger(options.logger);
+  const moduleRef = await builder.compile();
   await moduleRef.init();
   return {
     clock,

@@ -1,7 +1,8 @@
-import { inspect } from 'node:util';
+import { createPrivateKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   PlatformAuthConfigError,
+  readPlatformAuthEnv,
   resolvePlatformAuthOptions,
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
@@ -12,6 +13,7 @@ import {
   TEST_PASSPHRASE,
   type CredentialVariants,
 } from '../support/credential-variants.js';
+import { expectNoSecrets } from '../support/leak-check.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 let v: CredentialVariants;
@@ -39,12 +41,14 @@ function configError(overrides: Partial<PlatformAuthOptions>): PlatformAuthConfi
   } catch (error) {
     expect(error).toBeInstanceOf(PlatformAuthConfigError);
     const configError = error as PlatformAuthConfigError;
-    const rendered = [configError.message, JSON.stringify(configError), inspect(configError, { depth: 10 })].join('\n');
-    const secrets = pemFragments(
-      v.valid.privateKeyPem, v.valid.certificatePem, v.pkcs1Pem, v.encryptedPkcs8Pem, v.encryptedPkcs1Pem,
-      v.rsa1024Pem, v.ecPem, v.ed25519Pem, v.publicKeyPem, v.otherCertificatePem,
-    );
-    for (const fragment of [...secrets, TEST_PASSPHRASE, '-----BEGIN']) expect(rendered).not.toContain(fragment);
+    expectNoSecrets(configError, [
+      ...pemFragments(
+        v.valid.privateKeyPem, v.valid.certificatePem, v.pkcs1Pem, v.encryptedPkcs8Pem, v.encryptedPkcs1Pem,
+        v.rsa1024Pem, v.ecPem, v.ed25519Pem, v.publicKeyPem, v.otherCertificatePem,
+      ),
+      TEST_PASSPHRASE,
+      '-----BEGIN',
+    ]);
     return configError;
   }
   throw new Error('expected a PlatformAuthConfigError');
@@ -89,6 +93,19 @@ describe('start-up checks: keys that load', () => {
     const literal = v.valid.privateKeyPem.replace(/\n/g, '\\n');
     const crlf = v.valid.certificatePem.replace(/\n/g, '\r\n');
     const config = resolvePlatformAuthOptions(options({ privateKey: literal, certificate: crlf }), NOW);
+    expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
+  });
+
+  it('reads literal \\n and CRLF PEM values from environment variables through readPlatformAuthEnv', () => {
+    const fromEnv = readPlatformAuthEnv({
+      PLATFORM_BASE_URL: 'https://platform.example.com',
+      PLATFORM_MACHINE_ID: 'machine-env',
+      PLATFORM_PRIVATE_KEY: v.encryptedPkcs8Pem.replace(/\n/g, '\\n'),
+      PLATFORM_PRIVATE_KEY_PASSPHRASE: TEST_PASSPHRASE,
+      PLATFORM_CERTIFICATE: v.valid.certificatePem.replace(/\n/g, '\r\n'),
+    });
+    const config = resolvePlatformAuthOptions(fromEnv, NOW);
+    expect(config.machineId).toBe('machine-env');
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
   });
 
@@ -161,6 +178,26 @@ describe('start-up checks: problems, each named, none echoing key material', () 
     const empty = files.write('empty.pem', '');
     expectProblem({ privateKey: undefined, privateKeyPath: empty }, /^privateKeyPath/, /is empty/);
     expectProblem({ privateKey: 'not a key at all' }, /^privateKey/, /is not PEM text/);
+  });
+
+  it('rejects a DER private key', () => {
+    const der = files.write('private-key.der', createPrivateKey(v.valid.privateKeyPem).export({ type: 'pkcs8', format: 'der' }));
+    expectProblem({ privateKey: undefined, privateKeyPath: der }, /^privateKeyPath/, /is not PEM text/);
+  });
+
+  it('rejects a directory and a path through a file, naming the path', () => {
+    expectProblem({ privateKey: undefined, privateKeyPath: files.dir }, /^privateKeyPath/, /it is a directory/);
+    const file = files.write('plain.txt', 'x');
+    expectProblem({ certificate: undefined, certificatePath: `${file}/publickey.cer` }, /^certificatePath/, /ENOTDIR/);
+  });
+
+  it('rejects setting both the inline value and the path', () => {
+    const path = files.write('both.pem', v.valid.privateKeyPem);
+    expectProblem({ privateKeyPath: path }, /^privateKey \(PLATFORM_PRIVATE_KEY\)/, /set only one of privateKey and privateKeyPath/);
+  });
+
+  it('rejects a certificate slot holding a private key without echoing it', () => {
+    expectProblem({ certificate: v.valid.privateKeyPem }, /^certificate/, /holds a private key, not a certificate/);
   });
 
   it('rejects a DER certificate and a bundle of several certificates', () => {

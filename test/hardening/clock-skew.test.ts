@@ -1,0 +1,61 @@
+import { ConsoleLogger } from '@nestjs/common';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TokenExchangeError } from 'nestjs-platform-auth';
+import { captureOutput } from '../support/capture-output.js';
+import { expectNoSecrets } from '../support/leak-check.js';
+import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+
+let fixture: PlatformFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+async function start(...args: Parameters<typeof startPlatformFixture>): Promise<PlatformFixture> {
+  await fixture?.close();
+  fixture = await startPlatformFixture(...args);
+  return fixture;
+}
+
+describe.each([
+  ['ahead of', 10 * 60_000],
+  ['behind', -10 * 60_000],
+])('platform clock 10 minutes %s the local clock', (direction, offsetMs) => {
+  it('fails with a clear skew error carrying the measured offset', async () => {
+    const f = await start({ emulator: { clockOffsetMs: offsetMs } });
+    const error = (await f.tokens.getAccessToken().catch((e: unknown) => e)) as TokenExchangeError;
+    expect(error).toBeInstanceOf(TokenExchangeError);
+    expect(error).toMatchObject({ reason: 'http_error', oauthError: 'invalid_grant', retried: false });
+    expect(Math.abs(error.clockOffsetSeconds! - offsetMs / 1000)).toBeLessThanOrEqual(1);
+    expect(error.hint).toMatch(new RegExp(`The platform's clock is 60\\d s ${direction} the local clock`));
+    expect(error.hint).toMatch(/correctClockSkew/);
+    expect(f.tokens.clockOffsetMs).toBeDefined();
+    expectNoSecrets(error, []);
+  });
+
+  it('recovers with correctClockSkew: one corrected retry, then tokens work', async () => {
+    const f = await start({ emulator: { clockOffsetMs: offsetMs }, module: { correctClockSkew: true } });
+    const token = await f.tokens.getAccessToken();
+    const journal = f.platform.journal;
+    expect(journal.map((entry) => entry.verdict)).toEqual(['rejected', 'accepted']);
+    const corrected = journal[1]!.claims as { iat: number };
+    expect(Math.abs(corrected.iat * 1000 - (f.clock.now() + offsetMs))).toBeLessThan(2_000);
+    const response = await fetch(`${f.platform.url}/api/billing`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(response.status).toBe(200);
+  });
+});
+
+describe('skew within what the platform accepts', () => {
+  it('is logged with the offset when over 30 s, and the exchange succeeds', async () => {
+    const f = await start({ emulator: { clockOffsetMs: 90_000 }, logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }) });
+    const output = await captureOutput(() => f.tokens.getAccessToken());
+    expect(output).toMatch(/The platform's clock is (89|90|91) s ahead of the local clock/);
+  });
+
+  it('is not reported when under 30 s', async () => {
+    const f = await start({ emulator: { clockOffsetMs: 10_000 }, logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }) });
+    const output = await captureOutput(() => f.tokens.getAccessToken());
+    expect(output).not.toMatch(/clock/);
+    expect(Math.abs(f.tokens.clockOffsetMs! - 10_000)).toBeLessThanOrEqual(1_000);
+  });
+});

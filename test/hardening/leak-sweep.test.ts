@@ -1,0 +1,116 @@
+import { createPrivateKey } from 'node:crypto';
+import { ConsoleLogger, Controller, Get, Module } from '@nestjs/common';
+import { HttpService } from '@nestjs/axios';
+import { NestFactory } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import { firstValueFrom } from 'rxjs';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { captureOutput } from '../support/capture-output.js';
+import { TEST_PASSPHRASE } from '../support/credential-variants.js';
+import { expectNoSecrets } from '../support/leak-check.js';
+
+/**
+ * The logs a real app writes on the error paths — Nest's bootstrap failure report, its exception handler for an
+ * unhandled error in a controller, our background-renewal warnings — searched for every secret.
+ */
+let platform: PlatformEmulator;
+let integration: EmulatedIntegration;
+beforeAll(async () => {
+  platform = await PlatformEmulator.start();
+  integration = await platform.createIntegration();
+});
+afterAll(() => platform.close());
+
+function secrets(...more: string[]): string[] {
+  const pemLines = [integration.privateKeyPem, integration.certificatePem].flatMap((pem) =>
+    pem.split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----')).slice(0, 5),
+  );
+  return [...pemLines, TEST_PASSPHRASE, ...more];
+}
+
+function expectClean(output: string, needles: string[]): void {
+  expect(output.length).toBeGreaterThan(0);
+  for (const needle of needles) expect(output.includes(needle), `leaked ${needle.slice(0, 6)}…`).toBe(false);
+}
+
+@Controller()
+class ProxyController {
+  constructor(private readonly http: HttpService) {}
+
+  @Get('billing')
+  async billing(): Promise<unknown> {
+    return (await firstValueFrom(this.http.get('/api/billing'))).data;
+  }
+}
+
+describe('leak sweep over logs', () => {
+  it('Nest bootstrap failure with a wrong passphrase logs no key material or passphrase', async () => {
+    const encrypted = createPrivateKey(integration.privateKeyPem)
+      .export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE })
+      .toString();
+    @Module({
+      imports: [
+        PlatformAuthModule.forRoot({ ...integration.moduleOptions, privateKey: encrypted, privateKeyPassphrase: `${TEST_PASSPHRASE}!` }),
+      ],
+    })
+    class BrokenApp {}
+    let failure: unknown;
+    const output = await captureOutput(async () => {
+      failure = await NestFactory.create(BrokenApp, { logger: new ConsoleLogger(), abortOnError: false }).catch((e: unknown) => e);
+    });
+    expect(String(failure)).toMatch(/wrong passphrase/);
+    const encryptedLines = encrypted.split('\n').filter((l) => l.length >= 40 && !l.startsWith('-----'));
+    expectClean(output, [...secrets(`${TEST_PASSPHRASE}!`), ...encryptedLines]);
+    expectNoSecrets(failure, [...secrets(`${TEST_PASSPHRASE}!`), ...encryptedLines]);
+  });
+
+  it('an unhandled 401 in a controller is logged by Nest without the token', async () => {
+    @Module({ imports: [PlatformAuthModule.forRoot(integration.moduleOptions)], controllers: [ProxyController] })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).setLogger(new ConsoleLogger()).compile();
+    const app = moduleRef.createNestApplication();
+    await app.init();
+    try {
+      const token = await app.get(TokenProvider).getAccessToken();
+      platform.injectFault({ kind: 'status', status: 401 }, 'api');
+      platform.injectFault({ kind: 'status', status: 401 }, 'api');
+      const output = await captureOutput(() => request(app.getHttpServer()).get('/billing').expect(500));
+      const renewed = await app.get(TokenProvider).getAccessToken();
+      expect(output).toMatch(/Request failed with status code 401/);
+      expectClean(output, secrets(token, renewed));
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('background renewal failures are logged without the token', async () => {
+    const clock = new FakeClock(Date.now(), { autoAdvance: true });
+    const skewed = await PlatformEmulator.start({ now: () => clock.now() });
+    const skewedIntegration = await skewed.createIntegration();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot({ ...skewedIntegration.moduleOptions, clock, retry: { maxAttempts: 2 } })],
+    })
+      .setLogger(new ConsoleLogger())
+      .compile();
+    await moduleRef.init();
+    try {
+      const tokens = moduleRef.get(TokenProvider);
+      const token = await tokens.getAccessToken();
+      clock.advance(550_000);
+      skewed.setIntegrationStatus(skewedIntegration.machineId, 'Suspended');
+      const output = await captureOutput(async () => {
+        expect(await tokens.getAccessToken()).toBe(token);
+        await vi.waitFor(() => expect(skewed.counters.exchanges.rejected).toBe(1));
+        await new Promise((resolve) => setImmediate(resolve));
+      });
+      expect(output).toMatch(/Background token renewal failed/);
+      expectClean(output, secrets(token));
+    } finally {
+      await moduleRef.close();
+      await skewed.close();
+    }
+  });
+});

@@ -1,0 +1,197 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformAuthConfigError, resolvePlatformAuthOptions, TokenExchangeError } from 'nestjs-platform-auth';
+import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { expectNoSecrets } from '../support/leak-check.js';
+import { startLoopbackServer } from '../support/loopback-server.js';
+import { json, raw, startScriptedTokenServer, tokenReply, type ScriptedTokenServer } from '../support/scripted-token-server.js';
+import { createProvider, type ProviderHarness } from '../support/token-provider-harness.js';
+
+let credentials: TestCredentials;
+let server: ScriptedTokenServer;
+let harness: ProviderHarness | undefined;
+
+beforeAll(async () => {
+  credentials = await createTestCredentials();
+});
+afterAll(() => undefined);
+afterEach(async () => {
+  harness?.destroy();
+  harness = undefined;
+  await server?.close();
+});
+
+async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Promise<ProviderHarness> {
+  server = await startScriptedTokenServer();
+  harness = createProvider(credentials, server.url, overrides);
+  return harness;
+}
+
+/** The exchange's failure, checked to be a TokenExchangeError that leaks nothing. */
+async function exchangeFailure(h: ProviderHarness): Promise<TokenExchangeError> {
+  const error = await h.tokens.getAccessToken().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(TokenExchangeError);
+  expectNoSecrets(error, [...server.assertions, ...server.issued, credentials.privateKeyPem]);
+  return error as TokenExchangeError;
+}
+
+describe('transient failures are retried, bounded', () => {
+  it.each([500, 502, 503])('HTTP %i: retried up to maxAttempts, then a typed error', async (status) => {
+    const h = await setUp();
+    server.fallback = (res) => json(res, status, { error: 'server_error' });
+    const error = await exchangeFailure(h);
+    expect(error).toMatchObject({ reason: 'http_error', status, attempts: 3, retried: true });
+    expect(server.requests).toBe(3);
+    expect(new Set(server.assertions).size).toBe(3); // a fresh assertion per attempt
+    expect(h.clock.sleeps).toHaveLength(2);
+  });
+
+  it('recovers when a 5xx is followed by a token', async () => {
+    const h = await setUp();
+    server.replies.push((res) => json(res, 503, {}));
+    expect(await h.tokens.getAccessToken()).toBe(server.issued[0]);
+    expect(server.requests).toBe(2);
+  });
+
+  it('429 with Retry-After in seconds waits that long', async () => {
+    const h = await setUp();
+    server.replies.push((res) => json(res, 429, {}, { 'Retry-After': '1' }));
+    await h.tokens.getAccessToken();
+    expect(h.clock.sleeps).toEqual([1_000]);
+  });
+
+  it('429 with Retry-After as an HTTP date waits until then (capped at maxDelayMs)', async () => {
+    const h = await setUp();
+    const inOneSecond = new Date(h.clock.now() + 1_500).toUTCString();
+    server.replies.push((res) => json(res, 429, {}, { 'Retry-After': inOneSecond }));
+    server.replies.push((res) => json(res, 429, {}, { 'Retry-After': new Date(h.clock.now() + 3_600_000).toUTCString() }));
+    await h.tokens.getAccessToken();
+    expect(h.clock.sleeps[0]).toBeGreaterThan(0);
+    expect(h.clock.sleeps[0]).toBeLessThanOrEqual(1_500);
+    expect(h.clock.sleeps[1]).toBe(2_000);
+  });
+
+  it('429 with an invalid Retry-After falls back to exponential back-off', async () => {
+    const h = await setUp();
+    server.replies.push((res) => json(res, 429, {}, { 'Retry-After': 'soon, maybe' }));
+    await h.tokens.getAccessToken();
+    expect(h.clock.sleeps).toHaveLength(1);
+    expect(h.clock.sleeps[0]).toBeGreaterThanOrEqual(50);
+    expect(h.clock.sleeps[0]).toBeLessThanOrEqual(100);
+  });
+
+  it('a hung server times out per attempt; the whole exchange stays bounded', async () => {
+    const h = await setUp({ exchangeTimeoutMs: 200, retry: { maxAttempts: 2, baseDelayMs: 10 } });
+    server.fallback = () => undefined; // never answers
+    const started = performance.now();
+    const error = await exchangeFailure(h);
+    expect(error).toMatchObject({ reason: 'timeout', attempts: 2 });
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it('a connection reset is a network error, retried', async () => {
+    const h = await setUp();
+    server.fallback = (res) => res.socket?.destroy();
+    const error = await exchangeFailure(h);
+    expect(error).toMatchObject({ reason: 'network_error', attempts: 3 });
+    expect(error.networkCode).toMatch(/^E[A-Z]+/);
+  });
+});
+
+describe('a 200 that is not a token response is refused, not retried, not cached', () => {
+  const cases: Array<[string, (s: ScriptedTokenServer) => Parameters<ScriptedTokenServer['replies']['push']>[0], RegExp]> = [
+    ['HTML', () => raw(200, '<html><body>Login</body></html>', { 'Content-Type': 'text/html' }), /not JSON \(text\/html\)/],
+    ['text', () => raw(200, 'ok', { 'Content-Type': 'text/plain' }), /not JSON \(text\/plain\)/],
+    ['null', () => raw(200, 'null', { 'Content-Type': 'application/json' }), /body is null/],
+    ['[]', () => raw(200, '[]', { 'Content-Type': 'application/json' }), /body is an array/],
+    ['a 10 MB body', () => raw(200, `{"access_token":"${'x'.repeat(10 * 1024 * 1024)}"}`, { 'Content-Type': 'application/json' }), /exceeds the 65536-byte limit/],
+    ['no access_token', (s) => tokenReply(s, { access_token: undefined }), /access_token is missing or empty/],
+    ['an empty access_token', (s) => tokenReply(s, { access_token: '' }), /access_token is missing or empty/],
+    ['no token_type', (s) => tokenReply(s, { token_type: undefined }), /token_type is missing, expected Bearer/],
+    ['token_type MAC', (s) => tokenReply(s, { token_type: 'MAC' }), /token_type is 'MAC', expected Bearer/],
+    ['expires_in -1', (s) => tokenReply(s, { expires_in: -1 }), /expires_in must be a positive number/],
+    ['expires_in 0', (s) => tokenReply(s, { expires_in: 0 }), /expires_in must be a positive number/],
+    ['expires_in "NaN"', (s) => tokenReply(s, { expires_in: 'NaN' }), /expires_in must be a positive number/],
+    ['expires_in true', (s) => tokenReply(s, { expires_in: true }), /expires_in must be a positive number/],
+  ];
+
+  it.each(cases)('%s', async (_name, reply, message) => {
+    const h = await setUp();
+    server.replies.push(reply(server));
+    const error = await exchangeFailure(h);
+    expect(error).toMatchObject({ reason: 'invalid_response', attempts: 1, retried: false });
+    expect(error.message).toMatch(message);
+    expect(error.hint).toMatch(/baseUrl/);
+  });
+});
+
+describe('expires_in forms that are accepted', () => {
+  it.each([
+    ['"3600"', '3600', 3_600_000],
+    ['1e12 (capped at 24 h)', 1e12, 24 * 3_600_000],
+    ['absent (600 s assumed)', undefined, 600_000],
+  ])('%s', async (_name, value, lifetimeMs) => {
+    const h = await setUp();
+    server.replies.push(tokenReply(server, { expires_in: value }));
+    const token = await h.tokens.getToken();
+    expect(token.expiresAt.getTime()).toBe(h.clock.now() + lifetimeMs);
+  });
+
+  it('token_type in any case', async () => {
+    const h = await setUp();
+    server.replies.push(tokenReply(server, { token_type: 'bEaReR' }));
+    expect((await h.tokens.getToken()).tokenType).toBe('Bearer');
+  });
+});
+
+describe('redirects and refusals', () => {
+  it('a 302 to another host is not followed and the assertion is not re-posted', async () => {
+    const elsewhere = await startLoopbackServer();
+    try {
+      const h = await setUp();
+      server.replies.push((res) => res.writeHead(302, { Location: `${elsewhere.url}/loginservice/connect/token` }).end());
+      const error = await exchangeFailure(h);
+      expect(error).toMatchObject({ reason: 'redirect', status: 302, attempts: 1 });
+      expect(elsewhere.requests).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it.each([
+    ['invalid_request', /malformed/],
+    ['invalid_client', /certificate is registered/],
+    ['invalid_grant', /refused the assertion/],
+    ['unauthorized_client', /Active/],
+    ['unsupported_grant_type', /token endpoint URL/],
+    ['invalid_scope', /scope/],
+  ])('RFC 6749 error %s fails fast with a hint', async (code, hint) => {
+    const h = await setUp();
+    server.fallback = (res) => json(res, code === 'invalid_client' ? 401 : 400, { error: code });
+    const error = await exchangeFailure(h);
+    expect(error).toMatchObject({ reason: 'http_error', oauthError: code, attempts: 1, retried: false });
+    expect(error.hint).toMatch(hint);
+    expect(server.requests).toBe(1);
+  });
+
+  it('an error_description that echoes the assertion is sanitised', async () => {
+    const h = await setUp();
+    server.fallback = (res, req) => {
+      void req;
+      json(res, 400, { error: 'invalid_grant', error_description: `bad token ${server.assertions.at(-1)} \u0000\u001b[31m` });
+    };
+    const error = await exchangeFailure(h);
+    expect(error.oauthErrorDescription).toBe('bad token [REDACTED] [31m');
+  });
+
+  it('an http:// base URL off loopback is refused at start-up', () => {
+    expect(() =>
+      resolvePlatformAuthOptions(
+        { baseUrl: 'http://platform.example.com', machineId: 'm', privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
+        Date.now(),
+      ),
+    ).toThrow(PlatformAuthConfigError);
+  });
+});

@@ -1,0 +1,36 @@
+import {
+  AssertionSigner,
+  resolvePlatformAuthOptions,
+  TokenProvider,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
+
+export interface ProviderHarness {
+  tokens: TokenProvider;
+  clock: FakeClock;
+  destroy(): void;
+}
+
+/** A TokenProvider wired by hand (no Nest container), on a fake clock, for tests that only need the provider. */
+export function createProvider(
+  credentials: TestCredentials,
+  baseUrl: string,
+  overrides: Partial<PlatformAuthOptions> = {},
+  clock = new FakeClock(Date.now(), { autoAdvance: true }),
+): ProviderHarness {
+  const config = resolvePlatformAuthOptions(
+    {
+      baseUrl,
+      machineId: 'hardening-machine',
+      privateKey: credentials.privateKeyPem,
+      certificate: credentials.certificatePem,
+      exchangeTimeoutMs: 500,
+      retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2_000, maxTotalMs: 10_000 },
+      ...overrides,
+    },
+    clock.now(),
+  );
+  const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock));
+  return { tokens, clock, destroy: () => tokens.onModuleDestroy() };
+}
