@@ -124,6 +124,9 @@ describe('a 200 that is not a token response is refused, not retried, not cached
     expect(error).toMatchObject({ reason: 'invalid_response', attempts: 1, retried: false });
     expect(error.message).toMatch(message);
     expect(error.hint).toMatch(/baseUrl/);
+    h.clock.advance(1_001); // past the failure back-off: the next caller exchanges again
+    expect(await h.tokens.getAccessToken()).toBe(server.issued.at(-1));
+    expect(server.requests).toBe(2);
   });
 });
 
