@@ -68,26 +68,19 @@ export interface TokenExchangeErrorDetails {
 /** The token exchange failed. Fields, not the message, are the contract. */
 export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
   readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
-  readonly reason: TokenExchangeFailure;
-  readonly status?: number;
-  readonly oauthError?: string;
-  readonly oauthErrorDescription?: string;
-  readonly attempts: number;
-  readonly retried: boolean;
-  readonly hint: string;
-  readonly clockOffsetSeconds?: number;
-  readonly networkCode?: string;
+  declare readonly reason: TokenExchangeFailure;
+  declare readonly status?: number;
+  declare readonly oauthError?: string;
+  declare readonly oauthErrorDescription?: string;
+  declare readonly attempts: number;
+  declare readonly retried: boolean;
+  declare readonly hint: string;
+  declare readonly clockOffsetSeconds?: number;
+  declare readonly networkCode?: string;
 
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);
-    this.reason = details.reason;
-    this.status = details.status;
-    this.oauthError = details.oauthError;
-    this.oauthErrorDescription = details.oauthErrorDescription;
-    this.attempts = details.attempts;
-    this.retried = details.retried;
-    this.hint = details.hint;
-    this.clockOffsetSeconds = details.clockOffsetSeconds;
-    this.networkCode = details.networkCode;
+    const { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode } = details;
+    Object.assign(this, { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode });
   }
 }

@@ -5,20 +5,15 @@ import {
   EXPECTED_RSA_MODULUS_BITS,
   MIN_RSA_MODULUS_BITS,
 } from '../platform-auth.constants.js';
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
 import type { ConfigReport } from './config-report.js';
 import { isLegacyEncryptedPem, normalizePem, pemBlockKinds } from './pem.util.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
-export interface CredentialSources {
-  privateKey?: string;
-  privateKeyPath?: string;
-  privateKeyPassphrase?: string;
-  certificate?: string;
-  certificatePath?: string;
-  thumbprint?: string;
-  thumbprintAlgorithm?: ThumbprintAlgorithm;
-}
+export type CredentialSources = Pick<
+  PlatformAuthOptions,
+  'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase' | 'certificate' | 'certificatePath' | 'thumbprint' | 'thumbprintAlgorithm'
+>;
 
 export interface LoadedCredentials {
   /** Parsed once; reused for every signature. */

@@ -1,21 +1,11 @@
 import { ConsoleLogger } from '@nestjs/common';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
 import { captureOutput } from '../support/capture-output.js';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+import { usePlatformFixtures } from '../support/platform-fixture.js';
 
-let fixture: PlatformFixture | undefined;
-afterEach(async () => {
-  await fixture?.close();
-  fixture = undefined;
-});
-
-async function start(...args: Parameters<typeof startPlatformFixture>): Promise<PlatformFixture> {
-  await fixture?.close();
-  fixture = await startPlatformFixture(...args);
-  return fixture;
-}
+const start = usePlatformFixtures();
 
 describe.each([
   ['ahead of', 10 * 60_000],

@@ -5,20 +5,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor, TokenExchangeError } from 'nestjs-platform-auth';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer, type LoopbackServer } from '../support/loopback-server.js';
-import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+import { usePlatformFixtures } from '../support/platform-fixture.js';
 
-let fixture: PlatformFixture | undefined;
+const start = usePlatformFixtures();
 const servers: LoopbackServer[] = [];
 afterEach(async () => {
-  await fixture?.close();
-  fixture = undefined;
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-async function start(...args: Parameters<typeof startPlatformFixture>): Promise<PlatformFixture> {
-  fixture = await startPlatformFixture(...args);
-  return fixture;
-}
 
 async function server(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackServer> {
   const s = await startLoopbackServer(handler);

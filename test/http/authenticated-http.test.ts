@@ -3,20 +3,11 @@ import { inspect } from 'node:util';
 import { ConsoleLogger } from '@nestjs/common';
 import axios, { AxiosError, type AxiosResponse } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor, REDACTED } from 'nestjs-platform-auth';
-import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+import { usePlatformFixtures } from '../support/platform-fixture.js';
 
-let fixture: PlatformFixture | undefined;
-afterEach(async () => {
-  await fixture?.close();
-  fixture = undefined;
-});
-
-async function start(...args: Parameters<typeof startPlatformFixture>): Promise<PlatformFixture> {
-  fixture = await startPlatformFixture(...args);
-  return fixture;
-}
+const start = usePlatformFixtures();
 
 async function failure(promise: Promise<unknown>): Promise<AxiosError> {
   const error = await promise.then(

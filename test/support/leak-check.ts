@@ -1,34 +1,25 @@
 import { inspect } from 'node:util';
 import { ConsoleLogger } from '@nestjs/common';
-import { expect, vi } from 'vitest';
+import { expect } from 'vitest';
+import { captureOutputSync } from './capture-output.js';
 
 /** Every way a user might render an error: JSON, inspect (deep, and with hidden properties), toString, Nest's logger. */
 export function renderEverywhere(value: unknown): string[] {
-  const written: string[] = [];
   const logger = new ConsoleLogger('LeakSweep');
   const jsonLogger = new ConsoleLogger('LeakSweep', { json: true });
-  const capture = (chunk: string | Uint8Array) => {
-    written.push(String(chunk));
-    return true;
-  };
-  const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-  const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  try {
+  const logged = captureOutputSync(() => {
     logger.error(value);
     if (value instanceof Error) logger.error(value.message, value.stack);
     logger.warn(value);
     jsonLogger.error(value);
-  } finally {
-    stderr.mockRestore();
-    stdout.mockRestore();
-  }
+  });
   return [
     safeJson(value),
     inspect(value, { depth: 10 }),
     inspect(value, { depth: 10, showHidden: true }),
     String(value),
     value instanceof Error ? (value.stack ?? '') : '',
-    written.join(''),
+    logged,
   ];
 }
 

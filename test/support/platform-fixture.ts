@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { afterEach } from 'vitest';
 import { HttpService } from '@nestjs/axios';
 import {
   PlatformAuthModule,
@@ -59,9 +60,30 @@ export async function startPlatformFixture(
     moduleRef,
     tokens: moduleRef.get(TokenProvider),
     http: moduleRef.get(HttpService),
-    async close() {
+    close: once(async () => {
       await moduleRef.close();
       await platform.close();
-    },
+    }),
   };
+}
+
+/**
+ * For a test file: `const start = usePlatformFixtures()` at the top level gives a `start()` whose fixtures (any
+ * number per test) are closed after each test.
+ */
+export function usePlatformFixtures(): (...args: Parameters<typeof startPlatformFixture>) => Promise<PlatformFixture> {
+  const open: PlatformFixture[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((fixture) => fixture.close()));
+  });
+  return async (...args) => {
+    const fixture = await startPlatformFixture(...args);
+    open.push(fixture);
+    return fixture;
+  };
+}
+
+function once(action: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= action());
 }

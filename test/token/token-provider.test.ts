@@ -1,17 +1,8 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
-import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 
-let fixture: PlatformFixture | undefined;
-afterEach(async () => {
-  await fixture?.close();
-  fixture = undefined;
-});
-
-async function start(...args: Parameters<typeof startPlatformFixture>): Promise<PlatformFixture> {
-  fixture = await startPlatformFixture(...args);
-  return fixture;
-}
+const start = usePlatformFixtures();
 
 /** The emulator's own verdict on a token: a 200 from a protected placeholder route. */
 async function platformAccepts(f: PlatformFixture, token: string): Promise<boolean> {
