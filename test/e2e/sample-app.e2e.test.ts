@@ -71,3 +71,35 @@ describe('the README demo command', () => {
     expect(stdout).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/messages -> 202 \{"accepted":true/);
   }, 90_000);
 });
+
+describe('shutdown', () => {
+  it('leaves no handle open after app.close(): no socket, no timer, even with an exchange in flight', async () => {
+    // Runs on the dist/ that the demo test above has just built, in a process of its own.
+    const script = `
+      import 'reflect-metadata';
+      import { Module } from '@nestjs/common';
+      import { NestFactory } from '@nestjs/core';
+      import { HttpService } from '@nestjs/axios';
+      import { firstValueFrom } from 'rxjs';
+      import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+      const options = JSON.parse(process.env.MODULE_OPTIONS);
+      class AppModule {}
+      Module({ imports: [PlatformAuthModule.forRoot(options)] })(AppModule);
+      const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+      await firstValueFrom(app.get(HttpService).get('/api/billing'));
+      const tokens = app.get(TokenProvider);
+      tokens.invalidate(await tokens.getAccessToken());
+      const inFlight = tokens.getAccessToken().then(() => 'completed', (e) => e.reason);
+      await app.close();
+      console.error('exchange in flight at close:', await inFlight);
+      const open = process.getActiveResourcesInfo().filter((r) => !['TTYWrap', 'PipeWrap'].includes(r));
+      console.log(JSON.stringify(open));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: root,
+      env: { ...saved, MODULE_OPTIONS: JSON.stringify(integration.moduleOptions) },
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual([]);
+  }, 60_000);
+});
