@@ -1,0 +1,138 @@
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createTestCredentials } from '../../testing/test-credentials.js';
+import { describeCertificate, validityText } from '../certificate-info.js';
+import {
+  CommandFailure,
+  UsageError,
+  describeFsError,
+  integerOption,
+  stringOption,
+  type Command,
+  type CommandContext,
+} from '../command.js';
+import { printFields } from '../output.js';
+
+const PRIVATE_KEY_FILE = 'private-key.pem';
+const CERTIFICATE_FILE = 'publickey.cer';
+const DEFAULT_COMMON_NAME = 'platform system integration';
+/** X.520 upper bound for a common name. */
+const MAX_COMMON_NAME_LENGTH = 64;
+
+export const keygenCommand: Command = {
+  name: 'keygen',
+  synopsis: '[--out DIR] [--days N] [--name CN]',
+  description: [
+    `Generates the key pair of seed section 5.2: an RSA-2048 private key (PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600)`,
+    `and a self-signed X.509 certificate for it (PEM, ${CERTIFICATE_FILE}) to upload in the Administration Portal.`,
+    'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
+  ].join('\n'),
+  options: {
+    out: { type: 'string', placeholder: 'DIR', description: 'directory for the two files (created if missing); default: the current directory' },
+    days: { type: 'string', placeholder: 'N', description: 'certificate validity in days, 1 to 3650; default 365, the platform\'s standard setting' },
+    name: { type: 'string', placeholder: 'CN', description: `certificate subject common name; default '${DEFAULT_COMMON_NAME}'` },
+  },
+  run,
+};
+
+async function run(context: CommandContext): Promise<number> {
+  const days = integerOption(context, 'days', { min: 1, max: 3650, fallback: 365 });
+  const commonName = commonNameOption(context);
+  const dir = resolve(context.cwd, stringOption(context, 'out') ?? '.');
+  const keyPath = join(dir, PRIVATE_KEY_FILE);
+  const certificatePath = join(dir, CERTIFICATE_FILE);
+
+  if (existsSync(dir) && !statSync(dir).isDirectory()) throw new CommandFailure(`--out '${dir}' is a file, not a directory`);
+  const existing = [keyPath, certificatePath].filter((path) => existsSync(path));
+  if (existing.length > 0) {
+    throw new CommandFailure(
+      `refusing to overwrite ${existing.join(' and ')}: a key that is registered would be lost; move ${existing.length === 1 ? 'it' : 'them'} away or choose another --out`,
+    );
+  }
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new CommandFailure(`cannot create directory '${dir}': ${describeFsError(error)}`);
+  }
+
+  // In-memory generation with the module's own helper (WebCrypto key, @peculiar/x509 certificate): the same code
+  // path the emulator and the tests use, so what keygen writes is exactly what the module is tested against.
+  const credentials = await createTestCredentials({ days, commonName });
+  writeNew(keyPath, credentials.privateKeyPem, 0o600);
+  try {
+    writeNew(certificatePath, credentials.certificatePem, 0o644);
+  } catch (error) {
+    unlinkSync(keyPath);
+    throw error;
+  }
+
+  const now = context.now();
+  const info = describeCertificate(new X509Certificate(credentials.certificatePem), now);
+  const nextSteps = [
+    'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
+    `Enter the name and contact information, upload ${certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
+    'Note the machineId the portal assigns (it becomes the assertion\'s sub) and check that it shows the thumbprint above.',
+    'Configure the application (the private key stays on its machine; never commit or upload it):',
+  ];
+  const env = {
+    PLATFORM_BASE_URL: 'https://{platform_domain}',
+    PLATFORM_MACHINE_ID: '<machineId from the portal>',
+    PLATFORM_PRIVATE_KEY_PATH: keyPath,
+    PLATFORM_CERTIFICATE_PATH: certificatePath,
+  };
+
+  const out = context.out;
+  if (out.json) {
+    out.printJson({
+      ok: true,
+      privateKeyPath: keyPath,
+      certificatePath,
+      commonName,
+      thumbprint: info.thumbprintSha1,
+      thumbprintSha256: info.thumbprintSha256,
+      notBefore: info.notBefore,
+      notAfter: info.notAfter,
+      days,
+      nextSteps,
+      env,
+    });
+    return 0;
+  }
+  out.print(`${out.style.ok('✓')} Wrote ${keyPath} (RSA 2048-bit, PKCS#8 PEM, mode 0600). Keep it secret: never commit, share or upload it.`);
+  out.print(`${out.style.ok('✓')} Wrote ${certificatePath} (self-signed X.509, PEM, ${info.subject}, ${validityText(info, now)}).`);
+  out.print();
+  printFields(out, [
+    ['Thumbprint (SHA-1)', `${out.style.bold(info.thumbprintSha1)}  the portal shows this; it is the assertion's iss`],
+    ['Thumbprint (SHA-256)', info.thumbprintSha256],
+  ]);
+  out.print();
+  out.print('Next steps:');
+  nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
+  for (const [name, value] of Object.entries(env)) out.print(`       ${name}=${value}`);
+  out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);
+  out.print();
+  out.print(`Plan the rotation before ${info.notAfter}: the module warns 30 days ahead.`);
+  return 0;
+}
+
+function commonNameOption(context: CommandContext): string {
+  const name = stringOption(context, 'name') ?? DEFAULT_COMMON_NAME;
+  if (name.trim() === '' || name.length > MAX_COMMON_NAME_LENGTH) {
+    throw new UsageError(`--name must be 1 to ${MAX_COMMON_NAME_LENGTH} characters, got ${name.length}`);
+  }
+  // These characters have a meaning in a distinguished name ("CN=a,O=b") and would change the subject.
+  if (/[,+="\\<>;#\u0000-\u001f\u007f]/.test(name)) {
+    throw new UsageError(`--name must not contain , + = " \\ < > ; # or control characters, got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+/** Creates the file, failing if it appeared since the check: never replaces a key. */
+function writeNew(path: string, content: string, mode: number): void {
+  try {
+    writeFileSync(path, content, { mode, flag: 'wx' });
+  } catch (error) {
+    throw new CommandFailure(`cannot write ${path}: ${describeFsError(error)}`);
+  }
+}

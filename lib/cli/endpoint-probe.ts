@@ -1,0 +1,50 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import axios, { isAxiosError } from 'axios';
+
+export type ProbeResult =
+  | {
+      readonly reachable: true;
+      readonly status: number;
+      readonly durationMs: number;
+      /** Platform clock minus local clock, from the `Date` header; absent when the server sent none. */
+      readonly clockOffsetMs?: number;
+    }
+  | { readonly reachable: false; readonly code: string; readonly durationMs: number };
+
+/**
+ * A GET on the token endpoint, sent without any credential: any HTTP answer (a 405 is the usual one) shows that the
+ * host is reachable, and its `Date` header gives the platform's clock. Goes through axios like the exchange, so proxy
+ * settings from the environment apply to both alike.
+ */
+export async function probeEndpoint(url: string, timeoutMs: number): Promise<ProbeResult> {
+  const agents = { httpAgent: new HttpAgent({ keepAlive: false }), httpsAgent: new HttpsAgent({ keepAlive: false }) };
+  const startedAt = performance.now();
+  const elapsed = () => Math.round(performance.now() - startedAt);
+  try {
+    const response = await axios.get(url, {
+      ...agents,
+      timeout: timeoutMs,
+      maxRedirects: 0,
+      maxContentLength: 64 * 1024,
+      responseType: 'text',
+      validateStatus: () => true,
+      headers: { Accept: 'application/json' },
+    });
+    const date = typeof response.headers.date === 'string' ? Date.parse(response.headers.date) : Number.NaN;
+    return {
+      reachable: true,
+      status: response.status,
+      durationMs: elapsed(),
+      // Same estimate as the module's: the header has whole-second resolution, so its mid-second is the best guess.
+      clockOffsetMs: Number.isNaN(date) ? undefined : date + 500 - Date.now(),
+    };
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code;
+    const code = cause ?? (isAxiosError(error) ? error.code : undefined) ?? 'ERR_NETWORK';
+    return { reachable: false, code, durationMs: elapsed() };
+  } finally {
+    agents.httpAgent.destroy();
+    agents.httpsAgent.destroy();
+  }
+}

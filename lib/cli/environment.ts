@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import type { PlatformAuthOptions } from '../interfaces/platform-auth-options.interface.js';
+import { readPlatformAuthEnv } from '../platform-auth.config.js';
+import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../platform-auth.options-resolver.js';
+import {
+  CommandFailure,
+  describeFsError,
+  stringOption,
+  type CheckResult,
+  type CommandContext,
+  type Env,
+  type OptionSpec,
+} from './command.js';
+import { printChecks, type Output } from './output.js';
+
+export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
+  'env-file': {
+    type: 'string',
+    placeholder: 'FILE',
+    description: 'also read the PLATFORM_* variables from this .env file; variables already set in the environment win, as with node --env-file',
+  },
+};
+
+/** The environment the module would see: the process's, plus an `--env-file` when one is given. */
+export function configurationEnv(context: CommandContext): Env {
+  const path = stringOption(context, 'env-file');
+  if (path === undefined) return context.env;
+  let text: string;
+  try {
+    text = readFileSync(resolve(context.cwd, path), 'utf8');
+  } catch (error) {
+    throw new CommandFailure(`cannot read --env-file '${path}': ${describeFsError(error)}`);
+  }
+  return { ...parseEnv(text), ...context.env };
+}
+
+export type Configuration =
+  | { readonly options: PlatformAuthOptions; readonly config: ResolvedPlatformAuthConfig; readonly problems?: undefined }
+  | { readonly options: PlatformAuthOptions; readonly config?: undefined; readonly problems: readonly ConfigProblem[] };
+
+/**
+ * Reads the variables and validates them exactly as the module does at start-up (`readPlatformAuthEnv`, then
+ * `resolvePlatformAuthOptions`), so the command line and an application can never disagree about a configuration.
+ */
+export function resolveConfiguration(env: Env, nowMs: number): Configuration {
+  const options = readPlatformAuthEnv({ ...env });
+  try {
+    return { options, config: resolvePlatformAuthOptions(options, nowMs) };
+  } catch (error) {
+    if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
+    throw error;
+  }
+}
+
+function problemChecks(problems: readonly ConfigProblem[]): CheckResult[] {
+  return problems.map((problem) => ({
+    id: 'configuration',
+    status: 'fail',
+    label: 'Configuration',
+    detail: `${problem.setting}: ${problem.message}`,
+    setting: problem.setting,
+  }));
+}
+
+/** For the commands that need a working configuration: what is wrong, and where to look next. */
+export function printConfigurationProblems(out: Output, problems: readonly ConfigProblem[]): void {
+  printChecks(out, problemChecks(problems));
+  out.print();
+  out.print(`The configuration has ${problems.length === 1 ? '1 problem' : `${problems.length} problems`}; 'platform-auth doctor' checks every part with its fix.`);
+}
+
+export function warningChecks(warnings: readonly ConfigProblem[]): CheckResult[] {
+  return warnings.map((warning) => ({
+    id: 'configuration',
+    status: 'warn',
+    label: 'Configuration',
+    detail: `${warning.setting}: ${warning.message}`,
+    setting: warning.setting,
+  }));
+}

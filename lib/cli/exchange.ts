@@ -1,0 +1,78 @@
+import { Logger, type LoggerService } from '@nestjs/common';
+import { AssertionSigner } from '../assertion.signer.js';
+import { systemClock } from '../clock.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from '../platform-auth.options-resolver.js';
+import { TokenProvider } from '../token.provider.js';
+
+export interface ExchangeSuccess {
+  readonly ok: true;
+  readonly accessToken: string;
+  readonly tokenType: string;
+  readonly expiresInSeconds: number;
+  readonly expiresAt: Date;
+  /** Platform clock minus local clock, from the response's `Date` header. */
+  readonly clockOffsetSeconds?: number;
+  readonly durationMs: number;
+  readonly warnings: readonly string[];
+}
+
+export interface ExchangeFailure {
+  readonly ok: false;
+  readonly error: TokenExchangeError;
+  readonly durationMs: number;
+  readonly warnings: readonly string[];
+}
+
+export type ExchangeResult = ExchangeSuccess | ExchangeFailure;
+
+/**
+ * One exchange through the module's own `AssertionSigner` and `TokenProvider`, with a single attempt: a diagnosis
+ * should show what one request does, not hide a transient failure behind retries.
+ */
+export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<ExchangeResult> {
+  const singleAttempt: ResolvedPlatformAuthConfig = { ...config, retry: { ...config.retry, maxAttempts: 1 } };
+  const provider = new TokenProvider(singleAttempt, systemClock, new AssertionSigner(singleAttempt, systemClock));
+  const warnings: string[] = [];
+  // TokenProvider warns through Nest's static logger, whose console form goes to stdout and would break --json.
+  // This process runs one command, so the logger is pointed at the report for the exchange and silenced after.
+  Logger.overrideLogger(warningCollector(warnings));
+  const startedAt = performance.now();
+  const requestedAt = Date.now();
+  try {
+    const token = await provider.getToken();
+    const offsetMs = provider.clockOffsetMs;
+    return {
+      ok: true,
+      accessToken: token.accessToken,
+      tokenType: token.tokenType,
+      // The provider sets expiresAt = send time + expires_in; with one attempt the send time is requestedAt plus
+      // the few milliseconds of signing, which rounding to whole seconds removes.
+      expiresInSeconds: Math.round((token.expiresAt.getTime() - requestedAt) / 1000),
+      expiresAt: token.expiresAt,
+      clockOffsetSeconds: offsetMs === undefined ? undefined : Math.round(offsetMs / 1000),
+      durationMs: Math.round(performance.now() - startedAt),
+      warnings,
+    };
+  } catch (error) {
+    if (!(error instanceof TokenExchangeError)) throw error;
+    return { ok: false, error, durationMs: Math.round(performance.now() - startedAt), warnings };
+  } finally {
+    provider.onModuleDestroy();
+    Logger.overrideLogger(false);
+  }
+}
+
+function warningCollector(warnings: string[]): LoggerService {
+  const collect = (message: unknown) => void warnings.push(String(message));
+  return { log: () => undefined, warn: collect, error: collect };
+}
+
+/**
+ * What happened, without the hint: `TokenExchangeError` composes its message as `${summary}. ${hint}`, and the
+ * command line prints the hint on its own line as the fix.
+ */
+export function exchangeFailureSummary(error: TokenExchangeError): string {
+  const suffix = `. ${error.hint}`;
+  return error.message.endsWith(suffix) ? error.message.slice(0, -suffix.length) : error.message;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// First, before anything that loads the library: its Nest-decorated classes record metadata through it.
+import 'reflect-metadata';
+import { runCli } from './cli.js';
+
+function untilStopped(): Promise<string> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+// The exit code is set rather than forced with process.exit(), which could cut off output still flowing into a pipe.
+process.exitCode = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  cwd: process.cwd(),
+  untilStopped,
+});
