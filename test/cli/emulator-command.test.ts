@@ -1,0 +1,116 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Test } from '@nestjs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformAuthModule, readPlatformAuthEnv, TokenProvider } from 'nestjs-platform-auth';
+import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { cliPath, ensureCliBuilt, runCli } from './cli-harness.js';
+
+interface RunningCli {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once stdout satisfies `ready`. */
+  until(ready: (stdout: string) => boolean): Promise<void>;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running: RunningCli[] = [];
+
+function start(args: string[]): RunningCli {
+  const child = spawn(process.execPath, [cliPath, ...args], { env: {}, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const waiter of waiters) waiter();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const cli: RunningCli = {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    until: (ready) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => ready(stdout) && resolve();
+        waiters.push(check);
+        check();
+        void exit.then(({ code }) => reject(new Error(`the CLI exited (${code}) before it was ready:\n${stdout}\n${stderr}`)));
+      }),
+    exit,
+  };
+  running.push(cli);
+  return cli;
+}
+
+/** `export NAME='value'` lines, as a shell would read them. */
+function exportedVariables(stdout: string): Record<string, string> {
+  return Object.fromEntries([...stdout.matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1]!, match[2]!]));
+}
+
+beforeAll(() => ensureCliBuilt());
+
+afterAll(() => {
+  for (const cli of running) if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
+});
+
+describe.concurrent('platform-auth emulator', () => {
+  it('prints single-line variables that the library authenticates with, and exits 0 on SIGTERM', async () => {
+    const cli = start(['emulator']);
+    await cli.until((stdout) => stdout.includes('Running until'));
+    const env = exportedVariables(cli.stdout());
+    expect(Object.keys(env).sort()).toEqual(['PLATFORM_BASE_URL', 'PLATFORM_CERTIFICATE', 'PLATFORM_MACHINE_ID', 'PLATFORM_PRIVATE_KEY']);
+    expect(env.PLATFORM_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(env.PLATFORM_PRIVATE_KEY).toMatch(/^-----BEGIN PRIVATE KEY-----\\n.*\\n-----END PRIVATE KEY-----$/);
+    expect(env.PLATFORM_CERTIFICATE).not.toContain('\n');
+
+    const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(readPlatformAuthEnv(env))] }).compile();
+    try {
+      const token = await moduleRef.get(TokenProvider).getAccessToken();
+      const billing = await fetch(`${env.PLATFORM_BASE_URL}/api/billing`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(billing.status).toBe(200);
+    } finally {
+      await moduleRef.close();
+    }
+
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toEqual({ code: 0, signal: null });
+    expect(cli.stderr()).toContain('SIGTERM: emulator closed.');
+  });
+
+  it('answers one JSON document with --json and stops cleanly on SIGINT', async () => {
+    const cli = start(['emulator', '--json']);
+    const parsed = () => {
+      try {
+        return JSON.parse(cli.stdout()) as { url: string; integration: { machineId: string; status: string }; env: Record<string, string> };
+      } catch {
+        return undefined;
+      }
+    };
+    await cli.until(() => parsed() !== undefined);
+    const report = parsed()!;
+    expect(report.integration.status).toBe('Active');
+    expect(report.env).toMatchObject({ PLATFORM_BASE_URL: report.url, PLATFORM_MACHINE_ID: report.integration.machineId });
+
+    const doctor = await runCli(['doctor', '--json'], report.env);
+    expect(doctor.code).toBe(0);
+
+    cli.child.kill('SIGINT');
+    expect(await cli.exit).toEqual({ code: 0, signal: null });
+  });
+
+  it('exits 1 naming the port when it is in use', async () => {
+    const busy = await PlatformEmulator.start();
+    try {
+      const port = new URL(busy.url).port;
+      const result = await runCli(['emulator', '--port', port]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(`port ${port} on 127.0.0.1 is in use`);
+    } finally {
+      await busy.close();
+    }
+  });
+});
