@@ -89,13 +89,7 @@ async function checkAssertion(
   options: PlatformAuthOptions,
   nowSeconds: number,
 ): Promise<CheckResult[]> {
-  const rule = (id: string, label: string, pass: boolean, detail: string, fix?: string): CheckResult => ({
-    id,
-    label,
-    status: pass ? 'pass' : 'fail',
-    detail,
-    fix,
-  });
+  const rule = (id: string, label: string, pass: boolean, detail: string): CheckResult => ({ id, status: pass ? 'pass' : 'fail', label, detail });
   const checks: CheckResult[] = [
     rule('alg', 'alg', header.alg === 'RS256', header.alg === 'RS256' ? 'RS256' : `is ${JSON.stringify(header.alg)}; must be RS256`),
     rule('typ', 'typ', header.typ === 'JWT', header.typ === 'JWT' ? 'JWT' : `is ${JSON.stringify(header.typ)}; must be JWT`),
