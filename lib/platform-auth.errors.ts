@@ -17,6 +17,8 @@ export abstract class PlatformAuthError extends Error {
 }
 
 export interface ConfigProblem {
+  /** The option it concerns: `privateKeyPath`, `retry.maxAttempts`, … */
+  readonly option: string;
   /** The option and, where one exists, its environment variable: `privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`. */
   readonly setting: string;
   readonly message: string;
@@ -68,6 +70,8 @@ export interface TokenExchangeErrorDetails {
 /** The token exchange failed. Fields, not the message, are the contract. */
 export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
   readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
+  /** What happened, without the hint (the message is `${summary}. ${hint}`). */
+  readonly summary: string;
   declare readonly reason: TokenExchangeFailure;
   declare readonly status?: number;
   declare readonly oauthError?: string;
@@ -80,6 +84,7 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
 
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);
+    this.summary = summary;
     const { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode } = details;
     Object.assign(this, { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode });
   }

@@ -68,11 +68,3 @@ function warningCollector(warnings: string[]): LoggerService {
   return { log: () => undefined, warn: collect, error: collect };
 }
 
-/**
- * What happened, without the hint: `TokenExchangeError` composes its message as `${summary}. ${hint}`, and the
- * command line prints the hint on its own line as the fix.
- */
-export function exchangeFailureSummary(error: TokenExchangeError): string {
-  const suffix = `. ${error.hint}`;
-  return error.message.endsWith(suffix) ? error.message.slice(0, -suffix.length) : error.message;
-}

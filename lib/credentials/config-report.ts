@@ -13,11 +13,11 @@ export class ConfigReport {
   readonly warnings: ConfigProblem[] = [];
 
   problem(option: string, message: string): void {
-    this.problems.push({ setting: settingName(option), message });
+    this.problems.push({ option, setting: settingName(option), message });
   }
 
   warn(option: string, message: string): void {
-    this.warnings.push({ setting: settingName(option), message });
+    this.warnings.push({ option, setting: settingName(option), message });
   }
 
   throwIfProblems(): void {

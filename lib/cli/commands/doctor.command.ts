@@ -13,7 +13,7 @@ import { describeCertificate, validityText } from '../certificate-info.js';
 import type { CheckResult, CheckStatus, Command, CommandContext } from '../command.js';
 import { probeEndpoint, type ProbeResult } from '../endpoint-probe.js';
 import { configurationEnv, ENV_FILE_OPTION, resolveConfiguration } from '../environment.js';
-import { exchangeFailureSummary, exchangeOnce } from '../exchange.js';
+import { exchangeOnce } from '../exchange.js';
 import { countChecks, printChecks, signedSeconds, summaryLine } from '../output.js';
 
 export const doctorCommand: Command = {
@@ -96,7 +96,7 @@ function byGroup(findings: readonly ConfigProblem[]): Record<GroupName | 'other'
   };
   for (const finding of findings) {
     const name = (Object.keys(GROUPS) as GroupName[]).find((group) =>
-      GROUPS[group].options.some((option) => settingName(option) === finding.setting),
+      (GROUPS[group].options as readonly string[]).includes(finding.option),
     );
     grouped[name ?? 'other'].push(finding);
   }
@@ -234,7 +234,7 @@ async function platformChecks(
     checks.push(
       result.ok
         ? check('exchange', 'pass', 'Token exchange', `the platform issued a ${result.tokenType} token, expires_in ${result.expiresInSeconds} s, in ${result.durationMs} ms (the token is not shown)`)
-        : check('exchange', 'fail', 'Token exchange', exchangeFailureSummary(result.error), result.error.hint),
+        : check('exchange', 'fail', 'Token exchange', result.error.summary, result.error.hint),
       ...result.warnings.map((warning) => check('exchange', 'warn', 'Token exchange', warning)),
     );
   }

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createTestCredentials } from '../../testing/test-credentials.js';
+import { createSelfSignedCredentials } from '../../credentials/self-signed-credentials.js';
 import { describeCertificate, validityText } from '../certificate-info.js';
 import {
   CommandFailure,
@@ -58,7 +58,7 @@ async function run(context: CommandContext): Promise<number> {
 
   // In-memory generation with the module's own helper (WebCrypto key, @peculiar/x509 certificate): the same code
   // path the emulator and the tests use, so what keygen writes is exactly what the module is tested against.
-  const credentials = await createTestCredentials({ days, commonName });
+  const credentials = await createSelfSignedCredentials({ days, commonName });
   writeNew(keyPath, credentials.privateKeyPem, 0o600);
   try {
     writeNew(certificatePath, credentials.certificatePem, 0o644);

@@ -1,6 +1,6 @@
 import { flag, type Command, type CommandContext } from '../command.js';
 import { configurationEnv, ENV_FILE_OPTION, printConfigurationProblems, resolveConfiguration } from '../environment.js';
-import { exchangeFailureSummary, exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../exchange.js';
+import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../exchange.js';
 import { printFields, signedSeconds, type Output } from '../output.js';
 
 export const tokenCommand: Command = {
@@ -90,7 +90,7 @@ function printFailure(out: Output, tokenUrl: string, result: ExchangeFailure, wa
     });
     return;
   }
-  const headline = error.reason === 'http_error' ? `HTTP ${error.status}${error.oauthError ? ` ${error.oauthError}` : ''}` : exchangeFailureSummary(error);
+  const headline = error.reason === 'http_error' ? `HTTP ${error.status}${error.oauthError ? ` ${error.oauthError}` : ''}` : error.summary;
   out.print(`${out.style.fail('✗')} The token exchange failed: ${headline}`);
   const rows: Array<[string, string]> = [
     ['reason', error.reason],
