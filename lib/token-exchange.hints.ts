@@ -1,11 +1,18 @@
 import { CLOCK_SKEW_TOLERANCE_SECONDS } from './platform-auth.constants.js';
 
-/** Rules of the description an error_description may name, checked in order; the first that matches wins. */
+const INVALID_CERTIFICATE =
+  'Invalid certificate: the assertion did not verify against the registered certificate; check that the configured key and certificate are the registered pair.';
+
+/**
+ * What an error_description may name, most specific first (a description naming a bad signature also names the
+ * certificate and iss it was checked against); the first that matches wins.
+ */
 const DESCRIPTION_HINTS: ReadonlyArray<[RegExp, string]> = [
   [/\baud(ience)?\b/i, 'Wrong audience: aud must be the platform domain the platform expects; set audience (PLATFORM_AUDIENCE) if it differs from the baseUrl host.'],
-  [/\bthumbprint\b|\biss\b/i, 'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.'],
+  [/\bsignature\b/i, INVALID_CERTIFICATE],
   [/\bmachine ?id\b|\bsub\b/i, 'Wrong machineId: sub must be the machineId of the system integration the certificate is registered on.'],
-  [/\bsignature\b|\bcertificate\b/i, 'Invalid certificate: the assertion did not verify against the registered certificate; check that the configured key and certificate are the registered pair.'],
+  [/\bthumbprint\b|\biss\b/i, 'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.'],
+  [/\bcertificate\b/i, INVALID_CERTIFICATE],
   [/\b(not active|inactive|status|disabled)\b/i, 'The system integration is not Active: only Active integrations can authenticate; check its status in the portal.'],
   [/\b(expired|nbf|not before|not yet valid|iat|exp)\b/i, 'The assertion was outside its validity window: check the local system time against the platform (clock skew) and assertionLifetimeSeconds.'],
   [/\b(replay|jti|already used)\b/i, 'The assertion id (jti) was already used: each exchange needs a fresh assertion.'],
