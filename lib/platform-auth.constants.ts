@@ -18,6 +18,7 @@ export const DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS = 60;
 /** Seed 5.5: about ten minutes is the stated lifetime; used when `expires_in` is absent. */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 600;
 export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
+export const MIN_TOKEN_LIFETIME_SECONDS = 10;
 export const MIN_RSA_MODULUS_BITS = 2048;
 export const EXPECTED_RSA_MODULUS_BITS = 2048;
 export const CERTIFICATE_EXPIRY_WARNING_DAYS = 30;

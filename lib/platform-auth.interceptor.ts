@@ -2,7 +2,9 @@ import type { Readable } from 'node:stream';
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import {
   AxiosHeaders,
+  getAdapter,
   isAxiosError,
+  type AxiosAdapter,
   type AxiosInstance,
   type AxiosResponse,
   type InternalAxiosRequestConfig,
@@ -12,18 +14,6 @@ import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolve
 import { redactAxiosError } from './redaction.util.js';
 import { TokenProvider } from './token.provider.js';
 
-declare module 'axios' {
-  interface AxiosRequestConfig {
-    /** Set by `PlatformAuthInterceptor` on the one re-send after a 401; a second 401 then reaches the caller. */
-    platformAuthRetry?: boolean;
-  }
-}
-
-interface Registration {
-  readonly request: number;
-  readonly response: number;
-}
-
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 
 /** The URL axios will request, resolved the way axios resolves it (`baseURL` + `url`, or an absolute `url`). */
@@ -31,8 +21,13 @@ export function resolveRequestUrl(config: Pick<InternalAxiosRequestConfig, 'url'
   const url = config.url ?? '';
   const useBase = config.baseURL && (!ABSOLUTE_URL.test(url) || config.allowAbsoluteUrls === false);
   const full = useBase ? (url ? `${config.baseURL!.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}` : config.baseURL!) : url;
+  return parseUrl(full);
+}
+
+function parseUrl(value: unknown): URL | undefined {
+  if (typeof value !== 'string') return undefined;
   try {
-    return new URL(full);
+    return new URL(value);
   } catch {
     return undefined;
   }
@@ -42,16 +37,23 @@ function isStream(data: unknown): data is Readable {
   return typeof data === 'object' && data !== null && typeof (data as Readable).pipe === 'function';
 }
 
+/** Where the response came from: after redirects (follow-redirects records it), else the URL that was requested. */
+function respondingUrl(response: AxiosResponse | undefined, config: InternalAxiosRequestConfig): URL | undefined {
+  const request = response?.request as { res?: { responseUrl?: unknown } } | undefined;
+  return parseUrl(request?.res?.responseUrl) ?? resolveRequestUrl(config);
+}
+
 /**
  * Adds `Authorization: Bearer <token>` to requests for allowed origins only, and on a 401 from such an origin
  * renews the token and re-sends once. Attach it to any axios instance; `PlatformAuthModule` attaches it to the
  * instance behind its `HttpService` and detaches it on shutdown.
+ *
+ * The re-send happens inside the request's adapter, so the caller's own interceptors see one request and one
+ * response, as if the first 401 had never happened.
  */
 @Injectable()
 export class PlatformAuthInterceptor implements OnModuleDestroy {
-  /** Which token went out with which request, to invalidate exactly that one on a 401. */
-  private readonly sentTokens = new WeakMap<InternalAxiosRequestConfig, string>();
-  private readonly registrations = new Map<AxiosInstance, Registration>();
+  private readonly registrations = new Map<AxiosInstance, number>();
 
   constructor(
     private readonly tokens: TokenProvider,
@@ -61,22 +63,15 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   /** Installs the interceptor on `instance` (once; a second call is a no-op) and returns a function removing it. */
   attach(instance: AxiosInstance): () => void {
     if (!this.registrations.has(instance)) {
-      this.registrations.set(instance, {
-        request: instance.interceptors.request.use((config) => this.authorize(config)),
-        response: instance.interceptors.response.use(
-          (response) => (response.status === 401 ? this.onUnauthorized(instance, response.config, response) : response),
-          (error: unknown) => this.onError(instance, error),
-        ),
-      });
+      this.registrations.set(instance, instance.interceptors.request.use((config) => this.authorize(config)));
     }
     return () => this.detach(instance);
   }
 
   detach(instance: AxiosInstance): void {
     const registration = this.registrations.get(instance);
-    if (!registration) return;
-    instance.interceptors.request.eject(registration.request);
-    instance.interceptors.response.eject(registration.response);
+    if (registration === undefined) return;
+    instance.interceptors.request.eject(registration);
     this.registrations.delete(instance);
   }
 
@@ -85,70 +80,66 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   }
 
   /** Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, no userinfo. */
-  isAllowed(url: URL): boolean {
-    return !url.username && !url.password && this.config.allowedOrigins.has(url.origin);
+  isAllowed(url: URL | undefined): boolean {
+    return url !== undefined && !url.username && !url.password && this.config.allowedOrigins.has(url.origin);
   }
 
   private async authorize(config: InternalAxiosRequestConfig): Promise<InternalAxiosRequestConfig> {
     const headers = AxiosHeaders.from(config.headers);
     config.headers = headers;
-    if (headers.has('Authorization')) return config;
-    const target = resolveRequestUrl(config);
-    if (!target || !this.isAllowed(target)) return config;
+    if (headers.has('Authorization') || !this.isAllowed(resolveRequestUrl(config))) return config;
 
     const token = await this.tokens.getAccessToken();
     headers.set('Authorization', `Bearer ${token}`);
-    this.sentTokens.set(config, token);
     const callerHook = config.beforeRedirect;
     config.beforeRedirect = (options, responseDetails, requestDetails) => {
       this.stripOnForeignRedirect(options);
       callerHook?.(options, responseDetails, requestDetails);
     };
+    const adapter = getAdapter(config.adapter, config);
+    config.adapter = (request) => this.send(adapter, request, token);
     return config;
   }
 
-  private stripOnForeignRedirect(options: Record<string, unknown>): void {
-    const origin = `${String(options.protocol)}//${String(options.hostname ?? options.host)}${options.port ? `:${String(options.port)}` : ''}`;
-    let allowed = false;
+  /** One request, and on a 401 from an allowed origin one re-send with a fresh token; errors leave redacted. */
+  private async send(adapter: AxiosAdapter, config: InternalAxiosRequestConfig, token: string): Promise<AxiosResponse> {
+    let response: AxiosResponse;
     try {
-      allowed = this.isAllowed(new URL(origin));
-    } catch {
-      allowed = false;
+      response = await adapter(config);
+    } catch (error) {
+      if (!isAxiosError(error) || !this.mayRenewAfter(error.response, config)) throw this.redacted(error, token);
+      return this.resend(adapter, config, token);
     }
-    if (allowed) return;
+    return this.mayRenewAfter(response, config) ? this.resend(adapter, config, token) : response;
+  }
+
+  private async resend(adapter: AxiosAdapter, config: InternalAxiosRequestConfig, sent: string): Promise<AxiosResponse> {
+    this.tokens.invalidate(sent);
+    const fresh = await this.tokens.getAccessToken();
+    config.headers.set('Authorization', `Bearer ${fresh}`);
+    try {
+      return await adapter(config);
+    } catch (error) {
+      throw this.redacted(this.redacted(error, sent), fresh);
+    }
+  }
+
+  /** A 401 that the token can be blamed for, and a body that can be sent again. */
+  private mayRenewAfter(response: AxiosResponse | undefined, config: InternalAxiosRequestConfig): boolean {
+    return response?.status === 401 && !isStream(config.data) && this.isAllowed(respondingUrl(response, config));
+  }
+
+  private stripOnForeignRedirect(options: Record<string, unknown>): void {
+    const hostname = String(options.hostname ?? options.host ?? '');
+    const host = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname;
+    const target = parseUrl(options.href) ?? parseUrl(`${String(options.protocol)}//${host}${options.port ? `:${String(options.port)}` : ''}`);
+    if (this.isAllowed(target)) return;
     const headers = options.headers as Record<string, unknown> | undefined;
     for (const name of Object.keys(headers ?? {})) if (name.toLowerCase() === 'authorization') delete headers![name];
   }
 
-  private async onError(instance: AxiosInstance, error: unknown): Promise<AxiosResponse> {
-    if (isAxiosError(error) && error.response?.status === 401 && error.config) {
-      return this.onUnauthorized(instance, error.config, error);
-    }
-    throw this.redacted(error);
-  }
-
-  private async onUnauthorized(
-    instance: AxiosInstance,
-    config: InternalAxiosRequestConfig,
-    outcome: AxiosResponse | unknown,
-  ): Promise<AxiosResponse> {
-    const fail = () => {
-      if (isAxiosError(outcome)) throw this.redacted(outcome);
-      return outcome as AxiosResponse;
-    };
-    const sent = this.sentTokens.get(config);
-    if (!sent || config.platformAuthRetry || isStream(config.data)) return fail();
-
-    this.tokens.invalidate(sent);
-    const headers = AxiosHeaders.from(config.headers);
-    headers.delete('Authorization');
-    return instance.request({ ...config, headers, platformAuthRetry: true });
-  }
-
-  private redacted(error: unknown): unknown {
-    const config = isAxiosError(error) ? error.config : undefined;
-    const sent = config ? this.sentTokens.get(config) : undefined;
-    if (sent) redactAxiosError(error, sent);
+  private redacted(error: unknown, token: string): unknown {
+    redactAxiosError(error, token);
     return error;
   }
 }

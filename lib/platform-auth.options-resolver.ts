@@ -8,7 +8,7 @@ import {
 } from './platform-auth.constants.js';
 import type { ConfigProblem } from './platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './interfaces/platform-auth-options.interface.js';
-import { ConfigReport } from './credentials/config-report.js';
+import { ConfigReport, quotable } from './credentials/config-report.js';
 import { loadCredentials, type LoadedCredentials } from './credentials/credentials.loader.js';
 
 /** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
@@ -133,7 +133,8 @@ function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBa
   try {
     url = new URL(value);
   } catch {
-    report.problem(option, `'${value}' is not an absolute URL`);
+    const shown = quotable(value);
+    report.problem(option, shown === undefined ? 'is not an absolute URL' : `'${shown}' is not an absolute URL`);
     return undefined;
   }
   if (url.username || url.password) {

@@ -1,8 +1,7 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import axios from 'axios';
+import { createOpaqueAgents } from './opaque-agents.js';
 import { PLATFORM_AUTH_CONFIG } from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
@@ -14,22 +13,21 @@ import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolve
 @Injectable()
 export class PlatformHttpHost implements OnModuleDestroy {
   readonly httpService: HttpService;
-  private readonly httpAgent = new HttpAgent({ keepAlive: true });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true });
+  private readonly agents = createOpaqueAgents();
   private readonly detachInterceptor: () => void;
 
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
     interceptor: PlatformAuthInterceptor,
   ) {
-    const instance = axios.create({ baseURL: config.baseUrl, httpAgent: this.httpAgent, httpsAgent: this.httpsAgent });
+    const instance = axios.create({ baseURL: config.baseUrl, ...this.agents });
     this.detachInterceptor = interceptor.attach(instance);
     this.httpService = new HttpService(instance);
   }
 
   onModuleDestroy(): void {
     this.detachInterceptor();
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.agents.httpAgent.destroy();
+    this.agents.httpsAgent.destroy();
   }
 }

@@ -5,6 +5,7 @@ const REDACTED_BEARER = `Bearer ${REDACTED}`;
 /** Three base64url segments: anything shaped like a JWT is removed from text that came from the network. */
 const JWT_LIKE = /[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const MAX_REMOTE_TEXT = 300;
+const MAX_DATA_DEPTH = 6;
 
 /**
  * Text from the platform (an `error_description`) is shown to users, so it is cut to a sane length, stripped of
@@ -18,8 +19,8 @@ export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = [
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
 
-function redactString(value: unknown, token: string): unknown {
-  return typeof value === 'string' && value.includes(token) ? value.split(token).join(REDACTED) : value;
+function redactString<T>(value: T, token: string): T {
+  return (typeof value === 'string' && value.includes(token) ? value.split(token).join(REDACTED) : value) as T;
 }
 
 function redactHeaderBag(headers: unknown, token: string): void {
@@ -27,6 +28,10 @@ function redactHeaderBag(headers: unknown, token: string): void {
   if (headers instanceof AxiosHeaders) {
     const value = headers.get('Authorization');
     if (typeof value === 'string' && value.includes(token)) headers.set('Authorization', REDACTED_BEARER);
+    return;
+  }
+  if (typeof Headers !== 'undefined' && headers instanceof Headers) {
+    if (headers.get('authorization')?.includes(token)) headers.set('authorization', REDACTED_BEARER);
     return;
   }
   const bag = headers as Record<string, unknown>;
@@ -37,19 +42,41 @@ function redactHeaderBag(headers: unknown, token: string): void {
   }
 }
 
-/** The node request objects axios keeps on an error hold the raw request head, Authorization line included. */
+/** Buffered writes of a request or socket: `{ data }` / `{ chunk }` entries, or one string. */
+function redactBuffered(buffer: unknown, token: string): unknown {
+  if (typeof buffer === 'string') return redactString(buffer, token);
+  if (Array.isArray(buffer)) {
+    for (const entry of buffer as Array<Record<string, unknown>>) {
+      if (entry && typeof entry === 'object') {
+        if ('data' in entry) entry.data = redactString(entry.data, token);
+        if ('chunk' in entry) entry.chunk = redactString(entry.chunk, token);
+      }
+    }
+  }
+  return buffer;
+}
+
+/**
+ * The node request objects axios keeps on an error hold the request head, Authorization line included: as sent
+ * (`_header`), as set (a private header store), as still queued when the connection failed (`outputData`, the
+ * socket's `_pendingData`), and in follow-redirects' copies. A socket still alive may carry someone else's request
+ * by now, so only a destroyed one is touched.
+ */
 function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>): void {
   if (!request || typeof request !== 'object' || seen.has(request)) return;
   seen.add(request);
   const req = request as Record<string, unknown>;
   if ('_header' in req) req._header = redactString(req._header, token);
-  // node's ClientRequest keeps the outgoing headers as [name, value] pairs under a private symbol.
+  if ('outputData' in req) redactBuffered(req.outputData, token);
   for (const symbol of Object.getOwnPropertySymbols(req)) {
     if (symbol.description !== 'kOutHeaders') continue;
     const outHeaders = (req as Record<symbol, Record<string, unknown> | null>)[symbol];
     const pair = outHeaders?.authorization;
     if (Array.isArray(pair)) pair[1] = redactString(pair[1], token);
   }
+  const socket = req.socket as (Record<string, unknown> & { destroyed?: boolean }) | null | undefined;
+  if (socket?.destroyed && socket._httpMessage === request) socket._pendingData = redactBuffered(socket._pendingData, token);
+  if (req instanceof Request) redactHeaderBag(req.headers, token);
   const options = req._options as { headers?: unknown } | undefined;
   if (options) redactHeaderBag(options.headers, token);
   redactNodeRequest(req._currentRequest, token, seen);
@@ -58,10 +85,25 @@ function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>):
   if (Array.isArray(redirects)) for (const r of redirects) redactNodeRequest(r, token, seen);
 }
 
+/** A response body that echoes the request (some servers do, on errors) loses the token too. */
+function redactData(data: unknown, token: string, depth = 0): unknown {
+  if (typeof data === 'string') return redactString(data, token);
+  if (!data || typeof data !== 'object' || depth >= MAX_DATA_DEPTH || ArrayBuffer.isView(data)) return data;
+  const record = data as Record<string, unknown>;
+  for (const key of Object.keys(record)) record[key] = redactData(record[key], token, depth + 1);
+  return data;
+}
+
+/** Keeps a property readable but out of `JSON.stringify` walks, loggers' serialisers and the default `util.inspect`. */
+function hide(target: object | undefined, property: string): void {
+  const descriptor = target && Object.getOwnPropertyDescriptor(target, property);
+  if (descriptor?.enumerable && descriptor.configurable) Object.defineProperty(target, property, { ...descriptor, enumerable: false });
+}
+
 /**
  * Removes the bearer token from every place an axios error carries it, keeping the error's shape: the request
- * config's headers become `Authorization: Bearer [REDACTED]`, and the raw request heads are scrubbed, so
- * `JSON.stringify`, `util.inspect` and loggers show no token.
+ * config's headers become `Authorization: Bearer [REDACTED]`, the raw request objects are scrubbed and hidden from
+ * enumeration, and an echoing response body is cleaned, so `JSON.stringify`, `util.inspect` and loggers show no token.
  */
 export function redactAxiosError(error: unknown, token: string): void {
   if (!token || !isAxiosError(error)) return;
@@ -71,5 +113,10 @@ export function redactAxiosError(error: unknown, token: string): void {
   redactHeaderBag(axiosError.response?.config?.headers, token);
   redactNodeRequest(axiosError.request, token, seen);
   redactNodeRequest(axiosError.response?.request, token, seen);
-  if (axiosError.response?.headers) redactHeaderBag(axiosError.response.headers, token);
+  if (axiosError.response) {
+    redactHeaderBag(axiosError.response.headers, token);
+    axiosError.response.data = redactData(axiosError.response.data, token);
+  }
+  hide(axiosError, 'request');
+  hide(axiosError.response, 'request');
 }

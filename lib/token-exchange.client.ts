@@ -1,10 +1,10 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
+import { createOpaqueAgents } from './opaque-agents.js';
 import {
   CLIENT_CERTIFICATE_GRANT,
   DEFAULT_TOKEN_LIFETIME_SECONDS,
   MAX_TOKEN_LIFETIME_SECONDS,
+  MIN_TOKEN_LIFETIME_SECONDS,
 } from './platform-auth.constants.js';
 import type { TokenExchangeFailure } from './platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
@@ -46,7 +46,7 @@ const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
  */
 export class TokenExchangeClient {
   private readonly http: AxiosInstance;
-  private readonly agents = { httpAgent: new HttpAgent({ keepAlive: true }), httpsAgent: new HttpsAgent({ keepAlive: true }) };
+  private readonly agents = createOpaqueAgents();
 
   constructor(
     private readonly config: ResolvedPlatformAuthConfig,
@@ -66,18 +66,24 @@ export class TokenExchangeClient {
     });
   }
 
-  async attempt(assertion: string, signal: AbortSignal): Promise<AttemptOutcome> {
+  /**
+   * `timeoutMs` bounds the whole attempt, body included: axios's own timeout stops at the response headers, so a
+   * server that drips its body would otherwise hold every waiting caller.
+   */
+  async attempt(assertion: string, signal: AbortSignal, timeoutMs = this.config.exchangeTimeoutMs): Promise<AttemptOutcome> {
     const token = this.config.tokenEncoding === 'base64' ? Buffer.from(assertion, 'utf8').toString('base64') : assertion;
+    const secrets = [assertion, token];
     const body = new URLSearchParams({ grant_type: CLIENT_CERTIFICATE_GRANT, client_id: CLIENT_CERTIFICATE_GRANT, token }).toString();
+    const deadline = AbortSignal.timeout(Math.max(1, timeoutMs));
     let response: AxiosResponse<unknown>;
     try {
-      response = await this.http.post(this.config.tokenUrl, body, { signal });
+      response = await this.http.post(this.config.tokenUrl, body, { signal: AbortSignal.any([signal, deadline]), timeout: timeoutMs });
     } catch (error) {
-      return this.transportFailure(error, signal);
+      return this.transportFailure(error, signal, deadline, timeoutMs);
     }
     const clockOffsetMs = this.clockOffset(response);
     const { status } = response;
-    if (status >= 200 && status < 300) return this.parseSuccess(response, assertion, clockOffsetMs);
+    if (status >= 200 && status < 300) return this.parseSuccess(response, secrets, clockOffsetMs);
     if (status >= 300 && status < 400) {
       return {
         ok: false,
@@ -88,7 +94,7 @@ export class TokenExchangeClient {
         summary: `token endpoint answered HTTP ${status} (redirect, not followed)`,
       };
     }
-    const { oauthError, oauthErrorDescription } = this.parseOAuthError(response.data, assertion);
+    const { oauthError, oauthErrorDescription } = this.parseOAuthError(response.data, secrets);
     const retryable = status >= 500 || status === 429 || status === 408;
     return {
       ok: false,
@@ -109,11 +115,11 @@ export class TokenExchangeClient {
     this.agents.httpsAgent.destroy();
   }
 
-  private transportFailure(error: unknown, signal: AbortSignal): AttemptFailure {
+  private transportFailure(error: unknown, signal: AbortSignal, deadline: AbortSignal, timeoutMs: number): AttemptFailure {
     const code = isAxiosError(error) ? error.code : undefined;
     const cause = (error as { cause?: { code?: string } } | undefined)?.cause?.code;
     if (signal.aborted) return { ok: false, reason: 'aborted', retryable: false, summary: 'token exchange cancelled (module shutting down)' };
-    if (code === 'ERR_BAD_RESPONSE' || /maxContentLength/i.test((error as Error)?.message ?? '')) {
+    if (/maxContentLength/i.test((error as Error)?.message ?? '')) {
       return {
         ok: false,
         reason: 'invalid_response',
@@ -121,9 +127,10 @@ export class TokenExchangeClient {
         summary: `token response exceeds the ${this.config.maxResponseBytes}-byte limit`,
       };
     }
-    if (code && NETWORK_TIMEOUT_CODES.has(code)) {
-      return { ok: false, reason: 'timeout', retryable: true, networkCode: code, summary: `token endpoint did not answer within ${this.config.exchangeTimeoutMs} ms` };
+    if (deadline.aborted || (code && NETWORK_TIMEOUT_CODES.has(code))) {
+      return { ok: false, reason: 'timeout', retryable: true, networkCode: code ?? 'ETIMEDOUT', summary: `token endpoint did not answer within ${timeoutMs} ms` };
     }
+    // Anything else, a connection cut part-way through the body included, is a network failure worth retrying.
     const networkCode = cause ?? code ?? 'ERR_NETWORK';
     return { ok: false, reason: 'network_error', retryable: true, networkCode, summary: `token endpoint unreachable (${networkCode})` };
   }
@@ -135,17 +142,17 @@ export class TokenExchangeClient {
     return Number.isNaN(platformTime) ? undefined : platformTime + 500 - this.now();
   }
 
-  private parseOAuthError(data: unknown, assertion: string): { oauthError?: string; oauthErrorDescription?: string } {
+  private parseOAuthError(data: unknown, secrets: readonly string[]): { oauthError?: string; oauthErrorDescription?: string } {
     const body = parseJson(data);
     if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
     const { error, error_description: description } = body as Record<string, unknown>;
     return {
       oauthError: typeof error === 'string' && /^[\x20-\x7e]{1,64}$/.test(error) ? error : undefined,
-      oauthErrorDescription: sanitizeRemoteText(description, [assertion]),
+      oauthErrorDescription: sanitizeRemoteText(description, secrets),
     };
   }
 
-  private parseSuccess(response: AxiosResponse<unknown>, assertion: string, clockOffsetMs: number | undefined): AttemptOutcome {
+  private parseSuccess(response: AxiosResponse<unknown>, secrets: readonly string[], clockOffsetMs: number | undefined): AttemptOutcome {
     const invalid = (problem: string): AttemptFailure => ({
       ok: false,
       reason: 'invalid_response',
@@ -166,7 +173,7 @@ export class TokenExchangeClient {
     if (typeof fields.access_token !== 'string' || fields.access_token.trim() === '') {
       return invalid('access_token is missing or empty');
     }
-    if (fields.access_token === assertion) return invalid('access_token echoes the assertion');
+    if (secrets.includes(fields.access_token)) return invalid('access_token echoes the assertion');
     if (typeof fields.token_type !== 'string' || fields.token_type.toLowerCase() !== 'bearer') {
       return invalid(`token_type is ${typeof fields.token_type === 'string' ? `'${sanitizeRemoteText(fields.token_type)}'` : 'missing'}, expected Bearer`);
     }
@@ -179,6 +186,10 @@ export class TokenExchangeClient {
       const value = typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in) ? Number(fields.expires_in) : fields.expires_in;
       if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
         return invalid(`expires_in must be a positive number of seconds`);
+      }
+      // A token that lives only seconds would have every caller exchanging all the time, with no back-off.
+      if (value < MIN_TOKEN_LIFETIME_SECONDS) {
+        return invalid(`expires_in ${value} s is too short to use (at least ${MIN_TOKEN_LIFETIME_SECONDS} s)`);
       }
       expiresIn = value;
       if (expiresIn > MAX_TOKEN_LIFETIME_SECONDS) {

@@ -30,6 +30,8 @@ interface FailureState {
 }
 
 const MAX_FAILURE_BACKOFF_MS = 30_000;
+/** The longest `Retry-After` honoured after an exchange gave up; beyond it the platform is asked again anyway. */
+const MAX_RETRY_AFTER_BACKOFF_MS = 5 * 60_000;
 /** Fraction of the renewal lead time used as jitter, so a fleet does not renew in lockstep. */
 const RENEWAL_JITTER = 0.1;
 
@@ -42,10 +44,13 @@ export class TokenProvider implements OnModuleDestroy {
   private readonly logger = new Logger(LOGGER_CONTEXT);
   private readonly client: TokenExchangeClient;
   private readonly shutdown = new AbortController();
-  private current?: CachedToken;
-  private inflight?: Promise<CachedToken>;
+  // True private fields: the token must not show when someone logs or inspects the provider.
+  #current?: CachedToken;
+  #inflight?: Promise<CachedToken>;
   private failure?: FailureState;
   private measuredOffsetMs?: number;
+  /** `Retry-After` of the last failed attempt, kept for the back-off after the exchange gives up. */
+  private lastRetryAfterMs?: number;
   private exchangeCount = 0;
 
   constructor(
@@ -74,8 +79,8 @@ export class TokenProvider implements OnModuleDestroy {
    * already replaced is left alone, so a late 401 never throws away a fresh token.
    */
   invalidate(token: string): boolean {
-    if (this.current?.accessToken !== token) return false;
-    this.current = undefined;
+    if (this.#current?.accessToken !== token) return false;
+    this.#current = undefined;
     return true;
   }
 
@@ -93,16 +98,16 @@ export class TokenProvider implements OnModuleDestroy {
     this.shutdown.abort(new TokenExchangeError('token provider is shut down', {
       reason: 'aborted', attempts: 0, retried: false, hint: 'The module was destroyed; no new tokens are fetched.',
     }));
-    this.current = undefined;
+    this.#current = undefined;
     this.client.destroy();
   }
 
   private usableToken(): CachedToken | undefined {
-    const token = this.current;
+    const token = this.#current;
     if (!token) return undefined;
     const now = this.clock.now();
     if (now >= token.unusableAtMs) return undefined;
-    if (now >= token.renewAtMs && !this.inflight && !this.inBackoff(now)) this.renewInBackground();
+    if (now >= token.renewAtMs && !this.#inflight && !this.inBackoff(now)) this.renewInBackground();
     return token;
   }
 
@@ -119,7 +124,7 @@ export class TokenProvider implements OnModuleDestroy {
 
   private acquire(): Promise<CachedToken> {
     if (this.shutdown.signal.aborted) return Promise.reject(this.shutdown.signal.reason as Error);
-    if (this.inflight) return this.inflight;
+    if (this.#inflight) return this.#inflight;
     const failure = this.failure;
     if (failure && this.clock.now() < failure.retryAtMs) {
       const wait = failure.retryAtMs - this.clock.now();
@@ -137,7 +142,7 @@ export class TokenProvider implements OnModuleDestroy {
   private startExchange(): Promise<CachedToken> {
     const exchange = this.exchange().then(
       (token) => {
-        this.current = token;
+        this.#current = token;
         this.failure = undefined;
         return token;
       },
@@ -145,14 +150,15 @@ export class TokenProvider implements OnModuleDestroy {
         if (error instanceof TokenExchangeError && error.reason !== 'aborted') {
           const consecutive = (this.failure?.consecutive ?? 0) + 1;
           const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.config.failureBackoffMs * 2 ** (consecutive - 1));
-          this.failure = { error, consecutive, retryAtMs: this.clock.now() + backoff };
+          const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, this.lastRetryAfterMs ?? 0);
+          this.failure = { error, consecutive, retryAtMs: this.clock.now() + Math.max(backoff, retryAfter) };
         }
         throw error;
       },
     ).finally(() => {
-      if (this.inflight === exchange) this.inflight = undefined;
+      if (this.#inflight === exchange) this.#inflight = undefined;
     });
-    this.inflight = exchange;
+    this.#inflight = exchange;
     return exchange;
   }
 
@@ -164,27 +170,32 @@ export class TokenProvider implements OnModuleDestroy {
     const startedAt = this.clock.now();
     let attempts = 0;
     let skewRetryDone = false;
+    this.lastRetryAfterMs = undefined;
+    let previous: AttemptFailure | undefined;
     for (;;) {
       attempts += 1;
       const offsetUsed = this.config.correctClockSkew ? (this.measuredOffsetMs ?? 0) : 0;
       const assertion = await this.signer.createAssertion({ clockOffsetMs: offsetUsed });
       const sentAt = this.clock.now();
-      const outcome = await this.client.attempt(assertion, signal);
+      // The first attempt gets its full timeout; retries only what is left of the exchange's budget.
+      const timeoutMs = previous ? Math.min(this.config.exchangeTimeoutMs, retry.maxTotalMs - (sentAt - startedAt)) : this.config.exchangeTimeoutMs;
+      if (previous && timeoutMs <= 0) throw this.toError(previous, attempts - 1);
+      const outcome = await this.client.attempt(assertion, signal, timeoutMs);
       if (outcome.clockOffsetMs !== undefined) this.measuredOffsetMs = outcome.clockOffsetMs;
       if (outcome.ok) return this.accept(outcome, sentAt);
       if (signal.aborted) throw signal.reason as Error;
 
-      const correctable = this.config.correctClockSkew && !skewRetryDone && outcome.status !== undefined && outcome.status < 500
-        && isSkewed(this.offsetSeconds(outcome.clockOffsetMs)) && Math.abs((outcome.clockOffsetMs ?? 0) - offsetUsed) > 1000;
-      if (correctable) {
+      if (this.shouldRetryWithSkewCorrection(outcome, offsetUsed, skewRetryDone)) {
         skewRetryDone = true;
         this.logger.warn(`Clock skew detected; retrying once with assertion times corrected. ${describeClockSkew(this.offsetSeconds(outcome.clockOffsetMs)!)}`);
         continue;
       }
+      this.lastRetryAfterMs = outcome.retryAfterMs;
       const elapsed = this.clock.now() - startedAt;
       const delay = outcome.retryable ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
       const canRetry = delay !== undefined && attempts < retry.maxAttempts && elapsed + delay <= retry.maxTotalMs;
       if (!canRetry) throw this.toError(outcome, attempts);
+      previous = outcome;
       await this.clock.sleep(delay, signal).catch(() => {
         throw signal.reason as Error;
       });
@@ -209,12 +220,23 @@ export class TokenProvider implements OnModuleDestroy {
     };
   }
 
-  /** Exponential back-off with equal jitter, or the server's `Retry-After`; capped at `maxDelayMs`. */
-  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
+  /**
+   * Exponential back-off with equal jitter, capped at `maxDelayMs`; or the server's `Retry-After`. A `Retry-After`
+   * longer than `maxDelayMs` ends the exchange (`undefined`): the wait is then honoured by the failure back-off.
+   */
+  private retryDelay(attempt: number, retryAfterMs: number | undefined): number | undefined {
     const { baseDelayMs, maxDelayMs } = this.config.retry;
-    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, maxDelayMs);
+    if (retryAfterMs !== undefined) return retryAfterMs <= maxDelayMs ? retryAfterMs : undefined;
     const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
     return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+
+  /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
+  private shouldRetryWithSkewCorrection(outcome: AttemptFailure, offsetUsed: number, alreadyDone: boolean): boolean {
+    const { status, clockOffsetMs } = outcome;
+    return this.config.correctClockSkew && !alreadyDone && status !== undefined && status >= 400 && status < 500
+      && status !== 408 && status !== 429 && isSkewed(this.offsetSeconds(clockOffsetMs))
+      && Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000;
   }
 
   private offsetSeconds(offsetMs: number | undefined): number | undefined {
@@ -227,7 +249,7 @@ export class TokenProvider implements OnModuleDestroy {
     switch (outcome.reason) {
       case 'http_error':
         hint = outcome.retryable
-          ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting. ${isSkewed(clockOffsetSeconds) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
+          ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
           : hintForRejection(outcome.status!, outcome.oauthError, outcome.oauthErrorDescription, clockOffsetSeconds);
         break;
       case 'redirect':

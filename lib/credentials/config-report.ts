@@ -7,6 +7,14 @@ export function settingName(option: string): string {
   return env ? `${option} (${env})` : option;
 }
 
+/**
+ * A user-supplied value fit to quote in a message, or `undefined` when it must not be: PEM text pasted into the
+ * wrong variable (a key in `*_PATH`, say) would otherwise be printed at start-up.
+ */
+export function quotable(value: string): string | undefined {
+  return value.length > 256 || /-----BEGIN|[\r\n]|\\n/.test(value) ? undefined : value;
+}
+
 /** Collects every start-up problem and warning so they can be reported at once. */
 export class ConfigReport {
   readonly problems: ConfigProblem[] = [];

@@ -6,7 +6,7 @@ import {
   MIN_RSA_MODULUS_BITS,
 } from '../platform-auth.constants.js';
 import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
-import type { ConfigReport } from './config-report.js';
+import { quotable, type ConfigReport } from './config-report.js';
 import { isLegacyEncryptedPem, normalizePem, pemBlockKinds } from './pem.util.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
@@ -63,11 +63,15 @@ function readSource(
   what: string,
   report: ConfigReport,
 ): { text: string; option: string } | undefined {
-  if (inline && path) {
+  if (inline !== undefined && path !== undefined) {
     report.problem(inlineOption, `set only one of ${inlineOption} and ${pathOption}`);
     return undefined;
   }
-  if (path) {
+  if (path !== undefined) {
+    if (typeof path !== 'string' || quotable(path) === undefined) {
+      report.problem(pathOption, `is not a file path${typeof path === 'string' ? ' (it looks like PEM text)' : ''}; put PEM text in ${inlineOption} instead`);
+      return undefined;
+    }
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -82,6 +86,10 @@ function readSource(
     return { text: normalizePem(text), option: pathOption };
   }
   if (inline !== undefined) {
+    if (typeof inline !== 'string') {
+      report.problem(inlineOption, 'must be a string of PEM text');
+      return undefined;
+    }
     if (inline.trim() === '') {
       report.problem(inlineOption, `is empty`);
       return undefined;

@@ -191,6 +191,18 @@ describe('start-up checks: problems, each named, none echoing key material', () 
     expectProblem({ certificate: undefined, certificatePath: `${file}/publickey.cer` }, /^certificatePath/, /ENOTDIR/);
   });
 
+  it('never echoes PEM text pasted into a path or URL setting', () => {
+    expectProblem({ privateKey: undefined, privateKeyPath: v.valid.privateKeyPem }, /^privateKeyPath/, /is not a file path \(it looks like PEM text\); put PEM text in privateKey/);
+    expectProblem({ certificate: undefined, certificatePath: v.valid.certificatePem.replace(/\n/g, '\\n') }, /^certificatePath/, /is not a file path/);
+    expectProblem({ baseUrl: v.valid.privateKeyPem }, /^baseUrl/, /^is not an absolute URL$/);
+    expectProblem({ allowedOrigins: [v.valid.privateKeyPem] }, /^allowedOrigins/, /^is not an absolute URL$/);
+  });
+
+  it('rejects a key given as something other than a string', () => {
+    const buffer = Buffer.from(v.valid.privateKeyPem) as unknown as string;
+    expectProblem({ privateKey: buffer }, /^privateKey/, /must be a string of PEM text/);
+  });
+
   it('rejects setting both the inline value and the path', () => {
     const path = files.write('both.pem', v.valid.privateKeyPem);
     expectProblem({ privateKeyPath: path }, /^privateKey \(PLATFORM_PRIVATE_KEY\)/, /set only one of privateKey and privateKeyPath/);

@@ -161,3 +161,84 @@ describe('attempts to move the token off-origin', () => {
     }
   });
 });
+
+describe('the token stays out of errors in every failure shape', () => {
+  it('while another authenticated request is in flight (shared keep-alive agent)', async () => {
+    let release: () => void = () => undefined;
+    const slow = await server((req, res) => {
+      if (req.url === '/slow') release = () => res.writeHead(200).end();
+      else res.writeHead(500).end();
+    });
+    const f = await start({ module: { allowedOrigins: [slow.origin] } });
+    const foreign = await server((_req, res) => res.writeHead(404).end());
+    const inFlight = firstValueFrom(f.http.get(`${slow.url}/slow`));
+    await vi.waitFor(() => expect(slow.requests).toHaveLength(1));
+    const sameOrigin = await settle(firstValueFrom(f.http.get(`${slow.url}/fails`)));
+    const elsewhere = await settle(firstValueFrom(f.http.get(`${foreign.url}/missing`)));
+    const token = await f.tokens.getAccessToken();
+    expectNoSecrets(sameOrigin, [token]);
+    expectNoSecrets(elsewhere, [token]);
+    release();
+    await inFlight;
+  });
+
+  it('when the connection is refused (the request head never left)', async () => {
+    const closed = await startLoopbackServer();
+    await closed.close();
+    const f = await start({ module: { allowedOrigins: [closed.origin] } });
+    const error = await settle(firstValueFrom(f.http.get(`${closed.url}/x`)));
+    expect((error as AxiosError).code).toBe('ECONNREFUSED');
+    expectNoSecrets(error, [await f.tokens.getAccessToken()]);
+  });
+
+  it('with the fetch adapter', async () => {
+    const failing = await server((_req, res) => res.writeHead(500).end());
+    const f = await start({ module: { allowedOrigins: [failing.origin] } });
+    const error = await settle(firstValueFrom(f.http.get(`${failing.url}/x`, { adapter: 'fetch' })));
+    expect((error as AxiosError).response?.status).toBe(500);
+    expectNoSecrets(error, [await f.tokens.getAccessToken()]);
+  });
+
+  it('when the error body echoes the request headers', async () => {
+    const echo = await server((req, res) => res.writeHead(500, { 'Content-Type': 'application/json' }).end(JSON.stringify({ headers: req.headers })));
+    const f = await start({ module: { allowedOrigins: [echo.origin] } });
+    const error = (await settle(firstValueFrom(f.http.get(`${echo.url}/x`)))) as AxiosError<{ headers: Record<string, string> }>;
+    expect(error.response?.data.headers.authorization).toBe('Bearer [REDACTED]');
+    expectNoSecrets(error, [await f.tokens.getAccessToken()]);
+  });
+
+  it('inspecting or serialising the TokenProvider shows no token', async () => {
+    const f = await start();
+    const token = await f.tokens.getAccessToken();
+    expectNoSecrets(f.tokens, [token]);
+  });
+});
+
+describe('the 401 re-send is invisible to the caller\'s own interceptors', () => {
+  it('a response interceptor added by the app runs once', async () => {
+    const f = await start();
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    let runs = 0;
+    f.http.axiosRef.interceptors.response.use((response) => {
+      runs += 1;
+      return { ...response, data: { wrapped: response.data as unknown } };
+    });
+    const response = await firstValueFrom(f.http.get('/api/billing'));
+    expect(runs).toBe(1);
+    expect(Object.keys(response.data as object)).toEqual(['wrapped']);
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+  });
+
+  it('a 401 from a foreign redirect target does not throw away a valid token', async () => {
+    const foreign401 = await server((_req, res) => res.writeHead(401).end());
+    const redirector = await server((_req, res) => res.writeHead(302, { Location: `${foreign401.url}/denied` }).end());
+    const f = await start({ module: { allowedOrigins: [redirector.origin] } });
+    const token = await f.tokens.getAccessToken();
+    const error = await settle(firstValueFrom(f.http.get(`${redirector.url}/start`)));
+    expect((error as AxiosError).response?.status).toBe(401);
+    expect(await f.tokens.getAccessToken()).toBe(token);
+    expect(redirector.requests).toHaveLength(1);
+    expect(f.platform.counters.exchanges.accepted).toBe(1);
+  });
+});
