@@ -15,6 +15,8 @@ import { redactAxiosError } from './redaction.util.js';
 import { TokenProvider } from './token.provider.js';
 
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
+/** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
+const CACHE_LIMIT = 64;
 
 /** The URL axios will request, resolved the way axios resolves it (`baseURL` + `url`, or an absolute `url`). */
 export function resolveRequestUrl(config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>): URL | undefined {
@@ -54,6 +56,11 @@ function respondingUrl(response: AxiosResponse | undefined, config: InternalAxio
 @Injectable()
 export class PlatformAuthInterceptor implements OnModuleDestroy {
   private readonly registrations = new Map<AxiosInstance, number>();
+  /** Per `baseURL`: whether it is allowed. A relative URL always resolves to its base's origin (see `resolveRequestUrl`). */
+  private readonly allowedBases = new Map<string, boolean>();
+  /** Resolved adapters by their configured form (a name, a list or a function), so the hot path resolves each once. */
+  private readonly adapters = new Map<unknown, AxiosAdapter>();
+  private readonly stripOnForeignRedirectHook = (options: Record<string, unknown>) => this.stripOnForeignRedirect(options);
 
   constructor(
     private readonly tokens: TokenProvider,
@@ -84,21 +91,50 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
     return url !== undefined && !url.username && !url.password && this.config.allowedOrigins.has(url.origin);
   }
 
-  private async authorize(config: InternalAxiosRequestConfig): Promise<InternalAxiosRequestConfig> {
+  /** Synchronous when the token is cached (the common case), so a request costs no extra promise turns. */
+  private authorize(config: InternalAxiosRequestConfig): InternalAxiosRequestConfig | Promise<InternalAxiosRequestConfig> {
     const headers = AxiosHeaders.from(config.headers);
     config.headers = headers;
-    if (headers.has('Authorization') || !this.isAllowed(resolveRequestUrl(config))) return config;
+    if (headers.has('Authorization') || !this.targetsAllowedOrigin(config)) return config;
+    const cached = this.tokens.peekAccessToken();
+    if (cached !== undefined) return this.withToken(config, cached);
+    return this.tokens.getAccessToken().then((token) => this.withToken(config, token));
+  }
 
-    const token = await this.tokens.getAccessToken();
-    headers.set('Authorization', `Bearer ${token}`);
+  private targetsAllowedOrigin(config: InternalAxiosRequestConfig): boolean {
+    const { baseURL, url } = config;
+    if (!baseURL || (url && ABSOLUTE_URL.test(url) && config.allowAbsoluteUrls !== false)) return this.isAllowed(resolveRequestUrl(config));
+    let allowed = this.allowedBases.get(baseURL);
+    if (allowed === undefined) {
+      allowed = this.isAllowed(parseUrl(baseURL));
+      if (this.allowedBases.size < CACHE_LIMIT) this.allowedBases.set(baseURL, allowed);
+    }
+    return allowed;
+  }
+
+  private withToken(config: InternalAxiosRequestConfig, token: string): InternalAxiosRequestConfig {
+    config.headers.set('Authorization', `Bearer ${token}`);
     const callerHook = config.beforeRedirect;
-    config.beforeRedirect = (options, responseDetails, requestDetails) => {
-      this.stripOnForeignRedirect(options);
-      callerHook?.(options, responseDetails, requestDetails);
-    };
-    const adapter = getAdapter(config.adapter, config);
+    config.beforeRedirect = callerHook
+      ? (options, responseDetails, requestDetails) => {
+          this.stripOnForeignRedirect(options);
+          callerHook(options, responseDetails, requestDetails);
+        }
+      : this.stripOnForeignRedirectHook;
+    const adapter = this.resolveAdapter(config);
     config.adapter = (request) => this.send(adapter, request, token);
     return config;
+  }
+
+  private resolveAdapter(config: InternalAxiosRequestConfig): AxiosAdapter {
+    // A custom fetch in `env` makes the resolved adapter specific to this request.
+    const cacheable = (config.env as { fetch?: unknown } | undefined)?.fetch === undefined;
+    let adapter = cacheable ? this.adapters.get(config.adapter) : undefined;
+    if (!adapter) {
+      adapter = getAdapter(config.adapter, config);
+      if (cacheable && this.adapters.size < CACHE_LIMIT) this.adapters.set(config.adapter, adapter);
+    }
+    return adapter;
   }
 
   /** One request, and on a 401 from an allowed origin one re-send with a fresh token; errors leave redacted. */

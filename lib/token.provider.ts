@@ -61,6 +61,14 @@ export class TokenProvider implements OnModuleDestroy {
     this.client = new TokenExchangeClient(config, () => clock.now());
   }
 
+  /**
+   * The cached token when one is usable right now, else `undefined` (then call `getAccessToken()`). Synchronous, for
+   * hot paths such as the interceptor; it starts a background renewal when the token is due, like `getAccessToken()`.
+   */
+  peekAccessToken(): string | undefined {
+    return this.usableToken()?.accessToken;
+  }
+
   /** A valid access token, from the cache when possible. */
   getAccessToken(): Promise<string> {
     const cached = this.usableToken();
