@@ -1,0 +1,68 @@
+import 'reflect-metadata';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { measureHttpOverhead } from './scenarios/http-overhead.js';
+import { describeMachine } from './support/machine.js';
+import { BenchPlatform } from './support/platform.js';
+import { Report } from './support/report.js';
+import { describeRevision } from './support/revision.js';
+
+/** `--quick` shrinks every size, to check that the bench itself works; its figures are not worth publishing. */
+const quick = process.argv.includes('--quick');
+/** `--only=memory,signing` runs the scenarios whose names contain one of those words (while investigating one). */
+const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const scale = (full: number, small: number): number => (quick ? small : full);
+
+const sizes = {
+  http: { sequentialRounds: scale(40, 4), requestsPerRound: scale(1_250, 400), concurrentRounds: scale(40, 4), perBlock: scale(500, 320), inFlight: 64 },
+};
+
+const machine = describeMachine();
+const revision = describeRevision();
+const startedAt = new Date();
+const report = new Report();
+const loadAtStart = loadavg()[0]!;
+console.log(`nestjs-platform-auth bench${quick ? ' (--quick: sizes shrunk, figures not comparable)' : ''}`);
+console.log(`${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}, load ${loadAtStart.toFixed(2)}`);
+console.log(`library at ${revision.commit}${revision.libModified ? ' with uncommitted changes in lib/' : ''}`);
+
+const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
+  ['HTTP overhead', (p) => measureHttpOverhead(p, report, sizes.http)],
+];
+
+const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;
+const platform = await BenchPlatform.start();
+try {
+  for (const [index, [name, run]] of selected.entries()) {
+    const scenarioStart = performance.now();
+    console.log(`[${index + 1}/${selected.length}] ${name}`);
+    await run(platform);
+    console.log(`    done in ${((performance.now() - scenarioStart) / 1000).toFixed(1)} s`);
+  }
+} catch (error) {
+  console.error('bench aborted:', error);
+  process.exitCode = 1;
+} finally {
+  await platform.close();
+}
+
+const durationSeconds = Math.round((Date.now() - startedAt.getTime()) / 1000);
+report.detail('revision', revision);
+report.detail('loadAverage1m', { atStart: loadAtStart, atEnd: loadavg()[0] });
+report.detail('sizes', { quick, only, ...sizes });
+console.log(`\n${report.toMarkdown()}\n`);
+
+const resultsDir = new URL('../results/', import.meta.url);
+mkdirSync(resultsDir, { recursive: true });
+// Only a complete full-size run may replace latest.json, which BENCHMARKS.md quotes.
+const resultsFile = new URL(quick || only ? 'partial.json' : 'latest.json', resultsDir);
+writeFileSync(resultsFile, report.toJson(machine, startedAt, durationSeconds));
+console.log(`Figures written to ${resultsFile.pathname} (${durationSeconds} s in all).`);
+
+for (const figure of report.misses) console.log(`MISSED: ${figure.label} = ${figure.display} (target ${figure.target})`);
+if (report.failures.length > 0) {
+  for (const figure of report.failures) console.error(`FAILED: ${figure.label} = ${figure.display} (must be ${figure.target.slice(2)})`);
+  process.exitCode = 1;
+} else if (process.exitCode !== 1) {
+  console.log('Every count target holds.');
+}

@@ -1,0 +1,53 @@
+/** Nearest-rank quantile of an ascending array. */
+export function quantile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil(q * sorted.length) - 1;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
+}
+
+export interface Summary {
+  readonly count: number;
+  readonly median: number;
+  readonly p99: number;
+}
+
+export function summarize(samples: Float64Array): Summary {
+  const sorted = Float64Array.from(samples).sort();
+  return { count: sorted.length, median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
+}
+
+export function median(values: readonly number[]): number {
+  return quantile(Float64Array.from(values).sort(), 0.5);
+}
+
+export interface Spread {
+  readonly min: number;
+  readonly max: number;
+}
+
+export function spread(values: readonly number[]): Spread {
+  return { min: Math.min(...values), max: Math.max(...values) };
+}
+
+/** Collects garbage until the heap stops shrinking, so two readings compare live data rather than GC timing. */
+export function settledHeapUsed(): number {
+  const gc = requireGc();
+  let previous = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 10; i += 1) {
+    gc();
+    const used = process.memoryUsage().heapUsed;
+    if (used >= previous - 64 * 1024) return used;
+    previous = used;
+  }
+  return previous;
+}
+
+export function collectGarbage(): void {
+  requireGc()();
+}
+
+function requireGc(): () => void {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run the bench with node --expose-gc (npm run bench does)');
+  return gc;
+}
