@@ -1,7 +1,13 @@
 import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { measureColdStampede } from './scenarios/cold-stampede.js';
+import { measureEmulatorThroughput } from './scenarios/emulator-throughput.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
+import { measureMemory } from './scenarios/memory.js';
+import { measureSigning } from './scenarios/signing.js';
+import { measureTokenCache } from './scenarios/token-cache.js';
+import { measureUnauthorizedStorm } from './scenarios/unauthorized-storm.js';
 import { describeMachine } from './support/machine.js';
 import { BenchPlatform } from './support/platform.js';
 import { Report } from './support/report.js';
@@ -15,6 +21,12 @@ const scale = (full: number, small: number): number => (quick ? small : full);
 
 const sizes = {
   http: { sequentialRounds: scale(40, 4), requestsPerRound: scale(1_250, 400), concurrentRounds: scale(40, 4), perBlock: scale(500, 320), inFlight: 64 },
+  tokenCache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
+  stampede: { rounds: scale(5, 2), callers: 10_000 },
+  storm: { rounds: scale(3, 2), requests: 1_000 },
+  signing: { rounds: scale(6, 2), blockMs: scale(750, 250), inFlight: 4 },
+  memory: { requests: scale(1_000_000, 100_000), checkpoints: 4, inFlight: 64 },
+  emulator: { rounds: scale(8, 2), exchangesPerRound: scale(500, 100), inFlight: 16 },
 };
 
 const machine = describeMachine();
@@ -28,6 +40,12 @@ console.log(`library at ${revision.commit}${revision.libModified ? ' with uncomm
 
 const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['HTTP overhead', (p) => measureHttpOverhead(p, report, sizes.http)],
+  ['cached token', (p) => measureTokenCache(p, report, sizes.tokenCache)],
+  ['cold stampede', (p) => measureColdStampede(p, report, sizes.stampede)],
+  ['401 storm', (p) => measureUnauthorizedStorm(p, report, sizes.storm)],
+  ['assertion signing', (p) => measureSigning(p, report, sizes.signing)],
+  ['memory', (p) => measureMemory(p, report, sizes.memory)],
+  ['emulator throughput', (p) => measureEmulatorThroughput(p, report, sizes.emulator)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;
