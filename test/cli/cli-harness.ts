@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -72,29 +72,7 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** A temporary directory for key files, removed by `remove()`. */
-export function tempDir(): { dir: string; write(name: string, content: string | Buffer): string; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-auth-cli-test-'));
-  return {
-    dir,
-    write(name, content) {
-      const path = join(dir, name);
-      writeFileSync(path, content, { mode: 0o600 });
-      return path;
-    },
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
-/** Lines of PEM bodies: none may appear in any output. */
-export function pemFragments(...pems: string[]): string[] {
-  return pems.flatMap((pem) =>
-    pem
-      .split('\n')
-      .filter((line) => line.length >= 40 && !line.startsWith('-----'))
-      .slice(0, 3),
-  );
-}
+export { pemFragments, tempDir } from '../support/credential-variants.js';
 
 /** Three base64url segments, the shape of a JWT: an assertion must not be printed unless asked for. */
 export const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
