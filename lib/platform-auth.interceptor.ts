@@ -17,6 +17,10 @@ import { TokenProvider } from './token.provider.js';
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;
+/** The cached token that `runWhen` saw, for the synchronous interceptor that runs right after it. */
+const PEEKED_TOKEN = Symbol('platformAuthPeekedToken');
+
+type PeekedConfig = InternalAxiosRequestConfig & { [PEEKED_TOKEN]?: string };
 
 /** The URL axios will request, resolved the way axios resolves it (`baseURL` + `url`, or an absolute `url`). */
 export function resolveRequestUrl(config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>): URL | undefined {
@@ -55,22 +59,41 @@ function respondingUrl(response: AxiosResponse | undefined, config: InternalAxio
  */
 @Injectable()
 export class PlatformAuthInterceptor implements OnModuleDestroy {
-  private readonly registrations = new Map<AxiosInstance, number>();
+  private readonly registrations = new Map<AxiosInstance, readonly number[]>();
   /** Per `baseURL`: whether it is allowed. A relative URL always resolves to its base's origin (see `resolveRequestUrl`). */
   private readonly allowedBases = new Map<string, boolean>();
   /** Resolved adapters by their configured form (a name, a list or a function), so the hot path resolves each once. */
   private readonly adapters = new Map<unknown, AxiosAdapter>();
   private readonly stripOnForeignRedirectHook = (options: Record<string, unknown>) => this.stripOnForeignRedirect(options);
+  /** `origin + '/'` of each allowed origin: an absolute URL starting with one needs no parsing to be known allowed. */
+  private readonly allowedPrefixes: readonly string[];
 
   constructor(
     private readonly tokens: TokenProvider,
     @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
-  ) {}
+  ) {
+    this.allowedPrefixes = [...config.allowedOrigins].map((origin) => `${origin}/`);
+  }
 
-  /** Installs the interceptor on `instance` (once; a second call is a no-op) and returns a function removing it. */
+  /**
+   * Installs the interceptor on `instance` (once; a second call is a no-op) and returns a function removing it.
+   * Two request interceptors, exclusive by `runWhen`: with a token cached, a `synchronous` one, which lets axios send
+   * the request in the same turn instead of chaining a promise per request (axios does that as soon as one
+   * interceptor is asynchronous); otherwise the one that waits for a token. Both leave a request that already has
+   * an Authorization header alone, so one that meets both (the token going stale between the two `runWhen`s) is
+   * still authorized once.
+   */
   attach(instance: AxiosInstance): () => void {
     if (!this.registrations.has(instance)) {
-      this.registrations.set(instance, instance.interceptors.request.use((config) => this.authorize(config)));
+      this.registrations.set(instance, [
+        instance.interceptors.request.use((config) => this.authorizeWithPeekedToken(config), undefined, {
+          synchronous: true,
+          runWhen: (config: PeekedConfig) => (config[PEEKED_TOKEN] = this.tokens.peekAccessToken()) !== undefined,
+        }),
+        instance.interceptors.request.use((config) => this.authorize(config), undefined, {
+          runWhen: () => this.tokens.peekAccessToken() === undefined,
+        }),
+      ]);
     }
     return () => this.detach(instance);
   }
@@ -78,7 +101,7 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   detach(instance: AxiosInstance): void {
     const registration = this.registrations.get(instance);
     if (registration === undefined) return;
-    instance.interceptors.request.eject(registration);
+    for (const id of registration) instance.interceptors.request.eject(id);
     this.registrations.delete(instance);
   }
 
@@ -101,9 +124,23 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
     return this.tokens.getAccessToken().then((token) => this.withToken(config, token));
   }
 
+  private authorizeWithPeekedToken(config: PeekedConfig): InternalAxiosRequestConfig {
+    const token = config[PEEKED_TOKEN]!;
+    delete config[PEEKED_TOKEN];
+    const headers = AxiosHeaders.from(config.headers);
+    config.headers = headers;
+    if (headers.has('Authorization') || !this.targetsAllowedOrigin(config)) return config;
+    return this.withToken(config, token);
+  }
+
   private targetsAllowedOrigin(config: InternalAxiosRequestConfig): boolean {
     const { baseURL, url } = config;
-    if (!baseURL || (url && ABSOLUTE_URL.test(url) && config.allowAbsoluteUrls !== false)) return this.isAllowed(resolveRequestUrl(config));
+    if (!baseURL || (url && ABSOLUTE_URL.test(url) && config.allowAbsoluteUrls !== false)) {
+      // A URL that starts with a normalised origin and '/' cannot parse to another origin; anything else (other
+      // case, default port, userinfo) is left to the parser.
+      if (url && this.allowedPrefixes.some((prefix) => url.startsWith(prefix))) return true;
+      return this.isAllowed(resolveRequestUrl(config));
+    }
     let allowed = this.allowedBases.get(baseURL);
     if (allowed === undefined) {
       allowed = this.isAllowed(parseUrl(baseURL));

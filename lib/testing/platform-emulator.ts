@@ -26,6 +26,7 @@ import type {
 import { createTestCredentials } from './test-credentials.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
+const LISTEN_BACKLOG = 4096;
 
 /**
  * The platform's side of the seed, on a real HTTP server on loopback: a registry of system integrations, the token
@@ -105,7 +106,9 @@ export class PlatformEmulator {
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? 0, host, () => {
+      // Node's default backlog (511) overflows when a test fires ~800 requests at once on fresh connections: the
+      // kernel drops the extra SYNs and the client retries them a full second later.
+      server.listen({ port: options.port ?? 0, host, backlog: LISTEN_BACKLOG }, () => {
         server.off('error', reject);
         resolve();
       });
