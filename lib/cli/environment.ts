@@ -55,29 +55,35 @@ export function resolveConfiguration(env: Env, nowMs: number): Configuration {
   }
 }
 
-function problemChecks(problems: readonly ConfigProblem[]): CheckResult[] {
-  return problems.map((problem) => ({
+function configurationChecks(findings: readonly ConfigProblem[], status: CheckResult['status']): CheckResult[] {
+  return findings.map((finding) => ({
     id: 'configuration',
-    status: 'fail',
+    status,
     label: 'Configuration',
-    detail: `${problem.setting}: ${problem.message}`,
-    setting: problem.setting,
+    detail: `${finding.setting}: ${finding.message}`,
+    setting: finding.setting,
   }));
+}
+
+/**
+ * For the commands that need a working configuration: the resolved one, or `undefined` after reporting what is
+ * wrong (as JSON with `--json`).
+ */
+export function requireConfiguration(context: CommandContext): Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined {
+  const configuration = resolveConfiguration(configurationEnv(context), context.now());
+  if (configuration.config) return configuration;
+  if (context.out.json) context.out.printJson({ ok: false, problems: configuration.problems });
+  else printConfigurationProblems(context.out, configuration.problems);
+  return undefined;
 }
 
 /** For the commands that need a working configuration: what is wrong, and where to look next. */
 export function printConfigurationProblems(out: Output, problems: readonly ConfigProblem[]): void {
-  printChecks(out, problemChecks(problems));
+  printChecks(out, configurationChecks(problems, 'fail'));
   out.print();
   out.print(`The configuration has ${problems.length === 1 ? '1 problem' : `${problems.length} problems`}; 'platform-auth doctor' checks every part with its fix.`);
 }
 
 export function warningChecks(warnings: readonly ConfigProblem[]): CheckResult[] {
-  return warnings.map((warning) => ({
-    id: 'configuration',
-    status: 'warn',
-    label: 'Configuration',
-    detail: `${warning.setting}: ${warning.message}`,
-    setting: warning.setting,
-  }));
+  return configurationChecks(warnings, 'warn');
 }

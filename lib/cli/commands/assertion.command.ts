@@ -7,13 +7,7 @@ import type { PlatformAuthOptions } from '../../interfaces/platform-auth-options
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../platform-auth.constants.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.options-resolver.js';
 import { flag, type CheckResult, type Command, type CommandContext } from '../command.js';
-import {
-  configurationEnv,
-  ENV_FILE_OPTION,
-  printConfigurationProblems,
-  resolveConfiguration,
-  warningChecks,
-} from '../environment.js';
+import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../environment.js';
 import { countChecks, printChecks, printFields, summaryLine } from '../output.js';
 
 export const assertionCommand: Command = {
@@ -39,12 +33,8 @@ const TIME_CLAIMS = ['iat', 'nbf', 'exp'] as const;
 
 async function run(context: CommandContext): Promise<number> {
   const out = context.out;
-  const configuration = resolveConfiguration(configurationEnv(context), context.now());
-  if (!configuration.config) {
-    if (out.json) out.printJson({ ok: false, problems: configuration.problems });
-    else printConfigurationProblems(out, configuration.problems);
-    return 1;
-  }
+  const configuration = requireConfiguration(context);
+  if (!configuration) return 1;
   const { config, options } = configuration;
   const jwt = await new AssertionSigner(config, systemClock).createAssertion();
   const header = decodeProtectedHeader(jwt);

@@ -1,5 +1,5 @@
 import { flag, type Command, type CommandContext } from '../command.js';
-import { configurationEnv, ENV_FILE_OPTION, printConfigurationProblems, resolveConfiguration } from '../environment.js';
+import { ENV_FILE_OPTION, requireConfiguration } from '../environment.js';
 import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../exchange.js';
 import { printFields, signedSeconds, type Output } from '../output.js';
 
@@ -21,12 +21,8 @@ export const tokenCommand: Command = {
 
 async function run(context: CommandContext): Promise<number> {
   const out = context.out;
-  const configuration = resolveConfiguration(configurationEnv(context), context.now());
-  if (!configuration.config) {
-    if (out.json) out.printJson({ ok: false, problems: configuration.problems });
-    else printConfigurationProblems(out, configuration.problems);
-    return 1;
-  }
+  const configuration = requireConfiguration(context);
+  if (!configuration) return 1;
   const { config } = configuration;
   const result = await exchangeOnce(config);
   const configWarnings = config.warnings.map((warning) => `${warning.setting}: ${warning.message}`);
