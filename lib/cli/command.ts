@@ -81,22 +81,4 @@ export function integerOption(context: CommandContext, name: string, range: { mi
   return value;
 }
 
-/** Why a file operation failed, in words, without the stack or the file's content. */
-export function describeFsError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file or directory';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    case 'ENOTDIR':
-      return 'a part of the path is not a directory';
-    case 'EEXIST':
-      return 'it already exists';
-    default:
-      return code ?? (error instanceof Error ? error.message : 'unknown error');
-  }
-}
+export { describeFsError } from '../credentials/fs-error.util.js';

@@ -7,6 +7,7 @@ import {
 } from '../platform-auth.constants.js';
 import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
 import { quotable, type ConfigReport } from './config-report.js';
+import { describeFsError } from './fs-error.util.js';
 import { isLegacyEncryptedPem, normalizePem, pemBlockKinds } from './pem.util.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
@@ -97,21 +98,6 @@ function readSource(
     return { text: normalizePem(inline), option: inlineOption };
   }
   return undefined;
-}
-
-function describeFsError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    default:
-      return code ?? 'unreadable';
-  }
 }
 
 function loadPrivateKey(sources: CredentialSources, report: ConfigReport): KeyObject | undefined {
