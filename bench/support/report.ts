@@ -42,27 +42,22 @@ export class Report {
   /** A ratio that must stay at or below `limit`; a miss is reported, not fatal (timings vary between machines). */
   atMost(id: string, label: string, value: number, limit: number, options: RatioOptions): void {
     const goal = options.goal === undefined ? '' : ` (goal ≤ ${options.goal})`;
-    this.figures.push({
-      id,
-      label,
-      value,
-      display: formatRatio(value),
-      baseline: options.baseline,
-      target: `≤ ${limit}${goal}`,
-      status: value <= limit ? 'met' : 'MISSED',
-      spread: options.spread,
-    });
+    this.ratio(id, label, value, options, `≤ ${limit}${goal}`, value <= limit);
   }
 
   atLeast(id: string, label: string, value: number, limit: number, options: RatioOptions): void {
+    this.ratio(id, label, value, options, `≥ ${limit}`, value >= limit);
+  }
+
+  private ratio(id: string, label: string, value: number, options: RatioOptions, target: string, met: boolean): void {
     this.figures.push({
       id,
       label,
       value,
       display: formatRatio(value),
       baseline: options.baseline,
-      target: `≥ ${limit}`,
-      status: value >= limit ? 'met' : 'MISSED',
+      target,
+      status: met ? 'met' : 'MISSED',
       spread: options.spread,
     });
   }
