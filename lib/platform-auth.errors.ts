@@ -89,3 +89,18 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
     Object.assign(this, { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode });
   }
 }
+
+/** Whether `error` is any error this module raised. */
+export function isPlatformAuthError(error: unknown): error is PlatformAuthError {
+  return error instanceof PlatformAuthError;
+}
+
+/** Whether `error` is a failed token exchange (with `reason`, `status`, `hint`, …). */
+export function isTokenExchangeError(error: unknown): error is TokenExchangeError {
+  return error instanceof TokenExchangeError;
+}
+
+/** Whether `error` is a start-up configuration error (with every `problems` entry). */
+export function isPlatformAuthConfigError(error: unknown): error is PlatformAuthConfigError {
+  return error instanceof PlatformAuthConfigError;
+}

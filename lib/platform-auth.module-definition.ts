@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { PlatformAuthOptions } from './interfaces/platform-auth-options.interface.js';
+import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
 export interface PlatformAuthModuleExtras {
   /** Register the module globally, so feature modules inject its services without importing it. */

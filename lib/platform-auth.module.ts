@@ -1,19 +1,14 @@
 import { Inject, Logger, Module, type Provider } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
-import { AssertionSigner } from './assertion.signer.js';
-import { systemClock, type Clock } from './clock.js';
-import {
-  LOGGER_CONTEXT,
-  PLATFORM_AUTH_CLOCK,
-  PLATFORM_AUTH_CONFIG,
-  PLATFORM_AUTH_HTTP_SERVICE,
-} from './platform-auth.constants.js';
-import { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
+import { AssertionSigner } from './token/assertion.signer.js';
+import { systemClock, type Clock } from './platform-auth.clock.js';
+import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
+import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { ConfigurablePlatformAuthModule, PLATFORM_AUTH_MODULE_OPTIONS } from './platform-auth.module-definition.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
-import { PlatformHttpHost } from './platform-http.host.js';
-import { TokenProvider } from './token.provider.js';
-import type { PlatformAuthOptions } from './interfaces/platform-auth-options.interface.js';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
+import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
+import { TokenProvider } from './token/token.provider.js';
+import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
 const providers: Provider[] = [
   {
@@ -36,31 +31,26 @@ const providers: Provider[] = [
   PlatformAuthInterceptor,
   PlatformHttpHost,
   {
-    provide: PLATFORM_AUTH_HTTP_SERVICE,
-    useFactory: (host: PlatformHttpHost): HttpService => host.httpService,
+    provide: PlatformHttpService,
+    useFactory: (host: PlatformHttpHost): PlatformHttpService => host.httpService,
     inject: [PlatformHttpHost],
   },
-  { provide: HttpService, useExisting: PLATFORM_AUTH_HTTP_SERVICE },
+  { provide: PLATFORM_AUTH_HTTP_SERVICE, useExisting: PlatformHttpService },
+  // For apps that import only this module; where another HttpModule is in scope, inject PlatformHttpService.
+  { provide: HttpService, useExisting: PlatformHttpService },
 ];
 
 /**
  * Authenticates a NestJS app to the platform as a system integration. Configure it with `forRoot(options)` or
- * `forRootAsync(...)`; every credential problem is reported at start-up, all at once. Inject the exported
- * `HttpService`: its requests to the platform carry a valid bearer token.
+ * `forRootAsync(...)`; every credential problem is reported at start-up, all at once. Inject `PlatformHttpService`:
+ * its requests to the platform carry a valid bearer token.
  */
 @Module({
   providers,
-  exports: [
-    AssertionSigner,
-    TokenProvider,
-    PlatformAuthInterceptor,
-    HttpService,
-    PLATFORM_AUTH_HTTP_SERVICE,
-    PLATFORM_AUTH_CONFIG,
-    PLATFORM_AUTH_CLOCK,
-  ],
+  // Never the resolved configuration: it holds the private key.
+  exports: [AssertionSigner, TokenProvider, PlatformAuthInterceptor, PlatformHttpService, HttpService, PLATFORM_AUTH_HTTP_SERVICE],
 })
 export class PlatformAuthModule extends ConfigurablePlatformAuthModule {}
 
-/** Injects the module's authenticated `HttpService`; useful where another `HttpModule` is also in scope. */
+/** Injects the module's authenticated `PlatformHttpService` by token (the same instance as injecting the class). */
 export const InjectPlatformHttpService = (): ParameterDecorator & PropertyDecorator => Inject(PLATFORM_AUTH_HTTP_SERVICE);

@@ -1,5 +1,5 @@
-import { sign, type KeyObject } from 'node:crypto';
-import { AssertionSigner, PLATFORM_AUTH_CONFIG, type ResolvedPlatformAuthConfig } from 'nestjs-platform-auth';
+import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { AssertionSigner } from 'nestjs-platform-auth';
 import type { BenchPlatform } from '../support/platform.js';
 import { progress, type Report } from '../support/report.js';
 import { median, spread } from '../support/stats.js';
@@ -16,7 +16,8 @@ export async function measureSigning(platform: BenchPlatform, report: Report, si
   const app = await platform.createApp();
   try {
     const signer = app.get(AssertionSigner);
-    const key = app.get<string, ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG).credentials.privateKey;
+    // The same key, parsed the same way: a node:crypto KeyObject from the integration's PEM.
+    const key = createPrivateKey(platform.integration.privateKeyPem);
     const assertion = await signer.createAssertion();
     const signingInput = Buffer.from(assertion.slice(0, assertion.lastIndexOf('.')));
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // First, before anything that loads the library: its Nest-decorated classes record metadata through it.
 import 'reflect-metadata';
-import { runCli } from './cli.js';
+import { runCli } from './cli.program.js';
 
 function untilStopped(): Promise<string> {
   return new Promise((resolve) => {

@@ -1,12 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import {
-  CERTIFICATE_EXPIRY_WARNING_DAYS,
-  EXPECTED_RSA_MODULUS_BITS,
-  MIN_RSA_MODULUS_BITS,
-} from '../platform-auth.constants.js';
-import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
-import { quotable, type ConfigReport } from './config-report.js';
+import { CERTIFICATE_EXPIRY_WARNING_DAYS, EXPECTED_RSA_MODULUS_BITS, MIN_RSA_MODULUS_BITS } from '../options/options.constants.js';
+import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import { quotable, type ConfigReport } from '../options/config.report.js';
 import { describeFsError } from './fs-error.util.js';
 import { isLegacyEncryptedPem, normalizePem, pemBlockKinds } from './pem.util.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';

@@ -1,5 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 
 const HEX_LENGTH: Record<ThumbprintAlgorithm, number> = { sha1: 40, sha256: 64 };
 

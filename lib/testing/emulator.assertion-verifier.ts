@@ -1,8 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { compactVerify, errors as joseErrors } from 'jose';
 import { thumbprintFormatProblem } from '../credentials/thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS } from '../platform-auth.constants.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import { MAX_ASSERTION_LIFETIME_SECONDS } from './emulator.constants.js';
 import { ExpiringMap } from './emulator.expiring-map.js';
 import { ACTIVE_STATUS, type IntegrationRegistry } from './emulator.registry.js';
 import type { RegisteredIntegration, TokenRequestRule } from './emulator.types.js';

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { CLIENT_CERTIFICATE_GRANT } from '../platform-auth.constants.js';
+import { CLIENT_CERTIFICATE_GRANT } from './emulator.constants.js';
 import type { AccessTokenStore } from './emulator.access-tokens.js';
 import {
   quote,

@@ -1,4 +1,4 @@
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 
 /** The two permissions a system integration can hold (seed section 2). */
 export type IntegrationPermission = 'Send message' | 'Retrieve billing data';

@@ -1,6 +1,6 @@
-export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.js';
-export { FakeClock } from './fake-clock.js';
-export { PlatformEmulator } from './platform-emulator.js';
+export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.util.js';
+export { FakeClock } from './fake.clock.js';
+export { PlatformEmulator } from './platform.emulator.js';
 export type {
   EmulatedEnvironment,
   EmulatedIntegration,

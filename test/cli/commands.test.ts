@@ -3,8 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { compactVerify, decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { certificateThumbprint } from 'nestjs-platform-auth';
-import { runCli as runCliInProcess } from '../../lib/cli/cli.js';
+import { certificateThumbprint } from '../../lib/credentials/thumbprint.util.js';
+import { runCli as runCliInProcess } from '../../lib/cli/cli.program.js';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { ensureCliBuilt, expectNoSecrets, JWT_SHAPE, parseJson, pemFragments, root, runCli, tempDir } from './cli-harness.js';
 

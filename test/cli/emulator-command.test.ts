@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Test } from '@nestjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthModule, readPlatformAuthEnv, TokenProvider } from 'nestjs-platform-auth';
+import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { cliPath, ensureCliBuilt, runCli } from './cli-harness.js';
 

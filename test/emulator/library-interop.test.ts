@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner } from '../../lib/assertion.signer.js';
-import { systemClock } from '../../lib/clock.js';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.options-resolver.js';
+import { AssertionSigner } from '../../lib/token/assertion.signer.js';
+import { systemClock } from '../../lib/platform-auth.clock.js';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { callApi, requestToken } from './emulator-test-kit.js';
 

@@ -1,11 +1,8 @@
 import { createPrivateKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  PlatformAuthConfigError,
-  readPlatformAuthEnv,
-  resolvePlatformAuthOptions,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import {
   createCredentialVariants,
   pemFragments,

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, resolvePlatformAuthOptions, TokenExchangeError } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, TokenExchangeError } from 'nestjs-platform-auth';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer } from '../support/loopback-server.js';

@@ -4,7 +4,8 @@ import { ConsoleLogger } from '@nestjs/common';
 import axios, { AxiosError, type AxiosResponse } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
-import { PlatformAuthInterceptor, REDACTED } from 'nestjs-platform-auth';
+import { PlatformAuthInterceptor } from 'nestjs-platform-auth';
+import { REDACTED } from '../../lib/http/redaction.util.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();

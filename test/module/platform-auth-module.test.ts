@@ -2,16 +2,10 @@ import { Injectable, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AssertionSigner,
-  PLATFORM_AUTH_CONFIG,
-  PLATFORM_AUTH_MODULE_OPTIONS,
-  PlatformAuthConfigError,
-  PlatformAuthModule,
-  platformAuthConfig,
-  type PlatformAuthOptions,
-  type ResolvedPlatformAuthConfig,
-} from 'nestjs-platform-auth';
+import { AssertionSigner, PlatformAuthConfigError, PlatformAuthModule, platformAuthConfig, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { PLATFORM_AUTH_CONFIG } from '../../lib/platform-auth.constants.js';
+import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-definition.js';
+import { type ResolvedPlatformAuthConfig } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 let credentials: TestCredentials;

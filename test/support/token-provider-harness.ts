@@ -1,9 +1,5 @@
-import {
-  AssertionSigner,
-  resolvePlatformAuthOptions,
-  TokenProvider,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { AssertionSigner, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 export interface ProviderHarness {

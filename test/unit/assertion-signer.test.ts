@@ -1,6 +1,7 @@
 import { createPublicKey, verify, X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner, resolvePlatformAuthOptions } from 'nestjs-platform-auth';
+import { AssertionSigner } from 'nestjs-platform-auth';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 750);

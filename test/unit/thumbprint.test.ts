@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { certificateThumbprint, normalizeThumbprint } from 'nestjs-platform-auth';
+import { certificateThumbprint, normalizeThumbprint } from '../../lib/credentials/thumbprint.util.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
 

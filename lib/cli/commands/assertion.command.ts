@@ -1,14 +1,14 @@
 import { createPublicKey } from 'node:crypto';
 import { compactVerify, decodeJwt, decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
-import { AssertionSigner } from '../../assertion.signer.js';
-import { systemClock } from '../../clock.js';
+import { AssertionSigner } from '../../token/assertion.signer.js';
+import { systemClock } from '../../platform-auth.clock.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
-import type { PlatformAuthOptions } from '../../interfaces/platform-auth-options.interface.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../platform-auth.constants.js';
-import type { ResolvedPlatformAuthConfig } from '../../platform-auth.options-resolver.js';
-import { flag, type CheckResult, type Command, type CommandContext } from '../command.js';
-import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../environment.js';
-import { countChecks, printChecks, printFields, summaryLine } from '../output.js';
+import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
+import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../options/options.constants.js';
+import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import { flag, type CheckResult, type Command, type CommandContext } from '../cli.command.js';
+import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../cli.environment.js';
+import { countChecks, printChecks, printFields, summaryLine } from '../cli.output.js';
 
 export const assertionCommand: Command = {
   name: 'assertion',

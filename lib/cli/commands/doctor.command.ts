@@ -1,20 +1,20 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigReport, settingName } from '../../credentials/config-report.js';
+import { ConfigReport, settingName } from '../../options/config.report.js';
 import { loadCredentials, type LoadedCredentials } from '../../credentials/credentials.loader.js';
 import { normalizePem } from '../../credentials/pem.util.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
-import type { PlatformAuthOptions } from '../../interfaces/platform-auth-options.interface.js';
-import { CLOCK_SKEW_TOLERANCE_SECONDS, DEFAULT_TOKEN_PATH } from '../../platform-auth.constants.js';
+import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
+import { CLOCK_SKEW_TOLERANCE_SECONDS, DEFAULT_TOKEN_PATH } from '../../options/options.constants.js';
 import type { ConfigProblem } from '../../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../../platform-auth.options-resolver.js';
-import { describeClockSkew, isSkewed } from '../../token-exchange.hints.js';
-import { describeCertificate, validityText } from '../certificate-info.js';
-import type { CheckResult, CheckStatus, Command, CommandContext } from '../command.js';
-import { probeEndpoint, type ProbeResult } from '../endpoint-probe.js';
-import { configurationEnv, ENV_FILE_OPTION, resolveConfiguration } from '../environment.js';
-import { exchangeOnce } from '../exchange.js';
-import { countChecks, printChecks, signedSeconds, summaryLine } from '../output.js';
+import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import { describeClockSkew, isSkewed } from '../../token/token-exchange.hints.js';
+import { describeCertificate, validityText } from '../certificate-info.util.js';
+import type { CheckResult, CheckStatus, Command, CommandContext } from '../cli.command.js';
+import { probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
+import { configurationEnv, ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
+import { exchangeOnce } from '../cli.exchange.js';
+import { countChecks, printChecks, signedSeconds, summaryLine } from '../cli.output.js';
 
 export const doctorCommand: Command = {
   name: 'doctor',

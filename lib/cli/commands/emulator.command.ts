@@ -1,6 +1,6 @@
-import { PlatformEmulator } from '../../testing/platform-emulator.js';
-import { CommandFailure, integerOption, type Command, type CommandContext } from '../command.js';
-import { printFields } from '../output.js';
+import { PlatformEmulator } from '../../testing/platform.emulator.js';
+import { CommandFailure, integerOption, type Command, type CommandContext } from '../cli.command.js';
+import { printFields } from '../cli.output.js';
 
 export const emulatorCommand: Command = {
   name: 'emulator',

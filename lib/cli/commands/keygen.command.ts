@@ -1,8 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createSelfSignedCredentials } from '../../credentials/self-signed-credentials.js';
-import { describeCertificate, validityText } from '../certificate-info.js';
+import { createSelfSignedCredentials } from '../../testing/self-signed-credentials.util.js';
+import { describeCertificate, validityText } from '../certificate-info.util.js';
 import {
   CommandFailure,
   UsageError,
@@ -11,8 +11,8 @@ import {
   stringOption,
   type Command,
   type CommandContext,
-} from '../command.js';
-import { printFields } from '../output.js';
+} from '../cli.command.js';
+import { printFields } from '../cli.output.js';
 
 const PRIVATE_KEY_FILE = 'private-key.pem';
 const CERTIFICATE_FILE = 'publickey.cer';

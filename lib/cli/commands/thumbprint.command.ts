@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CERTIFICATE_EXPIRY_WARNING_DAYS } from '../../platform-auth.constants.js';
-import { describeCertificate, parseCertificateFile, validityText } from '../certificate-info.js';
-import { CommandFailure, describeFsError, type Command, type CommandContext } from '../command.js';
-import { printFields } from '../output.js';
+import { CERTIFICATE_EXPIRY_WARNING_DAYS } from '../../options/options.constants.js';
+import { describeCertificate, parseCertificateFile, validityText } from '../certificate-info.util.js';
+import { CommandFailure, describeFsError, type Command, type CommandContext } from '../cli.command.js';
+import { printFields } from '../cli.output.js';
 
 export const thumbprintCommand: Command = {
   name: 'thumbprint',

@@ -1,7 +1,7 @@
-import { flag, type Command, type CommandContext } from '../command.js';
-import { ENV_FILE_OPTION, requireConfiguration } from '../environment.js';
-import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../exchange.js';
-import { printFields, signedSeconds, type Output } from '../output.js';
+import { flag, type Command, type CommandContext } from '../cli.command.js';
+import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
+import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../cli.exchange.js';
+import { printFields, signedSeconds, type Output } from '../cli.output.js';
 
 export const tokenCommand: Command = {
   name: 'token',

@@ -1,14 +1,9 @@
 import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
-import { createOpaqueAgents } from './opaque-agents.js';
-import {
-  CLIENT_CERTIFICATE_GRANT,
-  DEFAULT_TOKEN_LIFETIME_SECONDS,
-  MAX_TOKEN_LIFETIME_SECONDS,
-  MIN_TOKEN_LIFETIME_SECONDS,
-} from './platform-auth.constants.js';
-import type { TokenExchangeFailure } from './platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
-import { sanitizeRemoteText } from './redaction.util.js';
+import { createOpaqueAgents } from '../http/opaque-agents.util.js';
+import { CLIENT_CERTIFICATE_GRANT, DEFAULT_TOKEN_LIFETIME_SECONDS, MAX_TOKEN_LIFETIME_SECONDS, MIN_TOKEN_LIFETIME_SECONDS } from '../options/options.constants.js';
+import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { sanitizeRemoteText } from '../http/redaction.util.js';
 
 export interface TokenResponse {
   readonly accessToken: string;

@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { AssertionSigner } from './assertion.signer.js';
-import type { Clock } from './clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from './platform-auth.constants.js';
-import { TokenExchangeError } from './platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
+import type { Clock } from '../platform-auth.clock.js';
+import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { TokenExchangeClient, type AttemptFailure, type AttemptSuccess } from './token-exchange.client.js';
 import { describeClockSkew, hintForRejection, isSkewed } from './token-exchange.hints.js';
 

@@ -1,4 +1,4 @@
-import { PLATFORM_AUTH_ENV } from '../platform-auth.constants.js';
+import { PLATFORM_AUTH_ENV } from './options.constants.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 
 /** Names a setting the way a user finds it: the option, and the environment variable that fills it. */

@@ -1,4 +1,4 @@
-import type { CheckResult, CheckStatus, Env } from './command.js';
+import type { CheckResult, CheckStatus, Env } from './cli.command.js';
 
 /** The part of a stream the output needs: a TTY check decides about colour. */
 export interface OutputStream {

@@ -1,4 +1,4 @@
-import { CLOCK_SKEW_TOLERANCE_SECONDS } from './platform-auth.constants.js';
+import { CLOCK_SKEW_TOLERANCE_SECONDS } from '../options/options.constants.js';
 
 const INVALID_CERTIFICATE =
   'Invalid certificate: the assertion did not verify against the registered certificate; check that the configured key and certificate are the registered pair.';

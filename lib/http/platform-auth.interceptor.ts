@@ -9,10 +9,10 @@ import {
   type AxiosResponse,
   type InternalAxiosRequestConfig,
 } from 'axios';
-import { PLATFORM_AUTH_CONFIG } from './platform-auth.constants.js';
-import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
+import { PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { redactAxiosError } from './redaction.util.js';
-import { TokenProvider } from './token.provider.js';
+import { TokenProvider } from '../token/token.provider.js';
 
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */

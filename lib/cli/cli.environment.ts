@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { PlatformAuthOptions } from '../interfaces/platform-auth-options.interface.js';
-import { readPlatformAuthEnv } from '../platform-auth.config.js';
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../platform-auth.options-resolver.js';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import {
   CommandFailure,
   describeFsError,
@@ -13,8 +13,8 @@ import {
   type CommandContext,
   type Env,
   type OptionSpec,
-} from './command.js';
-import { printChecks, type Output } from './output.js';
+} from './cli.command.js';
+import { printChecks, type Output } from './cli.output.js';
 
 export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
   'env-file': {

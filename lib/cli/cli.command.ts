@@ -1,4 +1,4 @@
-import type { Output } from './output.js';
+import type { Output } from './cli.output.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

@@ -2,7 +2,7 @@ import {
   createSelfSignedCredentials,
   type SelfSignedCredentials,
   type SelfSignedCredentialsOptions,
-} from '../credentials/self-signed-credentials.js';
+} from './self-signed-credentials.util.js';
 
 export type TestCredentialsOptions = SelfSignedCredentialsOptions;
 export type TestCredentials = SelfSignedCredentials;

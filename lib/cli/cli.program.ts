@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { CommandFailure, UsageError, type Command, type Env, type OptionSpec } from './command.js';
-import { createOutput, type Output, type OutputStream } from './output.js';
+import { CommandFailure, UsageError, type Command, type Env, type OptionSpec } from './cli.command.js';
+import { createOutput, type Output, type OutputStream } from './cli.output.js';
 
 export interface CliIo {
   readonly stdout: OutputStream;

@@ -1,15 +1,8 @@
-import {
-  DEFAULT_ASSERTION_LIFETIME_SECONDS,
-  DEFAULT_EXCHANGE_TIMEOUT_MS,
-  DEFAULT_MAX_RESPONSE_BYTES,
-  DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS,
-  DEFAULT_TOKEN_PATH,
-  MAX_ASSERTION_LIFETIME_SECONDS,
-} from './platform-auth.constants.js';
-import type { ConfigProblem } from './platform-auth.errors.js';
-import type { PlatformAuthOptions, RetryOptions } from './interfaces/platform-auth-options.interface.js';
-import { ConfigReport, quotable } from './credentials/config-report.js';
-import { loadCredentials, type LoadedCredentials } from './credentials/credentials.loader.js';
+import { DEFAULT_ASSERTION_LIFETIME_SECONDS, DEFAULT_EXCHANGE_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS, DEFAULT_TOKEN_PATH, MAX_ASSERTION_LIFETIME_SECONDS } from './options.constants.js';
+import type { ConfigProblem } from '../platform-auth.errors.js';
+import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
+import { ConfigReport, quotable } from './config.report.js';
+import { loadCredentials, type LoadedCredentials } from '../credentials/credentials.loader.js';
 
 /** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
 export interface ResolvedPlatformAuthConfig {

@@ -1,6 +1,6 @@
 import { registerAs } from '@nestjs/config';
-import { PLATFORM_AUTH_CONFIG_NAMESPACE, PLATFORM_AUTH_ENV } from './platform-auth.constants.js';
-import type { PlatformAuthOptions } from './interfaces/platform-auth-options.interface.js';
+import { PLATFORM_AUTH_CONFIG_NAMESPACE, PLATFORM_AUTH_ENV } from './options.constants.js';
+import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 
 type Env = Record<string, string | undefined>;
 

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { normalizePem, pemBlockKinds } from '../credentials/pem.util.js';
 import { certificateThumbprint } from '../credentials/thumbprint.util.js';
-import { CommandFailure } from './command.js';
+import { CommandFailure } from './cli.command.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../platform-auth.clock.js';
 
 export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, KeyObject, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { certificateThumbprint } from './thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
+import { certificateThumbprint } from '../credentials/thumbprint.util.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 
 export interface SelfSignedCredentialsOptions {
   /** Subject and issuer common name. Default `nestjs-platform-auth integration`. */

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { CompactSign } from 'jose';
-import type { Clock } from './clock.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from './platform-auth.constants.js';
-import { AssertionSigningError } from './platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from './platform-auth.options-resolver.js';
+import type { Clock } from '../platform-auth.clock.js';
+import { PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
+import { AssertionSigningError } from '../platform-auth.errors.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 
 /** The claims of a client assertion, exactly those of seed section 5.4, in that order. */
 export interface AssertionClaims {

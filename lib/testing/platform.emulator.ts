@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ThumbprintAlgorithm } from '../interfaces/platform-auth-options.interface.js';
-import { DEFAULT_TOKEN_LIFETIME_SECONDS, DEFAULT_TOKEN_PATH } from '../platform-auth.constants.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import { DEFAULT_TOKEN_LIFETIME_SECONDS, TOKEN_PATH } from './emulator.constants.js';
 import { AccessTokenStore } from './emulator.access-tokens.js';
 import { AssertionVerifier } from './emulator.assertion-verifier.js';
 import { answerWithFault, FaultQueues } from './emulator.faults.js';
@@ -23,7 +23,7 @@ import type {
   RegisterIntegrationInput,
   TokenRequestRecord,
 } from './emulator.types.js';
-import { createTestCredentials } from './test-credentials.js';
+import { createTestCredentials } from './test-credentials.util.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
 const LISTEN_BACKLOG = 4096;
@@ -70,7 +70,7 @@ export class PlatformEmulator {
     options: PlatformEmulatorOptions,
   ) {
     this.url = url;
-    this.tokenUrl = url + DEFAULT_TOKEN_PATH;
+    this.tokenUrl = url + TOKEN_PATH;
     this.audience = options.audience ?? new URL(url).host;
     this.baseNow = options.now ?? Date.now;
     this.clockOffsetMs = options.clockOffsetMs ?? 0;
@@ -245,7 +245,7 @@ export class PlatformEmulator {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const receivedAt = this.now();
-    const isTokenRequest = pathnameOf(req) === DEFAULT_TOKEN_PATH;
+    const isTokenRequest = pathnameOf(req) === TOKEN_PATH;
     let fault = this.faults.take(isTokenRequest ? 'token' : 'api');
     try {
       if (fault?.kind === 'delay') {

@@ -1,9 +1,9 @@
 import { Logger, type LoggerService } from '@nestjs/common';
-import { AssertionSigner } from '../assertion.signer.js';
-import { systemClock } from '../clock.js';
+import { AssertionSigner } from '../token/assertion.signer.js';
+import { systemClock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../platform-auth.options-resolver.js';
-import { TokenProvider } from '../token.provider.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { TokenProvider } from '../token/token.provider.js';
 
 export interface ExchangeSuccess {
   readonly ok: true;
