@@ -1,8 +1,16 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { HttpModule } from '@nestjs/axios';
 import { ConfigModule } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner, PlatformAuthConfigError, PlatformAuthModule, platformAuthConfig, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import {
+  AssertionSigner,
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  PlatformHttpService,
+  platformAuthConfig,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
 import { PLATFORM_AUTH_CONFIG } from '../../lib/platform-auth.constants.js';
 import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-definition.js';
 import { type ResolvedPlatformAuthConfig } from '../../lib/options/options.resolver.js';
@@ -110,5 +118,37 @@ describe('PlatformAuthModule wiring', () => {
 
     const notGlobal = Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(options()), FeatureModule] }).compile();
     await expect(notGlobal).rejects.toThrow(/AssertionSigner/);
+  });
+
+  it('PlatformHttpService is the authenticated client whatever the HttpModule import order', async () => {
+    @Injectable()
+    class Consumer {
+      constructor(
+        readonly platform: PlatformHttpService,
+      ) {}
+    }
+    for (const imports of [
+      [HttpModule, PlatformAuthModule.forRoot(options())],
+      [PlatformAuthModule.forRoot(options()), HttpModule],
+    ]) {
+      @Module({ imports, providers: [Consumer] })
+      class FeatureModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [FeatureModule] }).compile();
+      const consumer = moduleRef.get(Consumer);
+      expect(consumer.platform).toBeInstanceOf(PlatformHttpService);
+      expect(consumer.platform.axiosRef.defaults.baseURL).toBe('https://platform.example.com');
+      expect(consumer.platform.axiosRef.interceptors.request).toHaveProperty('handlers.length', 2);
+      await moduleRef.close();
+    }
+  });
+
+  it('does not export the resolved configuration (it holds the private key) to importing modules', async () => {
+    @Injectable()
+    class Snooper {
+      constructor(@Inject(PLATFORM_AUTH_CONFIG) readonly config: unknown) {}
+    }
+    @Module({ imports: [PlatformAuthModule.forRoot(options())], providers: [Snooper] })
+    class FeatureModule {}
+    await expect(Test.createTestingModule({ imports: [FeatureModule] }).compile()).rejects.toThrow(/Snooper/);
   });
 });

@@ -74,6 +74,15 @@ describe('the published package', () => {
     expect(required.trim()).toBe('function function');
   });
 
+  it('exports exactly the public API: a new or removed name must be a deliberate change to the snapshot', () => {
+    const names = runNode(
+      `const out = {}; for (const entry of ['nestjs-platform-auth', 'nestjs-platform-auth/testing']) out[entry] = Object.keys(await import(entry)).sort();
+       console.log(JSON.stringify(out));`,
+      'module',
+    );
+    expect(JSON.parse(names)).toMatchSnapshot();
+  });
+
   it('imports from lib/ only packages that package.json declares as dependencies or peers', () => {
     const declared = new Set([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies ?? {})]);
     const builtins = new Set(builtinModules);
