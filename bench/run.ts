@@ -33,7 +33,7 @@ const machine = describeMachine();
 const revision = describeRevision();
 const startedAt = new Date();
 const report = new Report();
-const loadAtStart = loadavg()[0]!;
+const loadAtStart = loadavg()[0];
 console.log(`nestjs-platform-auth bench${quick ? ' (--quick: sizes shrunk, figures not comparable)' : ''}`);
 console.log(`${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}, load ${loadAtStart.toFixed(2)}`);
 console.log(`library at ${revision.commit}${revision.libModified ? ' with uncommitted changes in lib/' : ''}`);

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { bootstrap } from './src/main.js';
@@ -19,7 +20,7 @@ if (!process.env.PLATFORM_BASE_URL) {
 }
 
 const app = await bootstrap(once ? 0 : undefined);
-const { port } = app.getHttpServer().address() as AddressInfo;
+const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
 const base = `http://127.0.0.1:${port}`;
 
 async function shutdown(): Promise<void> {

@@ -26,8 +26,8 @@ export async function measureColdStampede(platform: BenchPlatform, report: Repor
   const worst = exchanges.find((n) => n !== 1) ?? 1;
   report.exactly('stampede.exchanges', `cold stampede: exchanges for ${sizes.callers.toLocaleString('en-US')} concurrent first calls (worst round)`, worst, 1, 'emulator counter');
   const loneMedian = median(lone);
-  report.info('stampede.p50', 'cold stampede: p50 latency', median(p50) / loneMedian, `${(median(p50) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p50.map((v, i) => v / lone[i]!)));
-  report.info('stampede.p99', 'cold stampede: p99 latency', median(p99) / loneMedian, `${(median(p99) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p99.map((v, i) => v / lone[i]!)));
+  report.info('stampede.p50', 'cold stampede: p50 latency', median(p50) / loneMedian, `${(median(p50) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p50.map((v, i) => v / lone[i])));
+  report.info('stampede.p99', 'cold stampede: p99 latency', median(p99) / loneMedian, `${(median(p99) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p99.map((v, i) => v / lone[i])));
   report.detail('stampede', {
     exchangesPerRound: exchanges,
     loneMs: lone.map(round2),

@@ -54,7 +54,7 @@ export async function measureEmulatorThroughput(platform: BenchPlatform, report:
     const rate = median(emulatorRates);
     report.info('emulator.rate', `emulator: exchanges per second (${sizes.inFlight} in flight)`, rate, `${formatNumber(rate)} /s`, 'absolute', spread(emulatorRates));
     const ratio = rate / median(echoRates);
-    report.info('emulator.vsEcho', 'emulator: exchange rate', ratio, `${ratio.toFixed(2)}×`, 'same POSTs to a bare 200 server', spread(emulatorRates.map((r, i) => r / echoRates[i]!)));
+    report.info('emulator.vsEcho', 'emulator: exchange rate', ratio, `${ratio.toFixed(2)}×`, 'same POSTs to a bare 200 server', spread(emulatorRates.map((r, i) => r / echoRates[i])));
     report.detail('emulator', { exchangesPerSecond: emulatorRates.map(Math.round), bareServerPostsPerSecond: echoRates.map(Math.round) });
   } finally {
     agent.destroy();
@@ -82,7 +82,7 @@ async function post(client: AxiosInstance, url: string, forms: readonly string[]
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < forms.length) {
-      const form = forms[next++]!;
+      const form = forms[next++];
       const response = await client.post(url, form);
       if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${String(response.data).slice(0, 200)}`);
     }

@@ -38,7 +38,7 @@ export async function measureTokenCache(platform: BenchPlatform, report: Report,
 
     const perCall = median(providerNs);
     report.below('token.cached.ns', 'getAccessToken(), cached: median ns per call (awaited)', perCall, LIMIT_NS, 'ns', 'absolute', spread(providerNs));
-    report.info('token.cached.vsResolved', 'getAccessToken(), cached: time per call', perCall / median(floorNs), `${(perCall / median(floorNs)).toFixed(2)}×`, 'await Promise.resolve(token)', spread(providerNs.map((ns, i) => ns / floorNs[i]!)));
+    report.info('token.cached.vsResolved', 'getAccessToken(), cached: time per call', perCall / median(floorNs), `${(perCall / median(floorNs)).toFixed(2)}×`, 'await Promise.resolve(token)', spread(providerNs.map((ns, i) => ns / floorNs[i])));
     report.detail('token.cached', { providerNsPerBatch: providerNs.map(Math.round), resolvedNsPerBatch: floorNs.map(Math.round) });
   } finally {
     await app.close();

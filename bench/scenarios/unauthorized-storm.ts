@@ -51,7 +51,7 @@ export async function measureUnauthorizedStorm(platform: BenchPlatform, report: 
     report.exactly('storm.resends', `401 storm: re-sends for ${n} concurrent 401s (worst round)`, worstResends, sizes.requests, 'emulator counter');
     report.exactly('storm.failures', `401 storm: calls that did not end in 200 (all rounds)`, failedCalls.reduce((a, b) => a + b, 0), 0, 'caller');
     const ratio = median(stormMs) / median(calmMs);
-    report.info('storm.wall', `401 storm: wall time of the ${n} calls`, ratio, `${ratio.toFixed(2)}×`, 'same batch, valid token', spread(stormMs.map((ms, i) => ms / calmMs[i]!)));
+    report.info('storm.wall', `401 storm: wall time of the ${n} calls`, ratio, `${ratio.toFixed(2)}×`, 'same batch, valid token', spread(stormMs.map((ms, i) => ms / calmMs[i])));
     report.detail('storm', { renewalsPerRound: renewals, resendsPerRound: resends, stormMs: stormMs.map(Math.round), calmMs: calmMs.map(Math.round) });
   } finally {
     await app.close();

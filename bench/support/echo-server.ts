@@ -52,7 +52,7 @@ export async function startEchoServerInProcess(): Promise<RunningServer> {
 export async function startEchoServerInChild(): Promise<RunningServer> {
   const child = fork(fileURLToPath(new URL('./echo-server.child.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (message) => resolve(String(message)));
+    child.once('message', (message) => resolve(typeof message === 'string' ? message : JSON.stringify(message)));
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`echo server exited early (${String(code)})`)));
   });

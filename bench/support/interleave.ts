@@ -29,7 +29,7 @@ export async function alternateRequests(
     for (let i = 0; i < count; i += 1) {
       const index = Math.floor(random() * variants.length);
       const startedAt = performance.now();
-      await variants[index]!.send();
+      await variants[index].send();
       record?.[index]!.push(performance.now() - startedAt);
     }
   };
@@ -39,7 +39,7 @@ export async function alternateRequests(
     collectGarbage();
     const record = variants.map(() => [] as number[]);
     await runRequests(options.requestsPerRound, record);
-    record.forEach((samples, i) => rounds[i]!.push(Float64Array.from(samples)));
+    record.forEach((samples, i) => rounds[i].push(Float64Array.from(samples)));
     options.onRound?.(round + 1);
   }
   return results(variants, rounds);
@@ -79,12 +79,12 @@ export async function alternateBlocks(
       collectGarbage();
       const half = position < variants.length ? 0 : options.perBlock;
       const cpuBefore = process.cpuUsage();
-      await runBlock(variants[index]!.send, latencies[index]!.subarray(half, half + options.perBlock), options.inFlight);
+      await runBlock(variants[index].send, latencies[index].subarray(half, half + options.perBlock), options.inFlight);
       const cpuUsed = process.cpuUsage(cpuBefore);
-      cpuMicros[index]! += cpuUsed.user + cpuUsed.system;
+      cpuMicros[index] += cpuUsed.user + cpuUsed.system;
     }
-    latencies.forEach((samples, i) => rounds[i]!.push(samples));
-    cpuMicros.forEach((micros, i) => cpu[i]!.push(micros / (2 * options.perBlock)));
+    latencies.forEach((samples, i) => rounds[i].push(samples));
+    cpuMicros.forEach((micros, i) => cpu[i].push(micros / (2 * options.perBlock)));
     options.onRound?.(round + 1);
   }
   return results(variants, rounds, cpu);
@@ -117,7 +117,7 @@ function concat(arrays: readonly Float64Array[]): Float64Array {
 function results(variants: readonly Variant[], rounds: Float64Array[][], cpu?: number[][]): Map<string, VariantResult> {
   return new Map(
     variants.map((variant, i) => {
-      const perRound = rounds[i]!;
+      const perRound = rounds[i];
       const pooled = concat(perRound);
       return [variant.name, { pooled: summarize(pooled), rounds: perRound.map(summarize), samples: perRound, cpuPerRequest: cpu?.[i] }];
     }),
@@ -134,7 +134,7 @@ export interface RatioEstimate {
  * the median and interquartile range of those ratios.
  */
 export function medianRatio(subject: VariantResult, baseline: VariantResult): RatioEstimate {
-  const perRound = Float64Array.from(subject.rounds, (summary, i) => summary.median / baseline.rounds[i]!.median).sort();
+  const perRound = Float64Array.from(subject.rounds, (summary, i) => summary.median / baseline.rounds[i].median).sort();
   return { value: quantile(perRound, 0.5), spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' } };
 }
 
@@ -154,6 +154,6 @@ export function p99Ratio(subject: VariantResult, baseline: VariantResult, groups
 
 /** This process's CPU time per request, round by round, like the median. */
 export function cpuRatio(subject: VariantResult, baseline: VariantResult): RatioEstimate {
-  const perRound = Float64Array.from(subject.cpuPerRequest!, (micros, i) => micros / baseline.cpuPerRequest![i]!).sort();
+  const perRound = Float64Array.from(subject.cpuPerRequest!, (micros, i) => micros / baseline.cpuPerRequest![i]).sort();
   return { value: quantile(perRound, 0.5), spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' } };
 }

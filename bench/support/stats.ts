@@ -2,7 +2,7 @@
 export function quantile(sorted: Float64Array, q: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil(q * sorted.length) - 1;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))];
 }
 
 export interface Summary {

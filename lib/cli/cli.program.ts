@@ -105,10 +105,10 @@ function parseCommandLine(command: Command, args: readonly string[]) {
   );
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: true }) as typeof parsed;
+    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
   } catch (error) {
     // Node's first sentence names the option; the rest is advice about '--' that does not apply here.
-    throw new UsageError((error as Error).message.split('. ')[0]!);
+    throw new UsageError((error as Error).message.split('. ')[0]);
   }
   const expected = command.positionals ?? [];
   if (parsed.values.help !== true) {
@@ -172,7 +172,7 @@ function printCommandHelp(out: Output, command: Command): void {
   out.print(command.description);
   out.print();
   out.print('Options:');
-  specs.forEach(([, spec], index) => out.print(`  ${names[index]!.padEnd(width)}  ${spec.description}`));
+  specs.forEach(([, spec], index) => out.print(`  ${names[index].padEnd(width)}  ${spec.description}`));
   out.print();
   out.print('Exit codes: 0 success, 1 a check or the operation failed, 2 the command line is wrong.');
 }

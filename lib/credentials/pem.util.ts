@@ -32,7 +32,7 @@ const LABEL_KINDS: Record<string, PemKind> = {
 export function pemBlockKinds(text: string): PemKind[] {
   const kinds: PemKind[] = [];
   for (const match of text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----/g)) {
-    kinds.push(LABEL_KINDS[match[1]!] ?? 'other');
+    kinds.push(LABEL_KINDS[match[1]] ?? 'other');
   }
   return kinds;
 }

@@ -39,6 +39,11 @@ function parseUrl(value: unknown): URL | undefined {
   }
 }
 
+/** A redirect option as text: node's request options hold strings and numbers. */
+function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+}
+
 function isStream(data: unknown): data is Readable {
   return typeof data === 'object' && data !== null && typeof (data as Readable).pipe === 'function';
 }
@@ -203,9 +208,9 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   }
 
   private stripOnForeignRedirect(options: Record<string, unknown>): void {
-    const hostname = String(options.hostname ?? options.host ?? '');
+    const hostname = textOf(options.hostname) ?? textOf(options.host) ?? '';
     const host = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname;
-    const target = parseUrl(options.href) ?? parseUrl(`${String(options.protocol)}//${host}${options.port ? `:${String(options.port)}` : ''}`);
+    const target = parseUrl(options.href) ?? parseUrl(`${String(options.protocol)}//${host}${textOf(options.port) ? `:${textOf(options.port)}` : ''}`);
     if (this.isAllowed(target)) return;
     const headers = options.headers as Record<string, unknown> | undefined;
     for (const name of Object.keys(headers ?? {})) if (name.toLowerCase() === 'authorization') delete headers![name];

@@ -15,6 +15,7 @@ export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = [
   if (typeof text !== 'string') return undefined;
   let clean = text;
   for (const secret of secrets) if (secret) clean = clean.split(secret).join(REDACTED);
+  // eslint-disable-next-line no-control-regex -- control characters are what this removes
   clean = clean.replace(JWT_LIKE, REDACTED).replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim();
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
@@ -36,7 +37,7 @@ function redactHeaderBag(headers: unknown, token: string): void {
   }
   const bag = headers as Record<string, unknown>;
   for (const name of Object.keys(bag)) {
-    if (name.toLowerCase() === 'authorization' && typeof bag[name] === 'string' && (bag[name] as string).includes(token)) {
+    if (name.toLowerCase() === 'authorization' && typeof bag[name] === 'string' && (bag[name]).includes(token)) {
       bag[name] = REDACTED_BEARER;
     }
   }
@@ -71,8 +72,8 @@ function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>):
   for (const symbol of Object.getOwnPropertySymbols(req)) {
     if (symbol.description !== 'kOutHeaders') continue;
     const outHeaders = (req as Record<symbol, Record<string, unknown> | null>)[symbol];
-    const pair = outHeaders?.authorization;
-    if (Array.isArray(pair)) pair[1] = redactString(pair[1], token);
+    const pair: unknown = outHeaders?.authorization;
+    if (Array.isArray(pair)) (pair as unknown[])[1] = redactString((pair as unknown[])[1], token);
   }
   const socket = req.socket as (Record<string, unknown> & { destroyed?: boolean }) | null | undefined;
   if (socket?.destroyed && socket._httpMessage === request) socket._pendingData = redactBuffered(socket._pendingData, token);

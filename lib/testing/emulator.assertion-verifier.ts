@@ -154,9 +154,9 @@ export class AssertionVerifier {
     const unwrapped = this.unwrap(tokenField);
     if (!unwrapped.ok) return unwrapped;
     const [encodedHeader, encodedPayload] = unwrapped.jwt.split('.');
-    const header = decodeJsonSegment(encodedHeader!);
+    const header = decodeJsonSegment(encodedHeader);
     if (!header) return tokenRejection('jwt-format', 'invalid_request', 'the JWT header is not a base64url-encoded JSON object');
-    const claims = decodeJsonSegment(encodedPayload!);
+    const claims = decodeJsonSegment(encodedPayload);
     if (!claims) return { header, ...tokenRejection('jwt-format', 'invalid_request', 'the JWT payload is not a base64url-encoded JSON object') };
     return { ok: true, jwt: unwrapped.jwt, header, claims };
   }
@@ -255,7 +255,7 @@ function thumbprintHint(iss: string, algorithm: ThumbprintAlgorithm): string {
 /** A claim value for an error description: JSON, cut short so a hostile client cannot make the answer huge. */
 export function quote(value: unknown): string {
   if (value === undefined) return 'missing';
-  const text = JSON.stringify(value) ?? String(value);
+  const text = JSON.stringify(value) ?? `a ${typeof value}`;
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 

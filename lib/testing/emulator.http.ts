@@ -41,7 +41,7 @@ export function parseMediaType(header: string | undefined): { type: string; char
     const [name, value] = parameter.split('=', 2).map((part) => part.trim());
     if (name?.toLowerCase() === 'charset' && value) charset = value.replace(/^"(.*)"$/, '$1').toLowerCase();
   }
-  return { type: type!.trim().toLowerCase(), charset };
+  return { type: type.trim().toLowerCase(), charset };
 }
 
 export interface EmulatorResponse {

@@ -81,7 +81,7 @@ export class PlaceholderApi {
     // RFC 6750 §2.1: the scheme is case-insensitive; the token is one b64token.
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization);
     if (!match) return { ok: false, reason: 'the Authorization header is not of the form Bearer <access token>' };
-    return this.tokens.check(match[1]!);
+    return this.tokens.check(match[1]);
   }
 }
 

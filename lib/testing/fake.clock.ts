@@ -42,7 +42,7 @@ export class FakeClock implements Clock {
         'abort',
         () => {
           this.sleepers = this.sleepers.filter((s) => s !== sleeper);
-          reject(signal.reason);
+          reject(signal.reason as Error);
         },
         { once: true },
       );

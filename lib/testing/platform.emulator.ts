@@ -310,7 +310,7 @@ export class PlatformEmulator {
 
 /** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */
 function pathnameOf(req: IncomingMessage): string {
-  return (req.url ?? '/').split(/[?#]/, 1)[0]!;
+  return (req.url ?? '/').split(/[?#]/, 1)[0];
 }
 
 function emptyCounters(): EmulatorCounters {

@@ -34,8 +34,8 @@ export interface SelfSignedCredentials {
 
 const SIGNING = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } as const;
 const subtle = webcrypto.subtle;
-/** `@peculiar/x509` is typed against the DOM's `Crypto`; node's webcrypto is that object. */
-const cryptoProvider = webcrypto as unknown as Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[1];
+/** `@peculiar/x509` is typed against the DOM's `Crypto`, absent from a Node-only lib; node's webcrypto is that object. */
+const cryptoProvider = webcrypto as never;
 
 /**
  * An RSA key and a self-signed certificate for it, made in memory in the shapes of seed 5.2 (RSA-2048, 365 days).
@@ -78,6 +78,6 @@ async function generateRsaKey(modulusLength: number): Promise<KeyObject> {
     { ...SIGNING, modulusLength, publicExponent: new Uint8Array([1, 0, 1]) },
     true,
     ['sign', 'verify'],
-  )) as webcrypto.CryptoKeyPair;
+  ));
   return KeyObject.from(pair.privateKey);
 }

@@ -131,7 +131,7 @@ export class TokenExchangeClient {
   }
 
   private clockOffset(response: AxiosResponse<unknown>): number | undefined {
-    const header = response.headers.date;
+    const header: unknown = response.headers.date;
     const platformTime = typeof header === 'string' ? Date.parse(header) : NaN;
     // The Date header has whole-second resolution; its mid-second is the best estimate.
     return Number.isNaN(platformTime) ? undefined : platformTime + 500 - this.now();

@@ -52,7 +52,7 @@ export function hintForRejection(
   if (fromDescription) parts.push(fromDescription);
   else if (oauthError && ERROR_HINTS[oauthError]) parts.push(ERROR_HINTS[oauthError]);
   else if (status === 404) parts.push('The token endpoint was not found: check baseUrl and tokenPath.');
-  else if (status === 401 || status === 403) parts.push(ERROR_HINTS.invalid_client!);
+  else if (status === 401 || status === 403) parts.push(ERROR_HINTS.invalid_client);
   else parts.push(`The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`);
   return parts.join(' ');
 }

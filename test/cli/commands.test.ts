@@ -57,8 +57,8 @@ describe.concurrent('command line basics', () => {
       expect(result.stdout).toContain(`Usage: platform-auth ${COMMANDS[index]}`);
       expect(result.stdout).toContain('--json');
     });
-    expect(results[0]!.stdout).toMatch(/--out DIR/);
-    expect(results[4]!.stdout).toMatch(/--env-file FILE/);
+    expect(results[0].stdout).toMatch(/--out DIR/);
+    expect(results[4].stdout).toMatch(/--env-file FILE/);
   });
 
   it('prints the package version with --version', async () => {
@@ -240,10 +240,10 @@ describe.concurrent('platform-auth token', () => {
       own.injectFault({ kind: 'status', status: 200, body: { access_token: knownToken, token_type: 'Bearer', expires_in: 1800 } });
       const result = await runCli(['token'], env({ PLATFORM_BASE_URL: own.url }));
       expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(/^  token_type +Bearer$/m);
-      expect(result.stdout).toMatch(/^  expires_in +1800 s \(until /m);
-      expect(result.stdout).toMatch(/^  clock offset +±0 s/m);
-      expect(result.stdout).toMatch(/^  timing +\d+ ms, one attempt$/m);
+      expect(result.stdout).toMatch(/^ {2}token_type +Bearer$/m);
+      expect(result.stdout).toMatch(/^ {2}expires_in +1800 s \(until /m);
+      expect(result.stdout).toMatch(/^ {2}clock offset +±0 s/m);
+      expect(result.stdout).toMatch(/^ {2}timing +\d+ ms, one attempt$/m);
       expect(result.stdout).toMatch(/access_token +not shown; --show-token prints it/);
       expectNoSecrets(result, [...secrets, knownToken]);
       expect(own.journal[0]?.claims).toMatchObject({ sub: integration.machineId });
@@ -275,10 +275,10 @@ describe.concurrent('platform-auth token', () => {
     ]);
     expect(text.code).toBe(1);
     expect(text.stdout).toMatch(/^✗ The token exchange failed: HTTP 400 invalid_client$/m);
-    expect(text.stdout).toMatch(/^  status +400$/m);
-    expect(text.stdout).toMatch(/^  error +invalid_client$/m);
-    expect(text.stdout).toMatch(/^  description +sub "not-the-machine-id" is not the machineId/m);
-    expect(text.stdout).toMatch(/^  hint +Wrong machineId/m);
+    expect(text.stdout).toMatch(/^ {2}status +400$/m);
+    expect(text.stdout).toMatch(/^ {2}error +invalid_client$/m);
+    expect(text.stdout).toMatch(/^ {2}description +sub "not-the-machine-id" is not the machineId/m);
+    expect(text.stdout).toMatch(/^ {2}hint +Wrong machineId/m);
     expectNoSecrets(text, secrets);
 
     expect(json.code).toBe(1);

@@ -136,10 +136,10 @@ describe.concurrent('platform-auth doctor', () => {
       ['clock', 'pass'],
       ['exchange', 'pass'],
     ]);
-    expect(checksOf(report, 'private-key')[0]!.detail).toContain('RSA 2048-bit');
-    expect(checksOf(report, 'validity')[0]!.detail).toMatch(/valid until .* \(36[45] days left\)/);
-    expect(checksOf(report, 'thumbprint')[0]!.detail).toContain(integration.thumbprint);
-    expect(checksOf(report, 'exchange')[0]!.detail).toMatch(/Bearer token, expires_in 600 s/);
+    expect(checksOf(report, 'private-key')[0].detail).toContain('RSA 2048-bit');
+    expect(checksOf(report, 'validity')[0].detail).toMatch(/valid until .* \(36[45] days left\)/);
+    expect(checksOf(report, 'thumbprint')[0].detail).toContain(integration.thumbprint);
+    expect(checksOf(report, 'exchange')[0].detail).toMatch(/Bearer token, expires_in 600 s/);
     expect(report.summary).toEqual({ passed: 11, failed: 0, warnings: 0, skipped: 0 });
   });
 

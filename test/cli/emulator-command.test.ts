@@ -49,7 +49,7 @@ function start(args: string[]): RunningCli {
 
 /** `export NAME='value'` lines, as a shell would read them. */
 function exportedVariables(stdout: string): Record<string, string> {
-  return Object.fromEntries([...stdout.matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1]!, match[2]!]));
+  return Object.fromEntries([...stdout.matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1], match[2]]));
 }
 
 beforeAll(() => ensureCliBuilt());

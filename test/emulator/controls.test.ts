@@ -221,7 +221,7 @@ describe('journal', () => {
       grantType: 'clientcertificate',
       clientId: 'clientcertificate',
       header: { alg: 'RS256', typ: 'JWT' },
-      claims: JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()),
+      claims: JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()),
       status: 200,
       verdict: 'accepted',
       machineId: integration.machineId,
@@ -239,7 +239,7 @@ describe('journal', () => {
       verdict: 'fault',
       fault: 'status',
       status: 503,
-      claims: { jti: JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()).jti },
+      claims: { jti: JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString()).jti },
     });
   });
 

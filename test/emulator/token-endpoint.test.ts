@@ -137,7 +137,7 @@ describe('token endpoint: request rules', () => {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body,
         duplex: 'half',
-      } as RequestInit),
+      }),
     );
     await expectRejected(response, { error: 'invalid_request', rule: 'body-size', description: /exceeds 64 KiB/ });
   });

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import axios, { AxiosError } from 'axios';
+import axios, { type AxiosError } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor, TokenExchangeError } from 'nestjs-platform-auth';
@@ -19,7 +19,7 @@ async function server(handler?: (req: IncomingMessage, res: ServerResponse) => v
   return s;
 }
 
-function settle<T>(promise: Promise<T>): Promise<T | unknown> {
+function settle<T>(promise: Promise<T>): Promise<unknown> {
   return promise.catch((error: unknown) => error);
 }
 
@@ -133,7 +133,7 @@ describe('attempts to move the token off-origin', () => {
     const f = await start({ module: { allowedOrigins: [allowedRedirector.origin] } });
     const response = await firstValueFrom(f.http.get(`${allowedRedirector.url}/start`));
     expect(response.status).toBe(200);
-    expect(allowedRedirector.requests[0]!.authorization).toMatch(/^Bearer /);
+    expect(allowedRedirector.requests[0].authorization).toMatch(/^Bearer /);
     expect(target.requests).toEqual([expect.objectContaining({ url: '/landed', authorization: undefined })]);
   });
 
@@ -143,7 +143,7 @@ describe('attempts to move the token off-origin', () => {
     const first = await server((_req, res) => res.writeHead(302, { Location: `${second.url}/second` }).end());
     const f = await start({ module: { allowedOrigins: [first.origin, second.origin] } });
     await firstValueFrom(f.http.get(`${first.url}/first`));
-    expect(first.requests[0]!.authorization).toMatch(/^Bearer /);
+    expect(first.requests[0].authorization).toMatch(/^Bearer /);
     expect(foreign.requests).toEqual([expect.objectContaining({ url: '/foreign', authorization: undefined })]);
   });
 
@@ -155,7 +155,7 @@ describe('attempts to move the token off-origin', () => {
     try {
       expect((await instance.get('/api/billing')).status).toBe(200);
       await instance.get(`${other.url}/elsewhere`);
-      expect(other.requests[0]!.authorization).toBeUndefined();
+      expect(other.requests[0].authorization).toBeUndefined();
     } finally {
       detach();
     }

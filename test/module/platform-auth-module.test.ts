@@ -36,7 +36,7 @@ function options(): PlatformAuthOptions {
 }
 
 async function jwtClaims(signer: AssertionSigner): Promise<Record<string, unknown>> {
-  return JSON.parse(Buffer.from((await signer.createAssertion()).split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+  return JSON.parse(Buffer.from((await signer.createAssertion()).split('.')[1], 'base64url').toString()) as Record<string, unknown>;
 }
 
 describe('PlatformAuthModule wiring', () => {

@@ -95,14 +95,14 @@ describe('the published package', () => {
         ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
       ];
       for (const match of specifiers) {
-        const specifier = match[1]!;
+        const specifier = match[1];
         if (specifier.startsWith('.') || specifier.startsWith('node:') || builtins.has(specifier)) continue;
-        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0];
         if (!declared.has(name)) undeclared.push(`${file}: ${specifier}`);
         if (specifier !== name && name.startsWith('@nestjs/')) undeclared.push(`${file}: deep import ${specifier}`);
       }
       for (const match of text.matchAll(/\bfrom\s+['"](\.[^'"]+)['"]/g)) {
-        if (!match[1]!.endsWith('.js')) undeclared.push(`${file}: relative import without .js: ${match[1]}`);
+        if (!match[1].endsWith('.js')) undeclared.push(`${file}: relative import without .js: ${match[1]}`);
       }
     }
     expect(undeclared).toEqual([]);

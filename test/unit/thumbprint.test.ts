@@ -8,7 +8,7 @@ const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, im
 /** Recorded from `openssl x509 -fingerprint` when the fixture was made; see the fixture file's first line. */
 function opensslFingerprint(algorithm: 'sha1' | 'sha256'): string {
   const line = fixture('test-only-certificate.fingerprints.txt').split('\n').find((l) => l.startsWith(`${algorithm} Fingerprint=`));
-  return line!.split('=')[1]!.replace(/:/g, '');
+  return line!.split('=')[1].replace(/:/g, '');
 }
 
 describe('certificateThumbprint', () => {

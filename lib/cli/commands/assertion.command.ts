@@ -132,7 +132,7 @@ async function checkAssertion(
     );
   } else {
     for (const [id, label] of [['lifetime', 'exp - iat'], ['nbf-before-iat', 'iat - nbf'], ['time-window', 'nbf <= now < exp']]) {
-      checks.push(rule(id!, label!, false, 'cannot be checked: iat, nbf and exp must be NumericDates'));
+      checks.push(rule(id, label, false, 'cannot be checked: iat, nbf and exp must be NumericDates'));
     }
   }
   checks.push(await checkSignature(jwt, config));

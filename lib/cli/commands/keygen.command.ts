@@ -122,6 +122,7 @@ function commonNameOption(context: CommandContext): string {
     throw new UsageError(`--name must be 1 to ${MAX_COMMON_NAME_LENGTH} characters, got ${name.length}`);
   }
   // These characters have a meaning in a distinguished name ("CN=a,O=b") and would change the subject.
+  // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
   if (/[,+="\\<>;#\u0000-\u001f\u007f]/.test(name)) {
     throw new UsageError(`--name must not contain , + = " \\ < > ; # or control characters, got ${JSON.stringify(name)}`);
   }
