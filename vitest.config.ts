@@ -8,7 +8,10 @@ export default defineConfig({
   },
   resolve: {
     alias: [
-      { find: /^nestjs-platform-auth\/testing$/, replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)) },
+      {
+        find: /^nestjs-platform-auth\/testing$/,
+        replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)),
+      },
       { find: /^nestjs-platform-auth$/, replacement: fileURLToPath(new URL('./lib/index.ts', import.meta.url)) },
     ],
   },

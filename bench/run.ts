@@ -16,11 +16,20 @@ import { describeRevision } from './support/revision.js';
 /** `--quick` shrinks every size, to check that the bench itself works; its figures are not worth publishing. */
 const quick = process.argv.includes('--quick');
 /** `--only=memory,signing` runs the scenarios whose names contain one of those words (while investigating one). */
-const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = process.argv
+  .find((arg) => arg.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const scale = (full: number, small: number): number => (quick ? small : full);
 
 const sizes = {
-  http: { sequentialRounds: scale(40, 4), requestsPerRound: scale(1_250, 400), concurrentRounds: scale(40, 4), perBlock: scale(500, 320), inFlight: 64 },
+  http: {
+    sequentialRounds: scale(40, 4),
+    requestsPerRound: scale(1_250, 400),
+    concurrentRounds: scale(40, 4),
+    perBlock: scale(500, 320),
+    inFlight: 64,
+  },
   tokenCache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
   stampede: { rounds: scale(5, 2), callers: 10_000 },
   storm: { rounds: scale(3, 2), requests: 1_000 },
@@ -35,7 +44,9 @@ const startedAt = new Date();
 const report = new Report();
 const loadAtStart = loadavg()[0];
 console.log(`nestjs-platform-auth bench${quick ? ' (--quick: sizes shrunk, figures not comparable)' : ''}`);
-console.log(`${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}, load ${loadAtStart.toFixed(2)}`);
+console.log(
+  `${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}, load ${loadAtStart.toFixed(2)}`,
+);
 console.log(`library at ${revision.commit}${revision.libModified ? ' with uncommitted changes in lib/' : ''}`);
 
 const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
@@ -77,9 +88,11 @@ const resultsFile = new URL(quick || only ? 'partial.json' : 'latest.json', resu
 writeFileSync(resultsFile, report.toJson(machine, startedAt, durationSeconds));
 console.log(`Figures written to ${resultsFile.pathname} (${durationSeconds} s in all).`);
 
-for (const figure of report.misses) console.log(`MISSED: ${figure.label} = ${figure.display} (target ${figure.target})`);
+for (const figure of report.misses)
+  console.log(`MISSED: ${figure.label} = ${figure.display} (target ${figure.target})`);
 if (report.failures.length > 0) {
-  for (const figure of report.failures) console.error(`FAILED: ${figure.label} = ${figure.display} (must be ${figure.target.slice(2)})`);
+  for (const figure of report.failures)
+    console.error(`FAILED: ${figure.label} = ${figure.display} (must be ${figure.target.slice(2)})`);
   process.exitCode = 1;
 } else if (process.exitCode !== 1) {
   console.log('Every count target holds.');

@@ -11,7 +11,11 @@ export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
-export type { PlatformAuthOptions, RetryOptions, ThumbprintAlgorithm } from './options/platform-auth-options.interface.js';
+export type {
+  PlatformAuthOptions,
+  RetryOptions,
+  ThumbprintAlgorithm,
+} from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
   AssertionSigningError,

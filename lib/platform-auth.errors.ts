@@ -43,13 +43,7 @@ export class AssertionSigningError extends PlatformAuthError {
 }
 
 export type TokenExchangeFailure =
-  | 'http_error'
-  | 'network_error'
-  | 'timeout'
-  | 'invalid_response'
-  | 'redirect'
-  | 'aborted'
-  | 'backoff';
+  'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';
 
 export interface TokenExchangeErrorDetails {
   readonly reason: TokenExchangeFailure;
@@ -85,8 +79,28 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);
     this.summary = summary;
-    const { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode } = details;
-    Object.assign(this, { reason, status, oauthError, oauthErrorDescription, attempts, retried, hint, clockOffsetSeconds, networkCode });
+    const {
+      reason,
+      status,
+      oauthError,
+      oauthErrorDescription,
+      attempts,
+      retried,
+      hint,
+      clockOffsetSeconds,
+      networkCode,
+    } = details;
+    Object.assign(this, {
+      reason,
+      status,
+      oauthError,
+      oauthErrorDescription,
+      attempts,
+      retried,
+      hint,
+      clockOffsetSeconds,
+      networkCode,
+    });
   }
 }
 

@@ -2,7 +2,12 @@ import { Inject, Logger, Module, type Provider } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock, type Clock } from './platform-auth.clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
+import {
+  LOGGER_CONTEXT,
+  PLATFORM_AUTH_CLOCK,
+  PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_HTTP_SERVICE,
+} from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { ConfigurablePlatformAuthModule, PLATFORM_AUTH_MODULE_OPTIONS } from './platform-auth.module-definition.js';
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
@@ -48,9 +53,17 @@ const providers: Provider[] = [
 @Module({
   providers,
   // Never the resolved configuration: it holds the private key.
-  exports: [AssertionSigner, TokenProvider, PlatformAuthInterceptor, PlatformHttpService, HttpService, PLATFORM_AUTH_HTTP_SERVICE],
+  exports: [
+    AssertionSigner,
+    TokenProvider,
+    PlatformAuthInterceptor,
+    PlatformHttpService,
+    HttpService,
+    PLATFORM_AUTH_HTTP_SERVICE,
+  ],
 })
 export class PlatformAuthModule extends ConfigurablePlatformAuthModule {}
 
 /** Injects the module's authenticated `PlatformHttpService` by token (the same instance as injecting the class). */
-export const InjectPlatformHttpService = (): ParameterDecorator & PropertyDecorator => Inject(PLATFORM_AUTH_HTTP_SERVICE);
+export const InjectPlatformHttpService = (): ParameterDecorator & PropertyDecorator =>
+  Inject(PLATFORM_AUTH_HTTP_SERVICE);

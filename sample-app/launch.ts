@@ -16,7 +16,9 @@ if (!process.env.PLATFORM_BASE_URL) {
   emulator = await PlatformEmulator.start();
   const integration = await emulator.createIntegration({ name: 'sample-app' });
   Object.assign(process.env, integration.env);
-  console.log(`Embedded platform emulator on ${emulator.url} (integration ${integration.machineId}, thumbprint ${integration.thumbprint}).`);
+  console.log(
+    `Embedded platform emulator on ${emulator.url} (integration ${integration.machineId}, thumbprint ${integration.thumbprint}).`,
+  );
 }
 
 const app = await bootstrap(once ? 0 : undefined);

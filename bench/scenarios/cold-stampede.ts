@@ -7,8 +7,14 @@ import { median, quantile, spread } from '../support/stats.js';
  * Scenario 3. `callers` concurrent first calls on a fresh module must share one exchange. Their latency is set
  * against one lone cold call on another fresh module, measured alternately in the same rounds.
  */
-export async function measureColdStampede(platform: BenchPlatform, report: Report, sizes: { rounds: number; callers: number }): Promise<void> {
-  progress(`cold stampede: ${sizes.rounds} rounds of ${sizes.callers.toLocaleString('en-US')} concurrent first calls, each next to one lone first call`);
+export async function measureColdStampede(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { rounds: number; callers: number },
+): Promise<void> {
+  progress(
+    `cold stampede: ${sizes.rounds} rounds of ${sizes.callers.toLocaleString('en-US')} concurrent first calls, each next to one lone first call`,
+  );
   const exchanges: number[] = [];
   const lone: number[] = [];
   const p50: number[] = [];
@@ -24,10 +30,30 @@ export async function measureColdStampede(platform: BenchPlatform, report: Repor
     p99.push(stampede.p99);
   }
   const worst = exchanges.find((n) => n !== 1) ?? 1;
-  report.exactly('stampede.exchanges', `cold stampede: exchanges for ${sizes.callers.toLocaleString('en-US')} concurrent first calls (worst round)`, worst, 1, 'emulator counter');
+  report.exactly(
+    'stampede.exchanges',
+    `cold stampede: exchanges for ${sizes.callers.toLocaleString('en-US')} concurrent first calls (worst round)`,
+    worst,
+    1,
+    'emulator counter',
+  );
   const loneMedian = median(lone);
-  report.info('stampede.p50', 'cold stampede: p50 latency', median(p50) / loneMedian, `${(median(p50) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p50.map((v, i) => v / lone[i])));
-  report.info('stampede.p99', 'cold stampede: p99 latency', median(p99) / loneMedian, `${(median(p99) / loneMedian).toFixed(2)}×`, 'one lone first call (one exchange)', spread(p99.map((v, i) => v / lone[i])));
+  report.info(
+    'stampede.p50',
+    'cold stampede: p50 latency',
+    median(p50) / loneMedian,
+    `${(median(p50) / loneMedian).toFixed(2)}×`,
+    'one lone first call (one exchange)',
+    spread(p50.map((v, i) => v / lone[i])),
+  );
+  report.info(
+    'stampede.p99',
+    'cold stampede: p99 latency',
+    median(p99) / loneMedian,
+    `${(median(p99) / loneMedian).toFixed(2)}×`,
+    'one lone first call (one exchange)',
+    spread(p99.map((v, i) => v / lone[i])),
+  );
   report.detail('stampede', {
     exchangesPerRound: exchanges,
     loneMs: lone.map(round2),
@@ -49,7 +75,10 @@ async function loneFirstCall(platform: BenchPlatform): Promise<number> {
   }
 }
 
-async function stampedeOnce(platform: BenchPlatform, callers: number): Promise<{ exchanges: number; p50: number; p99: number }> {
+async function stampedeOnce(
+  platform: BenchPlatform,
+  callers: number,
+): Promise<{ exchanges: number; p50: number; p99: number }> {
   const app = await platform.createApp();
   try {
     const tokens = app.get(TokenProvider);
@@ -58,13 +87,19 @@ async function stampedeOnce(platform: BenchPlatform, callers: number): Promise<{
     const calls: Promise<void>[] = [];
     for (let i = 0; i < callers; i += 1) {
       const startedAt = performance.now();
-      calls.push(tokens.getAccessToken().then(() => {
-        latencies[i] = performance.now() - startedAt;
-      }));
+      calls.push(
+        tokens.getAccessToken().then(() => {
+          latencies[i] = performance.now() - startedAt;
+        }),
+      );
     }
     await Promise.all(calls);
     latencies.sort();
-    return { exchanges: platform.emulator.counters.exchanges.total - before, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
+    return {
+      exchanges: platform.emulator.counters.exchanges.total - before,
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+    };
   } finally {
     await app.close();
   }

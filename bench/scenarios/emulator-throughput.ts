@@ -11,7 +11,11 @@ import { median, spread } from '../support/stats.js';
  * of time, so the client's signing is not what is measured). Baseline: the same client posting the same forms to
  * a server that only answers 200, in this process too, as the emulator is in users' test suites.
  */
-export async function measureEmulatorThroughput(platform: BenchPlatform, report: Report, sizes: { rounds: number; exchangesPerRound: number; inFlight: number }): Promise<void> {
+export async function measureEmulatorThroughput(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { rounds: number; exchangesPerRound: number; inFlight: number },
+): Promise<void> {
   const app = await platform.createApp();
   const echo = await startEchoServerInProcess();
   const agent = new Agent({ keepAlive: true });
@@ -24,10 +28,14 @@ export async function measureEmulatorThroughput(platform: BenchPlatform, report:
       responseType: 'text',
     });
     const total = sizes.rounds * sizes.exchangesPerRound;
-    progress(`emulator throughput: signing ${formatNumber(total + 2 * sizes.exchangesPerRound)} fresh assertions ahead of time`);
+    progress(
+      `emulator throughput: signing ${formatNumber(total + 2 * sizes.exchangesPerRound)} fresh assertions ahead of time`,
+    );
     const forms = await signForms(signer, total + 2 * sizes.exchangesPerRound, 4);
 
-    progress(`emulator throughput: ${sizes.rounds} rounds × ${formatNumber(sizes.exchangesPerRound)} exchanges, ${sizes.inFlight} in flight`);
+    progress(
+      `emulator throughput: ${sizes.rounds} rounds × ${formatNumber(sizes.exchangesPerRound)} exchanges, ${sizes.inFlight} in flight`,
+    );
     const take = (): string[] => forms.splice(0, sizes.exchangesPerRound);
     const echoUrl = `${echo.url}/loginservice/connect/token`;
     // Two batches: the verifier's code paths take longer to warm up than the bare server's.
@@ -52,10 +60,27 @@ export async function measureEmulatorThroughput(platform: BenchPlatform, report:
     const accepted = platform.emulator.counters.exchanges.accepted - acceptedBefore;
     report.exactly('emulator.accepted', 'emulator throughput: exchanges granted', accepted, total, 'exchanges sent');
     const rate = median(emulatorRates);
-    report.info('emulator.rate', `emulator: exchanges per second (${sizes.inFlight} in flight)`, rate, `${formatNumber(rate)} /s`, 'absolute', spread(emulatorRates));
+    report.info(
+      'emulator.rate',
+      `emulator: exchanges per second (${sizes.inFlight} in flight)`,
+      rate,
+      `${formatNumber(rate)} /s`,
+      'absolute',
+      spread(emulatorRates),
+    );
     const ratio = rate / median(echoRates);
-    report.info('emulator.vsEcho', 'emulator: exchange rate', ratio, `${ratio.toFixed(2)}×`, 'same POSTs to a bare 200 server', spread(emulatorRates.map((r, i) => r / echoRates[i])));
-    report.detail('emulator', { exchangesPerSecond: emulatorRates.map(Math.round), bareServerPostsPerSecond: echoRates.map(Math.round) });
+    report.info(
+      'emulator.vsEcho',
+      'emulator: exchange rate',
+      ratio,
+      `${ratio.toFixed(2)}×`,
+      'same POSTs to a bare 200 server',
+      spread(emulatorRates.map((r, i) => r / echoRates[i])),
+    );
+    report.detail('emulator', {
+      exchangesPerSecond: emulatorRates.map(Math.round),
+      bareServerPostsPerSecond: echoRates.map(Math.round),
+    });
   } finally {
     agent.destroy();
     await echo.close();
@@ -70,7 +95,9 @@ async function signForms(signer: AssertionSigner, count: number, inFlight: numbe
     while (started < count) {
       started += 1;
       const token = await signer.createAssertion();
-      forms.push(new URLSearchParams({ grant_type: 'clientcertificate', client_id: 'clientcertificate', token }).toString());
+      forms.push(
+        new URLSearchParams({ grant_type: 'clientcertificate', client_id: 'clientcertificate', token }).toString(),
+      );
     }
   };
   await Promise.all(Array.from({ length: inFlight }, lane));
@@ -84,7 +111,8 @@ async function post(client: AxiosInstance, url: string, forms: readonly string[]
     while (next < forms.length) {
       const form = forms[next++];
       const response = await client.post(url, form);
-      if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${String(response.data).slice(0, 200)}`);
+      if (response.status !== 200)
+        throw new Error(`${url} answered ${response.status}: ${String(response.data).slice(0, 200)}`);
     }
   };
   const startedAt = performance.now();

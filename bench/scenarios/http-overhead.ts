@@ -4,7 +4,15 @@ import axios from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { PlatformAuthInterceptor, TokenProvider } from 'nestjs-platform-auth';
 import { startEchoServerInChild } from '../support/echo-server.js';
-import { alternateBlocks, alternateRequests, cpuRatio, medianRatio, p99Ratio, type RatioEstimate, type VariantResult } from '../support/interleave.js';
+import {
+  alternateBlocks,
+  alternateRequests,
+  cpuRatio,
+  medianRatio,
+  p99Ratio,
+  type RatioEstimate,
+  type VariantResult,
+} from '../support/interleave.js';
 import type { BenchPlatform } from '../support/platform.js';
 import { progress, type Report } from '../support/report.js';
 
@@ -24,7 +32,11 @@ const GOAL = 1.02;
  * @nestjs/axios HttpService with the header hard-coded (the SPEC's baseline), plain axios with the header hard-coded,
  * and a bare axios instance with the interceptor attached. Each has its own keep-alive agent, like the module's.
  */
-export async function measureHttpOverhead(platform: BenchPlatform, report: Report, sizes: HttpOverheadSizes): Promise<void> {
+export async function measureHttpOverhead(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: HttpOverheadSizes,
+): Promise<void> {
   const echo = await startEchoServerInChild();
   const app = await platform.createApp({ allowedOrigins: [echo.url] });
   const agents: Agent[] = [];
@@ -37,7 +49,9 @@ export async function measureHttpOverhead(platform: BenchPlatform, report: Repor
     const url = `${echo.url}/api/resource`;
     const authorization = `Bearer ${await app.get(TokenProvider).getAccessToken()}`;
     const moduleHttp = app.get(HttpService);
-    const plainHttp = new HttpService(axios.create({ httpAgent: keepAliveAgent(), headers: { Authorization: authorization } }));
+    const plainHttp = new HttpService(
+      axios.create({ httpAgent: keepAliveAgent(), headers: { Authorization: authorization } }),
+    );
     const plainAxios = axios.create({ httpAgent: keepAliveAgent(), headers: { Authorization: authorization } });
     const twinAxios = axios.create({ httpAgent: keepAliveAgent(), headers: { Authorization: authorization } });
     const interceptedAxios = axios.create({ httpAgent: keepAliveAgent() });
@@ -45,7 +59,8 @@ export async function measureHttpOverhead(platform: BenchPlatform, report: Repor
 
     // The interceptor must really be adding the token, or the comparison is void.
     const echoed = await interceptedAxios.get(url);
-    if (!String(echoed.config.headers.Authorization).startsWith('Bearer ')) throw new Error('the interceptor did not authorize the request');
+    if (!String(echoed.config.headers.Authorization).startsWith('Bearer '))
+      throw new Error('the interceptor did not authorize the request');
 
     const variants = [
       { name: 'module HttpService', send: () => firstValueFrom(moduleHttp.get(url)) },
@@ -56,7 +71,9 @@ export async function measureHttpOverhead(platform: BenchPlatform, report: Repor
       { name: 'plain axios, twin', send: () => twinAxios.get(url) },
     ];
 
-    progress(`HTTP overhead, sequential: ${sizes.sequentialRounds} rounds × ${sizes.requestsPerRound} requests, each by a variant drawn at random`);
+    progress(
+      `HTTP overhead, sequential: ${sizes.sequentialRounds} rounds × ${sizes.requestsPerRound} requests, each by a variant drawn at random`,
+    );
     const sequential = await alternateRequests(variants, {
       rounds: sizes.sequentialRounds,
       requestsPerRound: sizes.requestsPerRound,
@@ -68,7 +85,9 @@ export async function measureHttpOverhead(platform: BenchPlatform, report: Repor
     addFigures(report, 'sequential', 'sequential', sequential);
 
     const mode = `${sizes.inFlight} in flight`;
-    progress(`HTTP overhead, ${mode}: ${sizes.concurrentRounds} rounds × ${variants.length} variants × 2 blocks of ${sizes.perBlock} requests`);
+    progress(
+      `HTTP overhead, ${mode}: ${sizes.concurrentRounds} rounds × ${variants.length} variants × 2 blocks of ${sizes.perBlock} requests`,
+    );
     const concurrent = await alternateBlocks(variants, {
       rounds: sizes.concurrentRounds,
       perBlock: sizes.perBlock,
@@ -100,16 +119,45 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
     const baseline = get(pair.baseline);
     const against = `${pair.baseline} + hard-coded header`;
     const label = `${pair.subject}, ${mode}`;
-    add(report, `http.${key}.${pair.id}.median`, `${label}: median latency`, medianRatio(subject, baseline), against, pair.targeted);
-    if (pair.id !== 'nest') add(report, `http.${key}.${pair.id}.p99`, `${label}: p99 latency`, p99Ratio(subject, baseline), against, pair.targeted);
+    add(
+      report,
+      `http.${key}.${pair.id}.median`,
+      `${label}: median latency`,
+      medianRatio(subject, baseline),
+      against,
+      pair.targeted,
+    );
+    if (pair.id !== 'nest')
+      add(
+        report,
+        `http.${key}.${pair.id}.p99`,
+        `${label}: p99 latency`,
+        p99Ratio(subject, baseline),
+        against,
+        pair.targeted,
+      );
     if (pair.id !== 'nest' && subject.cpuPerRequest) {
-      add(report, `http.${key}.${pair.id}.cpu`, `${label}: client CPU per request`, cpuRatio(subject, baseline), against, false);
+      add(
+        report,
+        `http.${key}.${pair.id}.cpu`,
+        `${label}: client CPU per request`,
+        cpuRatio(subject, baseline),
+        against,
+        false,
+      );
     }
   }
   report.detail(`http.${key}`, Object.fromEntries([...results].map(([name, r]) => [name, describe(r)])));
 }
 
-function add(report: Report, id: string, label: string, estimate: RatioEstimate, baseline: string, targeted: boolean): void {
+function add(
+  report: Report,
+  id: string,
+  label: string,
+  estimate: RatioEstimate,
+  baseline: string,
+  targeted: boolean,
+): void {
   if (targeted) report.atMost(id, label, estimate.value, LIMIT, { baseline, spread: estimate.spread, goal: GOAL });
   else report.info(id, label, estimate.value, `${estimate.value.toFixed(3)}×`, baseline, estimate.spread);
 }

@@ -12,7 +12,11 @@ const MB = 1024 * 1024;
  * the run measures the library's retention, not sockets'. Heap is read after forced GC before the run and at each
  * checkpoint; growth is the last reading minus the first.
  */
-export async function measureMemory(platform: BenchPlatform, report: Report, sizes: { requests: number; checkpoints: number; inFlight: number }): Promise<void> {
+export async function measureMemory(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { requests: number; checkpoints: number; inFlight: number },
+): Promise<void> {
   const app = await platform.createApp();
   try {
     let authorized = 0;
@@ -39,19 +43,36 @@ export async function measureMemory(platform: BenchPlatform, report: Report, siz
     const perCheckpoint = sizes.requests / sizes.checkpoints;
     const baseline = settledHeapUsed();
     const readings = [baseline];
-    progress(`memory: ${formatNumber(sizes.requests)} requests through the interceptor, heap after GC every ${formatNumber(perCheckpoint)}`);
+    progress(
+      `memory: ${formatNumber(sizes.requests)} requests through the interceptor, heap after GC every ${formatNumber(perCheckpoint)}`,
+    );
     const startedAt = performance.now();
     for (let i = 1; i <= sizes.checkpoints; i += 1) {
       await send(perCheckpoint);
       readings.push(settledHeapUsed());
-      progress(`  ${formatNumber(i * perCheckpoint)} requests, heap ${((readings.at(-1)! - baseline) / MB).toFixed(2)} MB over the start`);
+      progress(
+        `  ${formatNumber(i * perCheckpoint)} requests, heap ${((readings.at(-1)! - baseline) / MB).toFixed(2)} MB over the start`,
+      );
     }
     const seconds = (performance.now() - startedAt) / 1000;
     detach();
 
-    report.exactly('memory.authorized', `memory: requests that carried the token`, authorized, sizes.requests, 'adapter');
+    report.exactly(
+      'memory.authorized',
+      `memory: requests that carried the token`,
+      authorized,
+      sizes.requests,
+      'adapter',
+    );
     const growthMb = (readings.at(-1)! - baseline) / MB;
-    report.below('memory.growth', `memory: heap growth after ${formatNumber(sizes.requests)} requests, after GC`, growthMb, LIMIT_MB, 'MB', 'heap after GC before the run');
+    report.below(
+      'memory.growth',
+      `memory: heap growth after ${formatNumber(sizes.requests)} requests, after GC`,
+      growthMb,
+      LIMIT_MB,
+      'MB',
+      'heap after GC before the run',
+    );
     report.detail('memory', {
       baselineMb: round2(baseline / MB),
       growthMbAtCheckpoints: readings.slice(1).map((r) => round2((r - baseline) / MB)),

@@ -12,7 +12,11 @@ const LIMIT = 0.9;
  * one at a time against synchronous `crypto.sign` (what one caller sees), and `inFlight` at a time against the
  * callback form of `crypto.sign`, which uses the same threadpool (what a busy process gets out of the machine).
  */
-export async function measureSigning(platform: BenchPlatform, report: Report, sizes: { rounds: number; blockMs: number; inFlight: number }): Promise<void> {
+export async function measureSigning(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { rounds: number; blockMs: number; inFlight: number },
+): Promise<void> {
   const app = await platform.createApp();
   try {
     const signer = app.get(AssertionSigner);
@@ -60,7 +64,10 @@ export async function measureSigning(platform: BenchPlatform, report: Report, si
         baseline: mode.baseline,
         spread: spread(subjectRates.map((r, i) => r / rawRates[i])),
       });
-      report.detail(`signing.${mode.key}`, { assertionsPerSecond: Math.round(median(subjectRates)), rawSignaturesPerSecond: Math.round(median(rawRates)) });
+      report.detail(`signing.${mode.key}`, {
+        assertionsPerSecond: Math.round(median(subjectRates)),
+        rawSignaturesPerSecond: Math.round(median(rawRates)),
+      });
     }
   } finally {
     await app.close();
@@ -68,7 +75,9 @@ export async function measureSigning(platform: BenchPlatform, report: Report, si
 }
 
 function signAsync(data: Buffer, key: KeyObject): Promise<Buffer> {
-  return new Promise((resolve, reject) => sign('sha256', data, key, (error, signature) => (error ? reject(error) : resolve(signature))));
+  return new Promise((resolve, reject) =>
+    sign('sha256', data, key, (error, signature) => (error ? reject(error) : resolve(signature))),
+  );
 }
 
 /** Operations per second, `inFlight` at a time, over about `ms` of wall time. */

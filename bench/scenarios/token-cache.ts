@@ -9,13 +9,19 @@ const LIMIT_NS = 1_000;
  * Scenario 2. `getAccessToken()` on a cached token, awaited as callers do, in batches; the baseline is awaiting an
  * already resolved promise of the same string, which is the floor any promise-returning getter can reach.
  */
-export async function measureTokenCache(platform: BenchPlatform, report: Report, sizes: { batches: number; callsPerBatch: number }): Promise<void> {
+export async function measureTokenCache(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { batches: number; callsPerBatch: number },
+): Promise<void> {
   const app = await platform.createApp();
   try {
     const tokens = app.get(TokenProvider);
     const cached = await tokens.getAccessToken();
     const floor = (): Promise<string> => Promise.resolve(cached);
-    progress(`getAccessToken() on a cached token: ${sizes.batches} batches × ${sizes.callsPerBatch.toLocaleString('en-US')} calls`);
+    progress(
+      `getAccessToken() on a cached token: ${sizes.batches} batches × ${sizes.callsPerBatch.toLocaleString('en-US')} calls`,
+    );
 
     // Every result is used, so no call can be optimised away; the total also shows that no renewal swapped tokens.
     let sink = 0;
@@ -34,12 +40,31 @@ export async function measureTokenCache(platform: BenchPlatform, report: Report,
       providerNs.push(await batch(() => tokens.getAccessToken()));
       floorNs.push(await batch(floor));
     }
-    if (sink !== 2 * sizes.batches * sizes.callsPerBatch * cached.length) throw new Error('getAccessToken() returned a token of another length mid-run');
+    if (sink !== 2 * sizes.batches * sizes.callsPerBatch * cached.length)
+      throw new Error('getAccessToken() returned a token of another length mid-run');
 
     const perCall = median(providerNs);
-    report.below('token.cached.ns', 'getAccessToken(), cached: median ns per call (awaited)', perCall, LIMIT_NS, 'ns', 'absolute', spread(providerNs));
-    report.info('token.cached.vsResolved', 'getAccessToken(), cached: time per call', perCall / median(floorNs), `${(perCall / median(floorNs)).toFixed(2)}×`, 'await Promise.resolve(token)', spread(providerNs.map((ns, i) => ns / floorNs[i])));
-    report.detail('token.cached', { providerNsPerBatch: providerNs.map(Math.round), resolvedNsPerBatch: floorNs.map(Math.round) });
+    report.below(
+      'token.cached.ns',
+      'getAccessToken(), cached: median ns per call (awaited)',
+      perCall,
+      LIMIT_NS,
+      'ns',
+      'absolute',
+      spread(providerNs),
+    );
+    report.info(
+      'token.cached.vsResolved',
+      'getAccessToken(), cached: time per call',
+      perCall / median(floorNs),
+      `${(perCall / median(floorNs)).toFixed(2)}×`,
+      'await Promise.resolve(token)',
+      spread(providerNs.map((ns, i) => ns / floorNs[i])),
+    );
+    report.detail('token.cached', {
+      providerNsPerBatch: providerNs.map(Math.round),
+      resolvedNsPerBatch: floorNs.map(Math.round),
+    });
   } finally {
     await app.close();
   }

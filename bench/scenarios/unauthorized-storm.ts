@@ -11,8 +11,14 @@ import { median, spread } from '../support/stats.js';
  * counts both, so the figures do not depend on the library's own bookkeeping. Baseline: the same batch with a
  * valid token, in the same round.
  */
-export async function measureUnauthorizedStorm(platform: BenchPlatform, report: Report, sizes: { rounds: number; requests: number }): Promise<void> {
-  progress(`401 storm: ${sizes.rounds} rounds of ${sizes.requests.toLocaleString('en-US')} concurrent requests after revocation`);
+export async function measureUnauthorizedStorm(
+  platform: BenchPlatform,
+  report: Report,
+  sizes: { rounds: number; requests: number },
+): Promise<void> {
+  progress(
+    `401 storm: ${sizes.rounds} rounds of ${sizes.requests.toLocaleString('en-US')} concurrent requests after revocation`,
+  );
   const app = await platform.createApp();
   try {
     const http = app.get(HttpService);
@@ -20,7 +26,12 @@ export async function measureUnauthorizedStorm(platform: BenchPlatform, report: 
     const batch = async (): Promise<{ ms: number; ok: number }> => {
       const startedAt = performance.now();
       const statuses = await Promise.all(
-        Array.from({ length: sizes.requests }, () => firstValueFrom(http.get('/api/billing')).then((r) => r.status, () => 0)),
+        Array.from({ length: sizes.requests }, () =>
+          firstValueFrom(http.get('/api/billing')).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        ),
       );
       return { ms: performance.now() - startedAt, ok: statuses.filter((status) => status === 200).length };
     };
@@ -47,12 +58,42 @@ export async function measureUnauthorizedStorm(platform: BenchPlatform, report: 
     const worstRenewals = renewals.find((n) => n !== 1) ?? 1;
     const worstResends = resends.find((n) => n !== sizes.requests) ?? sizes.requests;
     const n = sizes.requests.toLocaleString('en-US');
-    report.exactly('storm.renewals', `401 storm: renewals for ${n} concurrent 401s (worst round)`, worstRenewals, 1, 'emulator counter');
-    report.exactly('storm.resends', `401 storm: re-sends for ${n} concurrent 401s (worst round)`, worstResends, sizes.requests, 'emulator counter');
-    report.exactly('storm.failures', `401 storm: calls that did not end in 200 (all rounds)`, failedCalls.reduce((a, b) => a + b, 0), 0, 'caller');
+    report.exactly(
+      'storm.renewals',
+      `401 storm: renewals for ${n} concurrent 401s (worst round)`,
+      worstRenewals,
+      1,
+      'emulator counter',
+    );
+    report.exactly(
+      'storm.resends',
+      `401 storm: re-sends for ${n} concurrent 401s (worst round)`,
+      worstResends,
+      sizes.requests,
+      'emulator counter',
+    );
+    report.exactly(
+      'storm.failures',
+      `401 storm: calls that did not end in 200 (all rounds)`,
+      failedCalls.reduce((a, b) => a + b, 0),
+      0,
+      'caller',
+    );
     const ratio = median(stormMs) / median(calmMs);
-    report.info('storm.wall', `401 storm: wall time of the ${n} calls`, ratio, `${ratio.toFixed(2)}×`, 'same batch, valid token', spread(stormMs.map((ms, i) => ms / calmMs[i])));
-    report.detail('storm', { renewalsPerRound: renewals, resendsPerRound: resends, stormMs: stormMs.map(Math.round), calmMs: calmMs.map(Math.round) });
+    report.info(
+      'storm.wall',
+      `401 storm: wall time of the ${n} calls`,
+      ratio,
+      `${ratio.toFixed(2)}×`,
+      'same batch, valid token',
+      spread(stormMs.map((ms, i) => ms / calmMs[i])),
+    );
+    report.detail('storm', {
+      renewalsPerRound: renewals,
+      resendsPerRound: resends,
+      stormMs: stormMs.map(Math.round),
+      calmMs: calmMs.map(Math.round),
+    });
   } finally {
     await app.close();
   }

@@ -50,7 +50,9 @@ export async function startEchoServerInProcess(): Promise<RunningServer> {
  * inflates latency.
  */
 export async function startEchoServerInChild(): Promise<RunningServer> {
-  const child = fork(fileURLToPath(new URL('./echo-server.child.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./echo-server.child.js', import.meta.url)), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (message) => resolve(typeof message === 'string' ? message : JSON.stringify(message)));
     child.once('error', reject);

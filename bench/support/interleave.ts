@@ -66,9 +66,16 @@ function seededRandom(seed: number): () => number {
  */
 export async function alternateBlocks(
   variants: readonly Variant[],
-  options: { rounds: number; perBlock: number; inFlight: number; warmupPerVariant: number; onRound?: (round: number) => void },
+  options: {
+    rounds: number;
+    perBlock: number;
+    inFlight: number;
+    warmupPerVariant: number;
+    onRound?: (round: number) => void;
+  },
 ): Promise<Map<string, VariantResult>> {
-  for (const variant of variants) await runBlock(variant.send, new Float64Array(options.warmupPerVariant), options.inFlight);
+  for (const variant of variants)
+    await runBlock(variant.send, new Float64Array(options.warmupPerVariant), options.inFlight);
   const rounds = variants.map(() => [] as Float64Array[]);
   const cpu = variants.map(() => [] as number[]);
   for (let round = 0; round < options.rounds; round += 1) {
@@ -119,7 +126,10 @@ function results(variants: readonly Variant[], rounds: Float64Array[][], cpu?: n
     variants.map((variant, i) => {
       const perRound = rounds[i];
       const pooled = concat(perRound);
-      return [variant.name, { pooled: summarize(pooled), rounds: perRound.map(summarize), samples: perRound, cpuPerRequest: cpu?.[i] }];
+      return [
+        variant.name,
+        { pooled: summarize(pooled), rounds: perRound.map(summarize), samples: perRound, cpuPerRequest: cpu?.[i] },
+      ];
     }),
   );
 }
@@ -135,7 +145,10 @@ export interface RatioEstimate {
  */
 export function medianRatio(subject: VariantResult, baseline: VariantResult): RatioEstimate {
   const perRound = Float64Array.from(subject.rounds, (summary, i) => summary.median / baseline.rounds[i].median).sort();
-  return { value: quantile(perRound, 0.5), spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' } };
+  return {
+    value: quantile(perRound, 0.5),
+    spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' },
+  };
 }
 
 /**
@@ -149,11 +162,17 @@ export function p99Ratio(subject: VariantResult, baseline: VariantResult, groups
   for (let start = 0; start < subject.samples.length; start += size) {
     perGroup.push(p99(subject.samples.slice(start, start + size)) / p99(baseline.samples.slice(start, start + size)));
   }
-  return { value: subject.pooled.p99 / baseline.pooled.p99, spread: { min: Math.min(...perGroup), max: Math.max(...perGroup), kind: 'range' } };
+  return {
+    value: subject.pooled.p99 / baseline.pooled.p99,
+    spread: { min: Math.min(...perGroup), max: Math.max(...perGroup), kind: 'range' },
+  };
 }
 
 /** This process's CPU time per request, round by round, like the median. */
 export function cpuRatio(subject: VariantResult, baseline: VariantResult): RatioEstimate {
   const perRound = Float64Array.from(subject.cpuPerRequest!, (micros, i) => micros / baseline.cpuPerRequest![i]).sort();
-  return { value: quantile(perRound, 0.5), spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' } };
+  return {
+    value: quantile(perRound, 0.5),
+    spread: { min: quantile(perRound, 0.25), max: quantile(perRound, 0.75), kind: 'iqr' },
+  };
 }

@@ -63,7 +63,15 @@ export class Report {
   }
 
   /** A value with an absolute ceiling (ns, MB): reported, not fatal, like the ratios. */
-  below(id: string, label: string, value: number, limit: number, unit: string, baseline: string, spread?: RoundSpread): void {
+  below(
+    id: string,
+    label: string,
+    value: number,
+    limit: number,
+    unit: string,
+    baseline: string,
+    spread?: RoundSpread,
+  ): void {
     this.figures.push({
       id,
       label,
@@ -110,7 +118,11 @@ export class Report {
       const digits = f.display.endsWith('×') ? f.display.length - f.display.indexOf('.') - 2 : 0;
       return `| ${f.label} | ${f.display} | ${formatSpread(f.spread, digits)} | ${f.baseline} | ${f.target} | ${f.status} |`;
     });
-    return ['| figure | value | spread across rounds | against | target | status |', '|---|---|---|---|---|---|', ...rows].join('\n');
+    return [
+      '| figure | value | spread across rounds | against | target | status |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n');
   }
 
   toJson(machine: MachineInfo, startedAt: Date, durationSeconds: number): string {

@@ -80,7 +80,9 @@ export function parseCertificateFile(content: Buffer, source: string): ParsedCer
     throw new CommandFailure(`${source} holds ${found}`);
   }
   if (kinds.length > 1) {
-    throw new CommandFailure(`${source} holds ${kinds.length} PEM blocks; a system integration has exactly one certificate, keep it in a file of its own`);
+    throw new CommandFailure(
+      `${source} holds ${kinds.length} PEM blocks; a system integration has exactly one certificate, keep it in a file of its own`,
+    );
   }
   try {
     return { certificate: new X509Certificate(normalizePem(text)), encoding: 'PEM' };

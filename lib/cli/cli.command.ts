@@ -71,7 +71,11 @@ export function flag(context: CommandContext, name: string): boolean {
 }
 
 /** A whole number within bounds, or a usage error naming the option and the accepted range. */
-export function integerOption(context: CommandContext, name: string, range: { min: number; max: number; fallback: number }): number {
+export function integerOption(
+  context: CommandContext,
+  name: string,
+  range: { min: number; max: number; fallback: number },
+): number {
   const raw = stringOption(context, name);
   if (raw === undefined) return range.fallback;
   const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;

@@ -20,7 +20,8 @@ export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
   'env-file': {
     type: 'string',
     placeholder: 'FILE',
-    description: 'also read the PLATFORM_* variables from this .env file; variables already set in the environment win, as with node --env-file',
+    description:
+      'also read the PLATFORM_* variables from this .env file; variables already set in the environment win, as with node --env-file',
   },
 };
 
@@ -38,7 +39,11 @@ export function configurationEnv(context: CommandContext): Env {
 }
 
 export type Configuration =
-  | { readonly options: PlatformAuthOptions; readonly config: ResolvedPlatformAuthConfig; readonly problems?: undefined }
+  | {
+      readonly options: PlatformAuthOptions;
+      readonly config: ResolvedPlatformAuthConfig;
+      readonly problems?: undefined;
+    }
   | { readonly options: PlatformAuthOptions; readonly config?: undefined; readonly problems: readonly ConfigProblem[] };
 
 /**
@@ -69,7 +74,9 @@ function configurationChecks(findings: readonly ConfigProblem[], status: CheckRe
  * For the commands that need a working configuration: the resolved one, or `undefined` after reporting what is
  * wrong (as JSON with `--json`).
  */
-export function requireConfiguration(context: CommandContext): Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined {
+export function requireConfiguration(
+  context: CommandContext,
+): Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined {
   const configuration = resolveConfiguration(configurationEnv(context), context.now());
   if (configuration.config) return configuration;
   if (context.out.json) context.out.printJson({ ok: false, problems: configuration.problems });
@@ -81,7 +88,9 @@ export function requireConfiguration(context: CommandContext): Extract<Configura
 export function printConfigurationProblems(out: Output, problems: readonly ConfigProblem[]): void {
   printChecks(out, configurationChecks(problems, 'fail'));
   out.print();
-  out.print(`The configuration has ${problems.length === 1 ? '1 problem' : `${problems.length} problems`}; 'platform-auth doctor' checks every part with its fix.`);
+  out.print(
+    `The configuration has ${problems.length === 1 ? '1 problem' : `${problems.length} problems`}; 'platform-auth doctor' checks every part with its fix.`,
+  );
 }
 
 export function warningChecks(warnings: readonly ConfigProblem[]): CheckResult[] {

@@ -67,4 +67,3 @@ function warningCollector(warnings: string[]): LoggerService {
   const collect = (message: unknown) => void warnings.push(String(message));
   return { log: () => undefined, warn: collect, error: collect };
 }
-

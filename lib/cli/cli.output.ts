@@ -43,7 +43,10 @@ function colourEnabled(stream: OutputStream, env: Env): boolean {
 }
 
 function createStyle(enabled: boolean): Style {
-  const paint = ([open, close]: [number, number]) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
+  const paint =
+    ([open, close]: [number, number]) =>
+    (text: string) =>
+      enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text;
   return {
     ok: paint(ANSI.ok),
     fail: paint(ANSI.fail),
@@ -88,7 +91,8 @@ export function printChecks(out: Output, checks: readonly CheckResult[]): void {
   for (const check of checks) {
     const detail = check.status === 'skip' ? out.style.dim(check.detail) : check.detail;
     out.print(`${statusSymbol(check.status, out.style)} ${check.label.padEnd(width)}  ${detail}`);
-    if (check.fix && (check.status === 'fail' || check.status === 'warn')) out.print(`${indent}${out.style.dim(`fix: ${check.fix}`)}`);
+    if (check.fix && (check.status === 'fail' || check.status === 'warn'))
+      out.print(`${indent}${out.style.dim(`fix: ${check.fix}`)}`);
   }
 }
 

@@ -23,7 +23,7 @@ const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     load: async () => (await import('./commands/keygen.command.js')).keygenCommand,
   },
   thumbprint: {
-    summary: 'show a certificate\'s thumbprints (SHA-1 as the portal shows it, SHA-256) and validity',
+    summary: "show a certificate's thumbprints (SHA-1 as the portal shows it, SHA-256) and validity",
     load: async () => (await import('./commands/thumbprint.command.js')).thumbprintCommand,
   },
   assertion: {
@@ -101,7 +101,10 @@ async function loadCommand(name: string): Promise<Command> {
 function parseCommandLine(command: Command, args: readonly string[]) {
   const specs = { ...command.options, ...COMMON_OPTIONS };
   const options = Object.fromEntries(
-    Object.entries(specs).map(([name, spec]) => [name, name === 'help' ? { type: spec.type, short: 'h' } : { type: spec.type }]),
+    Object.entries(specs).map(([name, spec]) => [
+      name,
+      name === 'help' ? { type: spec.type, short: 'h' } : { type: spec.type },
+    ]),
   );
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
@@ -136,7 +139,9 @@ function reportError(out: Output, error: unknown, commandName: string | undefine
 
 function packageVersion(): string {
   // dist/cli/main.js and lib/cli/cli.ts both sit two levels below the package root.
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   return manifest.version;
 }
 
@@ -150,14 +155,20 @@ function printGeneralHelp(out: Output): void {
   for (const [name, entry] of Object.entries(COMMANDS)) out.print(`  ${name.padEnd(width)}  ${entry.summary}`);
   out.print();
   out.print('Options:');
-  out.print('  -h, --help     show help; platform-auth <command> --help shows a command\'s options');
+  out.print("  -h, --help     show help; platform-auth <command> --help shows a command's options");
   out.print('  -V, --version  show the version');
   out.print('  --json         machine-readable output: one JSON document on stdout');
   out.print();
-  out.print('assertion, token and doctor read the same variables as the module: PLATFORM_BASE_URL, PLATFORM_MACHINE_ID,');
-  out.print('PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY, PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or');
+  out.print(
+    'assertion, token and doctor read the same variables as the module: PLATFORM_BASE_URL, PLATFORM_MACHINE_ID,',
+  );
+  out.print(
+    'PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY, PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or',
+  );
   out.print('PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE (or from a file: --env-file .env).');
-  out.print('Keys, passphrases, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).');
+  out.print(
+    'Keys, passphrases, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).',
+  );
   out.print();
   out.print('Exit codes: 0 success, 1 a check or the operation failed, 2 the command line is wrong.');
   out.print('Manual: docs/cli.md in the nestjs-platform-auth repository.');
@@ -165,7 +176,9 @@ function printGeneralHelp(out: Output): void {
 
 function printCommandHelp(out: Output, command: Command): void {
   const specs = Object.entries({ ...command.options, ...COMMON_OPTIONS });
-  const names = specs.map(([name, spec]) => `${name === 'help' ? '-h, ' : ''}--${name}${spec.placeholder ? ` ${spec.placeholder}` : ''}`);
+  const names = specs.map(
+    ([name, spec]) => `${name === 'help' ? '-h, ' : ''}--${name}${spec.placeholder ? ` ${spec.placeholder}` : ''}`,
+  );
   const width = Math.max(...names.map((name) => name.length));
   out.print(`Usage: platform-auth ${command.name}${command.synopsis ? ` ${command.synopsis}` : ''} [--json]`);
   out.print();

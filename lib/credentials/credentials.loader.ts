@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { CERTIFICATE_EXPIRY_WARNING_DAYS, EXPECTED_RSA_MODULUS_BITS, MIN_RSA_MODULUS_BITS } from '../options/options.constants.js';
+import {
+  CERTIFICATE_EXPIRY_WARNING_DAYS,
+  EXPECTED_RSA_MODULUS_BITS,
+  MIN_RSA_MODULUS_BITS,
+} from '../options/options.constants.js';
 import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 import { quotable, type ConfigReport } from '../options/config.report.js';
 import { describeFsError } from './fs-error.util.js';
@@ -9,7 +13,13 @@ import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } f
 
 export type CredentialSources = Pick<
   PlatformAuthOptions,
-  'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase' | 'certificate' | 'certificatePath' | 'thumbprint' | 'thumbprintAlgorithm'
+  | 'privateKey'
+  | 'privateKeyPath'
+  | 'privateKeyPassphrase'
+  | 'certificate'
+  | 'certificatePath'
+  | 'thumbprint'
+  | 'thumbprintAlgorithm'
 >;
 
 export interface LoadedCredentials {
@@ -66,7 +76,10 @@ function readSource(
   }
   if (path !== undefined) {
     if (typeof path !== 'string' || quotable(path) === undefined) {
-      report.problem(pathOption, `is not a file path${typeof path === 'string' ? ' (it looks like PEM text)' : ''}; put PEM text in ${inlineOption} instead`);
+      report.problem(
+        pathOption,
+        `is not a file path${typeof path === 'string' ? ' (it looks like PEM text)' : ''}; put PEM text in ${inlineOption} instead`,
+      );
       return undefined;
     }
     let text: string;
@@ -114,12 +127,19 @@ function loadPrivateKey(sources: CredentialSources, report: ConfigReport): KeyOb
   const { text, option } = source;
   const kinds = pemBlockKinds(text);
   if (kinds.length === 0) {
-    report.problem(option, 'is not PEM text (expected a PEM block labelled PRIVATE KEY; DER and other formats are not accepted)');
+    report.problem(
+      option,
+      'is not PEM text (expected a PEM block labelled PRIVATE KEY; DER and other formats are not accepted)',
+    );
     return undefined;
   }
   const keyKinds = kinds.filter((k) => k.endsWith('private-key'));
   if (keyKinds.length === 0) {
-    const found = kinds.includes('certificate') ? 'a certificate' : kinds.includes('public-key') ? 'a public key' : 'no private key';
+    const found = kinds.includes('certificate')
+      ? 'a certificate'
+      : kinds.includes('public-key')
+        ? 'a public key'
+        : 'no private key';
     report.problem(option, `holds ${found}, not a private key; the certificate belongs in certificate/certificatePath`);
     return undefined;
   }
@@ -134,7 +154,10 @@ function loadPrivateKey(sources: CredentialSources, report: ConfigReport): KeyOb
   const encrypted = keyKinds[0] === 'encrypted-private-key' || isLegacyEncryptedPem(text);
   const passphrase = sources.privateKeyPassphrase;
   if (encrypted && !passphrase) {
-    report.problem(option, 'is encrypted but no passphrase is set (privateKeyPassphrase / PLATFORM_PRIVATE_KEY_PASSPHRASE)');
+    report.problem(
+      option,
+      'is encrypted but no passphrase is set (privateKeyPassphrase / PLATFORM_PRIVATE_KEY_PASSPHRASE)',
+    );
     return undefined;
   }
 
@@ -142,18 +165,25 @@ function loadPrivateKey(sources: CredentialSources, report: ConfigReport): KeyOb
   try {
     key = createPrivateKey({ key: text, format: 'pem', passphrase: encrypted ? passphrase : undefined });
   } catch {
-    if (encrypted) report.problem('privateKeyPassphrase', `does not decrypt the key in ${settingLabel(option)}: wrong passphrase`);
+    if (encrypted)
+      report.problem('privateKeyPassphrase', `does not decrypt the key in ${settingLabel(option)}: wrong passphrase`);
     else report.problem(option, 'could not be parsed as a private key (damaged or unsupported PEM)');
     return undefined;
   }
 
   if (key.asymmetricKeyType !== 'rsa') {
-    report.problem(option, `is ${describeKeyType(key.asymmetricKeyType)} key; the platform requires an RSA key (2048 bits, RS256)`);
+    report.problem(
+      option,
+      `is ${describeKeyType(key.asymmetricKeyType)} key; the platform requires an RSA key (2048 bits, RS256)`,
+    );
     return undefined;
   }
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
   if (bits < MIN_RSA_MODULUS_BITS) {
-    report.problem(option, `is a ${bits}-bit RSA key; at least ${MIN_RSA_MODULUS_BITS} bits are required (the platform expects ${EXPECTED_RSA_MODULUS_BITS})`);
+    report.problem(
+      option,
+      `is a ${bits}-bit RSA key; at least ${MIN_RSA_MODULUS_BITS} bits are required (the platform expects ${EXPECTED_RSA_MODULUS_BITS})`,
+    );
     return undefined;
   }
   if (bits !== EXPECTED_RSA_MODULUS_BITS) {
@@ -201,17 +231,27 @@ function loadCertificate(sources: CredentialSources, report: ConfigReport): Load
   const { text, option } = source;
   const kinds = pemBlockKinds(text);
   if (kinds.length === 0) {
-    report.problem(option, 'is not PEM text (expected a PEM block labelled CERTIFICATE; DER is not accepted, convert with `openssl x509 -inform der -in CERT -out publickey.cer`)');
+    report.problem(
+      option,
+      'is not PEM text (expected a PEM block labelled CERTIFICATE; DER is not accepted, convert with `openssl x509 -inform der -in CERT -out publickey.cer`)',
+    );
     return undefined;
   }
   const certificates = kinds.filter((k) => k === 'certificate').length;
   if (certificates === 0) {
-    const found = kinds.some((k) => k.endsWith('private-key')) ? 'a private key' : kinds.includes('public-key') ? 'a bare public key' : 'no certificate';
+    const found = kinds.some((k) => k.endsWith('private-key'))
+      ? 'a private key'
+      : kinds.includes('public-key')
+        ? 'a bare public key'
+        : 'no certificate';
     report.problem(option, `holds ${found}, not a certificate`);
     return undefined;
   }
   if (certificates > 1 || kinds.length > 1) {
-    report.problem(option, `holds ${kinds.length} PEM blocks; provide exactly one certificate (the one registered on the system integration)`);
+    report.problem(
+      option,
+      `holds ${kinds.length} PEM blocks; provide exactly one certificate (the one registered on the system integration)`,
+    );
     return undefined;
   }
   try {
@@ -226,9 +266,15 @@ function checkValidity(certificate: X509Certificate, option: string, nowMs: numb
   const notBefore = Date.parse(certificate.validFrom);
   const notAfter = Date.parse(certificate.validTo);
   if (nowMs < notBefore) {
-    report.problem(option, `is not valid yet (valid from ${new Date(notBefore).toISOString()}); check the system clock or the certificate`);
+    report.problem(
+      option,
+      `is not valid yet (valid from ${new Date(notBefore).toISOString()}); check the system clock or the certificate`,
+    );
   } else if (nowMs > notAfter) {
-    report.problem(option, `expired on ${new Date(notAfter).toISOString()}; generate a new key and certificate and register it in the portal`);
+    report.problem(
+      option,
+      `expired on ${new Date(notAfter).toISOString()}; generate a new key and certificate and register it in the portal`,
+    );
   } else if (notAfter - nowMs < CERTIFICATE_EXPIRY_WARNING_DAYS * DAY_MS) {
     const days = Math.floor((notAfter - nowMs) / DAY_MS);
     report.warn(option, `expires in ${days} day(s) (${new Date(notAfter).toISOString()}); plan the rotation now`);
@@ -262,7 +308,10 @@ function resolveThumbprint(
   }
   if (configured === undefined) {
     if (!sources.certificate && !sources.certificatePath) {
-      report.problem('certificate', 'set certificate/certificatePath (preferred) or thumbprint, so that the assertion has an iss');
+      report.problem(
+        'certificate',
+        'set certificate/certificatePath (preferred) or thumbprint, so that the assertion has an iss',
+      );
     }
     return undefined;
   }

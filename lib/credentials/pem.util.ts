@@ -3,7 +3,10 @@
  * (one line in a `.env` file or a CI secret) and CRLF line ends. Both are turned into plain `\n`.
  */
 export function normalizePem(text: string): string {
-  return text.replace(/\\r\\n|\\n/g, '\n').replace(/\r\n?/g, '\n').trim();
+  return text
+    .replace(/\\r\\n|\\n/g, '\n')
+    .replace(/\r\n?/g, '\n')
+    .trim();
 }
 
 export type PemKind =

@@ -23,10 +23,16 @@ const PEEKED_TOKEN = Symbol('platformAuthPeekedToken');
 type PeekedConfig = InternalAxiosRequestConfig & { [PEEKED_TOKEN]?: string };
 
 /** The URL axios will request, resolved the way axios resolves it (`baseURL` + `url`, or an absolute `url`). */
-export function resolveRequestUrl(config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>): URL | undefined {
+export function resolveRequestUrl(
+  config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>,
+): URL | undefined {
   const url = config.url ?? '';
   const useBase = config.baseURL && (!ABSOLUTE_URL.test(url) || config.allowAbsoluteUrls === false);
-  const full = useBase ? (url ? `${config.baseURL!.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}` : config.baseURL!) : url;
+  const full = useBase
+    ? url
+      ? `${config.baseURL!.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}`
+      : config.baseURL!
+    : url;
   return parseUrl(full);
 }
 
@@ -69,7 +75,8 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   private readonly allowedBases = new Map<string, boolean>();
   /** Resolved adapters by their configured form (a name, a list or a function), so the hot path resolves each once. */
   private readonly adapters = new Map<unknown, AxiosAdapter>();
-  private readonly stripOnForeignRedirectHook = (options: Record<string, unknown>) => this.stripOnForeignRedirect(options);
+  private readonly stripOnForeignRedirectHook = (options: Record<string, unknown>) =>
+    this.stripOnForeignRedirect(options);
   /** `origin + '/'` of each allowed origin: an absolute URL starting with one needs no parsing to be known allowed. */
   private readonly allowedPrefixes: readonly string[];
 
@@ -120,7 +127,9 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   }
 
   /** Synchronous when the token is cached (the common case), so a request costs no extra promise turns. */
-  private authorize(config: InternalAxiosRequestConfig): InternalAxiosRequestConfig | Promise<InternalAxiosRequestConfig> {
+  private authorize(
+    config: InternalAxiosRequestConfig,
+  ): InternalAxiosRequestConfig | Promise<InternalAxiosRequestConfig> {
     const headers = AxiosHeaders.from(config.headers);
     config.headers = headers;
     if (headers.has('Authorization') || !this.targetsAllowedOrigin(config)) return config;
@@ -191,7 +200,11 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
     return this.mayRenewAfter(response, config) ? this.resend(adapter, config, token) : response;
   }
 
-  private async resend(adapter: AxiosAdapter, config: InternalAxiosRequestConfig, sent: string): Promise<AxiosResponse> {
+  private async resend(
+    adapter: AxiosAdapter,
+    config: InternalAxiosRequestConfig,
+    sent: string,
+  ): Promise<AxiosResponse> {
     this.tokens.invalidate(sent);
     const fresh = await this.tokens.getAccessToken();
     config.headers.set('Authorization', `Bearer ${fresh}`);
@@ -210,7 +223,9 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
   private stripOnForeignRedirect(options: Record<string, unknown>): void {
     const hostname = textOf(options.hostname) ?? textOf(options.host) ?? '';
     const host = hostname.includes(':') && !hostname.startsWith('[') ? `[${hostname}]` : hostname;
-    const target = parseUrl(options.href) ?? parseUrl(`${String(options.protocol)}//${host}${textOf(options.port) ? `:${textOf(options.port)}` : ''}`);
+    const target =
+      parseUrl(options.href) ??
+      parseUrl(`${String(options.protocol)}//${host}${textOf(options.port) ? `:${textOf(options.port)}` : ''}`);
     if (this.isAllowed(target)) return;
     const headers = options.headers as Record<string, unknown> | undefined;
     for (const name of Object.keys(headers ?? {})) if (name.toLowerCase() === 'authorization') delete headers![name];

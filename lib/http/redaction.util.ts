@@ -16,7 +16,10 @@ export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = [
   let clean = text;
   for (const secret of secrets) if (secret) clean = clean.split(secret).join(REDACTED);
   // eslint-disable-next-line no-control-regex -- control characters are what this removes
-  clean = clean.replace(JWT_LIKE, REDACTED).replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim();
+  clean = clean
+    .replace(JWT_LIKE, REDACTED)
+    .replace(/[\s\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
 
@@ -37,7 +40,7 @@ function redactHeaderBag(headers: unknown, token: string): void {
   }
   const bag = headers as Record<string, unknown>;
   for (const name of Object.keys(bag)) {
-    if (name.toLowerCase() === 'authorization' && typeof bag[name] === 'string' && (bag[name]).includes(token)) {
+    if (name.toLowerCase() === 'authorization' && typeof bag[name] === 'string' && bag[name].includes(token)) {
       bag[name] = REDACTED_BEARER;
     }
   }
@@ -76,7 +79,8 @@ function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>):
     if (Array.isArray(pair)) (pair as unknown[])[1] = redactString((pair as unknown[])[1], token);
   }
   const socket = req.socket as (Record<string, unknown> & { destroyed?: boolean }) | null | undefined;
-  if (socket?.destroyed && socket._httpMessage === request) socket._pendingData = redactBuffered(socket._pendingData, token);
+  if (socket?.destroyed && socket._httpMessage === request)
+    socket._pendingData = redactBuffered(socket._pendingData, token);
   if (req instanceof Request) redactHeaderBag(req.headers, token);
   const options = req._options as { headers?: unknown } | undefined;
   if (options) redactHeaderBag(options.headers, token);
@@ -98,7 +102,8 @@ function redactData(data: unknown, token: string, depth = 0): unknown {
 /** Keeps a property readable but out of `JSON.stringify` walks, loggers' serialisers and the default `util.inspect`. */
 function hide(target: object | undefined, property: string): void {
   const descriptor = target && Object.getOwnPropertyDescriptor(target, property);
-  if (descriptor?.enumerable && descriptor.configurable) Object.defineProperty(target, property, { ...descriptor, enumerable: false });
+  if (descriptor?.enumerable && descriptor.configurable)
+    Object.defineProperty(target, property, { ...descriptor, enumerable: false });
 }
 
 /**

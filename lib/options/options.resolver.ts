@@ -1,4 +1,11 @@
-import { DEFAULT_ASSERTION_LIFETIME_SECONDS, DEFAULT_EXCHANGE_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS, DEFAULT_TOKEN_PATH, MAX_ASSERTION_LIFETIME_SECONDS } from './options.constants.js';
+import {
+  DEFAULT_ASSERTION_LIFETIME_SECONDS,
+  DEFAULT_EXCHANGE_TIMEOUT_MS,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS,
+  DEFAULT_TOKEN_PATH,
+  MAX_ASSERTION_LIFETIME_SECONDS,
+} from './options.constants.js';
 import type { ConfigProblem } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
 import { ConfigReport, quotable } from './config.report.js';
@@ -26,7 +33,12 @@ export interface ResolvedPlatformAuthConfig {
   readonly warnings: readonly ConfigProblem[];
 }
 
-const DEFAULT_RETRY: Required<RetryOptions> = { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 5_000, maxTotalMs: 30_000 };
+const DEFAULT_RETRY: Required<RetryOptions> = {
+  maxAttempts: 4,
+  baseDelayMs: 200,
+  maxDelayMs: 5_000,
+  maxTotalMs: 30_000,
+};
 const DEFAULT_FAILURE_BACKOFF_MS = 1_000;
 
 /** `localhost`, 127.0.0.0/8 and `::1`: the only hosts where plain `http:` is accepted. */
@@ -42,22 +54,28 @@ export function isLoopbackHost(hostname: string): boolean {
 export function resolvePlatformAuthOptions(options: PlatformAuthOptions, nowMs: number): ResolvedPlatformAuthConfig {
   const report = new ConfigReport();
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
-  if (!nonEmpty(options.machineId)) report.problem('machineId', 'is required (the machineId shown in the portal; it becomes sub)');
+  if (!nonEmpty(options.machineId))
+    report.problem('machineId', 'is required (the machineId shown in the portal; it becomes sub)');
 
   const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? DEFAULT_ASSERTION_LIFETIME_SECONDS;
   if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
     report.problem('assertionLifetimeSeconds', 'must be a whole number of seconds, at least 1');
   } else if (assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
-    report.problem('assertionLifetimeSeconds', `is ${assertionLifetimeSeconds}; the platform accepts at most ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`);
+    report.problem(
+      'assertionLifetimeSeconds',
+      `is ${assertionLifetimeSeconds}; the platform accepts at most ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`,
+    );
   }
   const refreshBeforeExpirySeconds = options.refreshBeforeExpirySeconds ?? DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS;
   requireNumber(refreshBeforeExpirySeconds, 'refreshBeforeExpirySeconds', 0, report);
 
   const tokenPath = options.tokenPath ?? DEFAULT_TOKEN_PATH;
-  if (!tokenPath.startsWith('/') || tokenPath.startsWith('//')) report.problem('tokenPath', "must be a path starting with '/'");
+  if (!tokenPath.startsWith('/') || tokenPath.startsWith('//'))
+    report.problem('tokenPath', "must be a path starting with '/'");
 
   const tokenEncoding = options.tokenEncoding ?? 'jwt';
-  if (tokenEncoding !== 'jwt' && tokenEncoding !== 'base64') report.problem('tokenEncoding', "must be 'jwt' or 'base64'");
+  if (tokenEncoding !== 'jwt' && tokenEncoding !== 'base64')
+    report.problem('tokenEncoding', "must be 'jwt' or 'base64'");
 
   const allowedOrigins = new Set<string>();
   if (base) allowedOrigins.add(base.origin);
@@ -139,7 +157,10 @@ function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBa
     return undefined;
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    report.problem(option, `'${url.origin}' uses http: off loopback; the token and assertion would travel in clear text, use https:`);
+    report.problem(
+      option,
+      `'${url.origin}' uses http: off loopback; the token and assertion would travel in clear text, use https:`,
+    );
     return undefined;
   }
   if (isBase && (url.search || url.hash)) {

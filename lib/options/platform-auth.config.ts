@@ -26,4 +26,6 @@ export function readPlatformAuthEnv(env: Env = process.env): PlatformAuthOptions
  * `@nestjs/config` namespace `platformAuth`, filled from the environment. The whole set-up of an app that uses
  * `ConfigModule` is `PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())`.
  */
-export const platformAuthConfig = registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions => readPlatformAuthEnv());
+export const platformAuthConfig = registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions =>
+  readPlatformAuthEnv(),
+);

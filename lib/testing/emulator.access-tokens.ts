@@ -7,7 +7,8 @@ interface IssuedToken {
   revoked: boolean;
 }
 
-export type BearerCheck = { readonly ok: true; readonly machineId: string } | { readonly ok: false; readonly reason: string };
+export type BearerCheck =
+  { readonly ok: true; readonly machineId: string } | { readonly ok: false; readonly reason: string };
 
 /** Access tokens the emulator issued: opaque random strings, checked by the placeholder routes. */
 export class AccessTokenStore {
@@ -30,7 +31,10 @@ export class AccessTokenStore {
     if (token.revoked) return { ok: false, reason: 'the access token has been revoked' };
     const now = this.now();
     if (token.expiresAt <= now) {
-      return { ok: false, reason: `the access token expired at ${new Date(token.expiresAt).toISOString()}; platform time is ${new Date(now).toISOString()}` };
+      return {
+        ok: false,
+        reason: `the access token expired at ${new Date(token.expiresAt).toISOString()}; platform time is ${new Date(now).toISOString()}`,
+      };
     }
     return { ok: true, machineId: token.machineId };
   }

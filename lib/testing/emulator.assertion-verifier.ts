@@ -9,11 +9,7 @@ import type { RegisteredIntegration, TokenRequestRule } from './emulator.types.j
 
 /** RFC 6749 §5.2 error codes the token endpoint answers with. */
 export type OAuthErrorCode =
-  | 'invalid_request'
-  | 'invalid_client'
-  | 'invalid_grant'
-  | 'unauthorized_client'
-  | 'unsupported_grant_type';
+  'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type';
 
 export interface TokenRejection {
   readonly ok: false;
@@ -91,7 +87,14 @@ export class AssertionVerifier {
     const entry = this.settings.registry.findByIssuer(assertion.iss);
     if (!entry) {
       const hint = thumbprintHint(assertion.iss, this.settings.registry.thumbprintAlgorithm);
-      return { ...parts, ...tokenRejection('iss', 'invalid_client', `iss ${quote(assertion.iss)} is not the thumbprint of any registered certificate${hint}`) };
+      return {
+        ...parts,
+        ...tokenRejection(
+          'iss',
+          'invalid_client',
+          `iss ${quote(assertion.iss)} is not the thumbprint of any registered certificate${hint}`,
+        ),
+      };
     }
     const signatureProblem = await verifySignature(jwt, entry.publicKey);
     if (signatureProblem) return { ...parts, ...signatureProblem };
@@ -120,44 +123,83 @@ export class AssertionVerifier {
     replayed: boolean,
   ): TokenRejection | undefined {
     if (sub !== integration.machineId) {
-      return tokenRejection('sub', 'invalid_client', `sub ${quote(sub)} is not the machineId of the integration whose certificate signed the assertion (wrong machineId)`);
+      return tokenRejection(
+        'sub',
+        'invalid_client',
+        `sub ${quote(sub)} is not the machineId of the integration whose certificate signed the assertion (wrong machineId)`,
+      );
     }
     if (integration.status !== ACTIVE_STATUS) {
-      return tokenRejection('status', 'unauthorized_client', `the system integration's status is ${quote(integration.status)}; only an ${ACTIVE_STATUS} integration can authenticate`);
+      return tokenRejection(
+        'status',
+        'unauthorized_client',
+        `the system integration's status is ${quote(integration.status)}; only an ${ACTIVE_STATUS} integration can authenticate`,
+      );
     }
     if (aud !== this.settings.audience) {
       const actual = Array.isArray(aud) ? `an array ${quote(aud)}` : quote(aud);
-      return tokenRejection('aud', 'invalid_grant', `aud is ${actual}; the platform expects the single string ${quote(this.settings.audience)} (invalid audience)`);
+      return tokenRejection(
+        'aud',
+        'invalid_grant',
+        `aud is ${actual}; the platform expects the single string ${quote(this.settings.audience)} (invalid audience)`,
+      );
     }
     if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) {
-      return tokenRejection('lifetime', 'invalid_grant', `exp - iat is ${exp - iat} s; the JWT lifetime must not exceed ${MAX_ASSERTION_LIFETIME_SECONDS} s`);
+      return tokenRejection(
+        'lifetime',
+        'invalid_grant',
+        `exp - iat is ${exp - iat} s; the JWT lifetime must not exceed ${MAX_ASSERTION_LIFETIME_SECONDS} s`,
+      );
     }
     if (iat - nbf > MAX_ASSERTION_LIFETIME_SECONDS) {
-      return tokenRejection('nbf-before-iat', 'invalid_grant', `nbf is ${iat - nbf} s before iat; at most ${MAX_ASSERTION_LIFETIME_SECONDS} s is allowed`);
+      return tokenRejection(
+        'nbf-before-iat',
+        'invalid_grant',
+        `nbf is ${iat - nbf} s before iat; at most ${MAX_ASSERTION_LIFETIME_SECONDS} s is allowed`,
+      );
     }
     const now = this.settings.now();
     if (exp * 1000 <= now) {
-      return tokenRejection('expired', 'invalid_grant', `the JWT has expired: exp is ${isoTime(exp * 1000)}, platform time is ${isoTime(now)} (expired JWT, or client and platform clocks out of sync)`);
+      return tokenRejection(
+        'expired',
+        'invalid_grant',
+        `the JWT has expired: exp is ${isoTime(exp * 1000)}, platform time is ${isoTime(now)} (expired JWT, or client and platform clocks out of sync)`,
+      );
     }
     if (now < nbf * 1000) {
-      return tokenRejection('not-yet-valid', 'invalid_grant', `the JWT is not valid yet: nbf is ${isoTime(nbf * 1000)}, platform time is ${isoTime(now)} (client and platform clocks out of sync)`);
+      return tokenRejection(
+        'not-yet-valid',
+        'invalid_grant',
+        `the JWT is not valid yet: nbf is ${isoTime(nbf * 1000)}, platform time is ${isoTime(now)} (client and platform clocks out of sync)`,
+      );
     }
     if (replayed) {
-      return tokenRejection('jti-replay', 'invalid_grant', `jti ${quote(jti)} has been used before; every JWT needs a new jti`);
+      return tokenRejection(
+        'jti-replay',
+        'invalid_grant',
+        `jti ${quote(jti)} has been used before; every JWT needs a new jti`,
+      );
     }
     return undefined;
   }
 
   private decodeAssertion(
     tokenField: string,
-  ): { ok: true; jwt: string; header: Record<string, unknown>; claims: Record<string, unknown> } | (TokenRejection & DecodedAssertion) {
+  ):
+    | { ok: true; jwt: string; header: Record<string, unknown>; claims: Record<string, unknown> }
+    | (TokenRejection & DecodedAssertion) {
     const unwrapped = this.unwrap(tokenField);
     if (!unwrapped.ok) return unwrapped;
     const [encodedHeader, encodedPayload] = unwrapped.jwt.split('.');
     const header = decodeJsonSegment(encodedHeader);
-    if (!header) return tokenRejection('jwt-format', 'invalid_request', 'the JWT header is not a base64url-encoded JSON object');
+    if (!header)
+      return tokenRejection('jwt-format', 'invalid_request', 'the JWT header is not a base64url-encoded JSON object');
     const claims = decodeJsonSegment(encodedPayload);
-    if (!claims) return { header, ...tokenRejection('jwt-format', 'invalid_request', 'the JWT payload is not a base64url-encoded JSON object') };
+    if (!claims)
+      return {
+        header,
+        ...tokenRejection('jwt-format', 'invalid_request', 'the JWT payload is not a base64url-encoded JSON object'),
+      };
     return { ok: true, jwt: unwrapped.jwt, header, claims };
   }
 
@@ -165,20 +207,40 @@ export class AssertionVerifier {
   private unwrap(tokenField: string): { ok: true; jwt: string } | TokenRejection {
     if (COMPACT_JWS.test(tokenField)) {
       if (this.settings.acceptCompactJwt) return { ok: true, jwt: tokenField };
-      return tokenRejection('token-encoding', 'invalid_request', 'token is a bare compact JWT; this platform expects it base64-encoded');
+      return tokenRejection(
+        'token-encoding',
+        'invalid_request',
+        'token is a bare compact JWT; this platform expects it base64-encoded',
+      );
     }
     if (BASE64.test(tokenField)) {
       const inner = Buffer.from(tokenField, 'base64').toString('utf8');
       if (!COMPACT_JWS.test(inner)) {
-        return tokenRejection('jwt-format', 'invalid_request', 'token is base64, but what it encodes is not a compact JWT (header.payload.signature)');
+        return tokenRejection(
+          'jwt-format',
+          'invalid_request',
+          'token is base64, but what it encodes is not a compact JWT (header.payload.signature)',
+        );
       }
       if (this.settings.acceptBase64) return { ok: true, jwt: inner };
-      return tokenRejection('token-encoding', 'invalid_request', 'token is base64 of a JWT; this platform expects the compact JWT as is');
+      return tokenRejection(
+        'token-encoding',
+        'invalid_request',
+        'token is base64 of a JWT; this platform expects the compact JWT as is',
+      );
     }
     if (COMPACT_JWE.test(tokenField)) {
-      return tokenRejection('jwt-format', 'invalid_request', 'token has five segments, an encrypted JWT (JWE); the platform expects a signed JWT (JWS)');
+      return tokenRejection(
+        'jwt-format',
+        'invalid_request',
+        'token has five segments, an encrypted JWT (JWE); the platform expects a signed JWT (JWS)',
+      );
     }
-    return tokenRejection('jwt-format', 'invalid_request', 'token is neither a compact JWT (header.payload.signature) nor base64 of one');
+    return tokenRejection(
+      'jwt-format',
+      'invalid_request',
+      'token is neither a compact JWT (header.payload.signature) nor base64 of one',
+    );
   }
 }
 
@@ -198,10 +260,18 @@ async function verifySignature(jwt: string, publicKey: KeyObject): Promise<Token
 
 function checkHeader(header: Record<string, unknown>): TokenRejection | undefined {
   if (header.alg !== 'RS256') {
-    return tokenRejection('alg', 'invalid_request', `the JWT header alg is ${quote(header.alg)}; the platform requires RS256`);
+    return tokenRejection(
+      'alg',
+      'invalid_request',
+      `the JWT header alg is ${quote(header.alg)}; the platform requires RS256`,
+    );
   }
   if (header.typ !== 'JWT') {
-    return tokenRejection('typ', 'invalid_request', `the JWT header typ is ${quote(header.typ)}; the platform requires JWT`);
+    return tokenRejection(
+      'typ',
+      'invalid_request',
+      `the JWT header typ is ${quote(header.typ)}; the platform requires JWT`,
+    );
   }
   return undefined;
 }
@@ -217,10 +287,12 @@ function checkClaimTypes(claims: Record<string, unknown>): TokenRejection | unde
   for (const name of STRING_CLAIMS) {
     const value = claims[name];
     if (value === undefined) missing.push(name);
-    else if (typeof value !== 'string' || value === '') mistyped.push(`${name} must be a non-empty string, got ${quote(value)}`);
+    else if (typeof value !== 'string' || value === '')
+      mistyped.push(`${name} must be a non-empty string, got ${quote(value)}`);
   }
   if (claims.aud === undefined) missing.push('aud');
-  else if (typeof claims.aud !== 'string' && !Array.isArray(claims.aud)) mistyped.push(`aud must be a string, got ${quote(claims.aud)}`);
+  else if (typeof claims.aud !== 'string' && !Array.isArray(claims.aud))
+    mistyped.push(`aud must be a string, got ${quote(claims.aud)}`);
   for (const name of NUMERIC_DATE_CLAIMS) {
     const value = claims[name];
     if (value === undefined) missing.push(name);
@@ -228,18 +300,21 @@ function checkClaimTypes(claims: Record<string, unknown>): TokenRejection | unde
       mistyped.push(`${name} must be a NumericDate (a number of seconds since the epoch), got ${quote(value)}`);
     }
   }
-  const problems = [
-    ...(missing.length > 0 ? [`missing required claim(s) ${missing.join(', ')}`] : []),
-    ...mistyped,
-  ];
+  const problems = [...(missing.length > 0 ? [`missing required claim(s) ${missing.join(', ')}`] : []), ...mistyped];
   if (problems.length === 0) return undefined;
-  return tokenRejection('claims', 'invalid_request', `${problems.join('; ')} (jti, iss, sub, aud, iat, nbf and exp are all required)`);
+  return tokenRejection(
+    'claims',
+    'invalid_request',
+    `${problems.join('; ')} (jti, iss, sub, aud, iat, nbf and exp are all required)`,
+  );
 }
 
 function decodeJsonSegment(segment: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

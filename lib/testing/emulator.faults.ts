@@ -13,7 +13,8 @@ export class FaultQueues {
   private readonly queues: Record<FaultTarget, EmulatorFault[]> = { token: [], api: [] };
 
   push(fault: EmulatorFault, target: FaultTarget): void {
-    if (!(target in this.queues)) throw new Error(`injectFault: target must be 'token' or 'api', got '${String(target)}'`);
+    if (!(target in this.queues))
+      throw new Error(`injectFault: target must be 'token' or 'api', got '${String(target)}'`);
     this.queues[target].push(checkedFault(fault));
   }
 
@@ -26,18 +27,35 @@ export class FaultQueues {
  * Answers (or refuses to answer) with `fault` instead of the endpoint. Returns the HTTP status sent, 0 when nothing
  * was. `delay` is not handled here: it only postpones normal processing.
  */
-export function answerWithFault(fault: Exclude<EmulatorFault, { kind: 'delay' }>, res: ServerResponse, emulatorNow: number): number {
+export function answerWithFault(
+  fault: Exclude<EmulatorFault, { kind: 'delay' }>,
+  res: ServerResponse,
+  emulatorNow: number,
+): number {
   switch (fault.kind) {
     case 'status': {
-      const textHeaders: Record<string, string> = typeof fault.body === 'string' ? { 'content-type': 'text/plain; charset=utf-8' } : {};
-      writeResponse(res, emulatorNow, { status: fault.status, headers: { ...textHeaders, ...fault.headers }, body: fault.body });
+      const textHeaders: Record<string, string> =
+        typeof fault.body === 'string' ? { 'content-type': 'text/plain; charset=utf-8' } : {};
+      writeResponse(res, emulatorNow, {
+        status: fault.status,
+        headers: { ...textHeaders, ...fault.headers },
+        body: fault.body,
+      });
       return fault.status;
     }
     case 'malformed-json':
-      writeResponse(res, emulatorNow, { status: 200, headers: { 'content-type': 'application/json' }, body: TRUNCATED_JSON });
+      writeResponse(res, emulatorNow, {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: TRUNCATED_JSON,
+      });
       return 200;
     case 'html':
-      writeResponse(res, emulatorNow, { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: HTML_ERROR_PAGE });
+      writeResponse(res, emulatorNow, {
+        status: 200,
+        headers: { 'content-type': 'text/html; charset=utf-8' },
+        body: HTML_ERROR_PAGE,
+      });
       return 200;
     case 'drop':
       // A TCP reset, not a clean close: what a client sees when a load balancer or a crashing process drops it.
@@ -56,7 +74,8 @@ function checkedFault(fault: EmulatorFault): EmulatorFault {
       }
       return fault;
     case 'delay':
-      if (!Number.isFinite(fault.ms) || fault.ms < 0) throw new Error(`injectFault: delay ms must be a finite number >= 0, got ${String(fault.ms)}`);
+      if (!Number.isFinite(fault.ms) || fault.ms < 0)
+        throw new Error(`injectFault: delay ms must be a finite number >= 0, got ${String(fault.ms)}`);
       return fault;
     case 'hang':
     case 'drop':

@@ -40,12 +40,20 @@ export class PlaceholderApi {
     const route = PLACEHOLDER_ROUTES.get(pathname);
     if (!route) {
       const known = [...PLACEHOLDER_ROUTES.keys()].join(', ');
-      return other(404, 'not_found', `no route ${pathname}; the emulator serves the token endpoint and the placeholder routes ${known}`, bodyRead.tooLarge);
+      return other(
+        404,
+        'not_found',
+        `no route ${pathname}; the emulator serves the token endpoint and the placeholder routes ${known}`,
+        bodyRead.tooLarge,
+      );
     }
     if (req.method !== route.method) {
-      return other(405, 'method_not_allowed', `${pathname} takes ${route.method}`, bodyRead.tooLarge, { allow: route.method });
+      return other(405, 'method_not_allowed', `${pathname} takes ${route.method}`, bodyRead.tooLarge, {
+        allow: route.method,
+      });
     }
-    if (bodyRead.tooLarge) return other(413, 'invalid_request', `the request body exceeds ${MAX_REQUEST_BODY_BYTES / 1024} KiB`, true);
+    if (bodyRead.tooLarge)
+      return other(413, 'invalid_request', `the request body exceeds ${MAX_REQUEST_BODY_BYTES / 1024} KiB`, true);
 
     const bearer = this.authenticate(req.headers.authorization);
     if (!bearer.ok) {
@@ -76,8 +84,11 @@ export class PlaceholderApi {
     return { response, outcome: response.status < 300 ? 'ok' : 'other' };
   }
 
-  private authenticate(authorization: string | undefined): { ok: true; machineId: string } | { ok: false; reason: string } {
-    if (!authorization) return { ok: false, reason: 'the Authorization header is missing; send Authorization: Bearer <access token>' };
+  private authenticate(
+    authorization: string | undefined,
+  ): { ok: true; machineId: string } | { ok: false; reason: string } {
+    if (!authorization)
+      return { ok: false, reason: 'the Authorization header is missing; send Authorization: Bearer <access token>' };
     // RFC 6750 §2.1: the scheme is case-insensitive; the token is one b64token.
     const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(authorization);
     if (!match) return { ok: false, reason: 'the Authorization header is not of the form Bearer <access token>' };
@@ -92,7 +103,10 @@ function other(
   closeConnection: boolean,
   headers?: Record<string, string>,
 ): PlaceholderApiAnswer {
-  return { outcome: 'other', response: { status, headers, body: { error, error_description: description }, closeConnection } };
+  return {
+    outcome: 'other',
+    response: { status, headers, body: { error, error_description: description }, closeConnection },
+  };
 }
 
 /** Placeholder for sending a message: accepts any JSON (or empty) body and echoes it back. */
@@ -102,7 +116,13 @@ function acceptMessage(machineId: string, body: Buffer, contentType: string | un
     try {
       message = JSON.parse(body.toString('utf8'));
     } catch {
-      return { status: 400, body: { error: 'invalid_request', error_description: `the body is not JSON (Content-Type ${contentType ?? 'missing'})` } };
+      return {
+        status: 400,
+        body: {
+          error: 'invalid_request',
+          error_description: `the body is not JSON (Content-Type ${contentType ?? 'missing'})`,
+        },
+      };
     }
   }
   return { status: 202, body: { accepted: true, messageId: randomUUID(), machineId, message, placeholder: true } };
@@ -116,9 +136,7 @@ function placeholderBilling(machineId: string): EmulatorResponse {
       machineId,
       placeholder: true,
       currency: 'EUR',
-      items: [
-        { description: 'Messages sent (placeholder)', quantity: 0, amount: 0 },
-      ],
+      items: [{ description: 'Messages sent (placeholder)', quantity: 0, amount: 0 }],
       total: 0,
     },
   };

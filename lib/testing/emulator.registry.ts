@@ -28,7 +28,9 @@ export class IntegrationRegistry {
     }
     const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
     if (this.byThumbprint.has(thumbprint)) {
-      throw new Error(`registerIntegration: a system integration with certificate thumbprint ${thumbprint} is already registered`);
+      throw new Error(
+        `registerIntegration: a system integration with certificate thumbprint ${thumbprint} is already registered`,
+      );
     }
     const machineId = input.machineId ?? randomUUID();
     if (this.byMachineId.has(machineId)) {
@@ -79,7 +81,9 @@ function parseCertificate(pem: string): X509Certificate {
 function checkedPermissions(permissions: readonly IntegrationPermission[]): IntegrationPermission[] {
   const unknown = permissions.filter((permission) => !ALL_PERMISSIONS.includes(permission));
   if (unknown.length > 0) {
-    throw new Error(`unknown permission(s) ${unknown.map((p) => `'${p}'`).join(', ')}; allowed: ${ALL_PERMISSIONS.map((p) => `'${p}'`).join(', ')}`);
+    throw new Error(
+      `unknown permission(s) ${unknown.map((p) => `'${p}'`).join(', ')}; allowed: ${ALL_PERMISSIONS.map((p) => `'${p}'`).join(', ')}`,
+    );
   }
   return [...new Set(permissions)];
 }

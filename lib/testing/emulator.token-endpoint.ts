@@ -18,7 +18,8 @@ const FORM_PARAMETERS = ['grant_type', 'client_id', 'token'] as const;
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 /** What the journal keeps of a token request: never the assertion itself. */
-export type TokenRequestSummary = Pick<TokenRequestRecord, 'method' | 'contentType' | 'grantType' | 'clientId'> & DecodedAssertion;
+export type TokenRequestSummary = Pick<TokenRequestRecord, 'method' | 'contentType' | 'grantType' | 'clientId'> &
+  DecodedAssertion;
 
 /** A token request with its body read and its form parsed, before the assertion is verified. */
 export interface ReceivedTokenRequest {
@@ -61,10 +62,15 @@ export class TokenEndpoint {
       bodyLeftUnread: bodyRead.tooLarge,
     });
 
-    if (req.method !== 'POST') return refuse('method', 'invalid_request', `method ${req.method} is not allowed; the token endpoint takes POST`);
+    if (req.method !== 'POST')
+      return refuse('method', 'invalid_request', `method ${req.method} is not allowed; the token endpoint takes POST`);
     const mediaType = parseMediaType(contentType);
     if (mediaType?.type !== FORM_MEDIA_TYPE) {
-      return refuse('content-type', 'invalid_request', `Content-Type is ${contentType ? `'${contentType}'` : 'missing'}; the token endpoint takes ${FORM_MEDIA_TYPE}`);
+      return refuse(
+        'content-type',
+        'invalid_request',
+        `Content-Type is ${contentType ? `'${contentType}'` : 'missing'}; the token endpoint takes ${FORM_MEDIA_TYPE}`,
+      );
     }
     if (mediaType.charset !== undefined && mediaType.charset !== 'utf-8') {
       return refuse('content-type', 'invalid_request', `charset is '${mediaType.charset}'; the form must be UTF-8`);
@@ -78,18 +84,42 @@ export class TokenEndpoint {
       clientId: form.get('client_id') ?? undefined,
     };
     const token = form.get('token') || undefined;
-    const withSummary = (rejection?: TokenRejection): ReceivedTokenRequest => ({ summary, rejection, token, bodyLeftUnread: false });
+    const withSummary = (rejection?: TokenRejection): ReceivedTokenRequest => ({
+      summary,
+      rejection,
+      token,
+      bodyLeftUnread: false,
+    });
 
     const repeated = FORM_PARAMETERS.filter((name) => form.getAll(name).length > 1);
     if (repeated.length > 0) {
-      return withSummary(tokenRejection('duplicate-parameter', 'invalid_request', `parameter(s) ${repeated.join(', ')} appear more than once (RFC 6749 §3.2)`));
+      return withSummary(
+        tokenRejection(
+          'duplicate-parameter',
+          'invalid_request',
+          `parameter(s) ${repeated.join(', ')} appear more than once (RFC 6749 §3.2)`,
+        ),
+      );
     }
-    if (!summary.grantType) return withSummary(tokenRejection('grant_type', 'invalid_request', 'grant_type is missing'));
+    if (!summary.grantType)
+      return withSummary(tokenRejection('grant_type', 'invalid_request', 'grant_type is missing'));
     if (summary.grantType !== CLIENT_CERTIFICATE_GRANT) {
-      return withSummary(tokenRejection('grant_type', 'unsupported_grant_type', `grant_type is ${quote(summary.grantType)}; the platform supports only '${CLIENT_CERTIFICATE_GRANT}'`));
+      return withSummary(
+        tokenRejection(
+          'grant_type',
+          'unsupported_grant_type',
+          `grant_type is ${quote(summary.grantType)}; the platform supports only '${CLIENT_CERTIFICATE_GRANT}'`,
+        ),
+      );
     }
     if (summary.clientId !== CLIENT_CERTIFICATE_GRANT) {
-      return withSummary(tokenRejection('client_id', 'invalid_client', `client_id is ${quote(summary.clientId)}; it must be the literal '${CLIENT_CERTIFICATE_GRANT}'`));
+      return withSummary(
+        tokenRejection(
+          'client_id',
+          'invalid_client',
+          `client_id is ${quote(summary.clientId)}; it must be the literal '${CLIENT_CERTIFICATE_GRANT}'`,
+        ),
+      );
     }
     if (!token) return withSummary(tokenRejection('token', 'invalid_request', 'token (the signed JWT) is missing'));
     return withSummary();
@@ -109,7 +139,11 @@ export class TokenEndpoint {
     const expiresIn = this.settings.tokenLifetimeSeconds();
     const accessToken = this.settings.tokens.issue(verdict.integration.machineId, expiresIn);
     return {
-      response: { status: 200, headers: NO_STORE, body: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn } },
+      response: {
+        status: 200,
+        headers: NO_STORE,
+        body: { access_token: accessToken, token_type: 'Bearer', expires_in: expiresIn },
+      },
       record: { ...summary, status: 200, verdict: 'accepted', machineId: verdict.integration.machineId },
     };
   }
@@ -127,10 +161,16 @@ export class TokenEndpoint {
     } else if (rejection.error === 'invalid_client') {
       status = this.settings.invalidClientStatus;
       // RFC 6749 §5.2: a 401 names the authentication scheme the client should use.
-      if (status === 401) headers['www-authenticate'] = 'ClientCertificate realm="loginservice", error="invalid_client"';
+      if (status === 401)
+        headers['www-authenticate'] = 'ClientCertificate realm="loginservice", error="invalid_client"';
     }
     return {
-      response: { status, headers, body: { error: rejection.error, error_description: rejection.description }, closeConnection },
+      response: {
+        status,
+        headers,
+        body: { error: rejection.error, error_description: rejection.description },
+        closeConnection,
+      },
       record: {
         ...summary,
         status,
@@ -142,4 +182,3 @@ export class TokenEndpoint {
     };
   }
 }
-

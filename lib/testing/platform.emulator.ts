@@ -126,7 +126,10 @@ export class PlatformEmulator {
   /** A throwaway key and certificate, registered as a new integration, with the settings an app needs to use it. */
   async createIntegration(input: Omit<RegisterIntegrationInput, 'certificatePem'> = {}): Promise<EmulatedIntegration> {
     // Validity is centred on the client's clock (`now`, without the offset): the library checks it at start-up.
-    const credentials = await createTestCredentials({ thumbprintAlgorithm: this.thumbprintAlgorithm, now: this.baseNow() });
+    const credentials = await createTestCredentials({
+      thumbprintAlgorithm: this.thumbprintAlgorithm,
+      now: this.baseNow(),
+    });
     const integration = this.registerIntegration({ ...input, certificatePem: credentials.certificatePem });
     const moduleOptions: EmulatedModuleOptions = {
       baseUrl: this.url,
@@ -257,7 +260,8 @@ export class PlatformEmulator {
     } catch {
       // A client that went away, or a delay cancelled by close(), leaves nobody to answer; anything else is a bug
       // of the emulator, which the client should see as a server error rather than as a hang.
-      if (!res.headersSent && !res.destroyed) writeResponse(res, this.now(), { status: 500, body: { error: 'server_error' } });
+      if (!res.headersSent && !res.destroyed)
+        writeResponse(res, this.now(), { status: 500, body: { error: 'server_error' } });
     }
   }
 
@@ -273,7 +277,13 @@ export class PlatformEmulator {
     if (fault) {
       const status = answerWithFault(fault, res, this.now());
       exchanges.faulted += 1;
-      this.record({ at: receivedAt, ...this.tokenEndpoint.summarize(request), status, verdict: 'fault', fault: fault.kind });
+      this.record({
+        at: receivedAt,
+        ...this.tokenEndpoint.summarize(request),
+        status,
+        verdict: 'fault',
+        fault: fault.kind,
+      });
       return;
     }
     const { response, record } = await this.tokenEndpoint.answer(request);
@@ -321,7 +331,8 @@ function emptyCounters(): EmulatorCounters {
 }
 
 function checkOptions(options: PlatformEmulatorOptions): void {
-  if (options.tokenLifetimeSeconds !== undefined) checkTokenLifetime(options.tokenLifetimeSeconds, 'tokenLifetimeSeconds');
+  if (options.tokenLifetimeSeconds !== undefined)
+    checkTokenLifetime(options.tokenLifetimeSeconds, 'tokenLifetimeSeconds');
   const status = options.invalidClientStatus;
   if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 499)) {
     throw new Error(`invalidClientStatus must be a 4xx status (RFC 6749 §5.2 uses 400 or 401), got ${String(status)}`);
@@ -342,5 +353,6 @@ function checkOptions(options: PlatformEmulatorOptions): void {
 
 /** Seed 4.1: `expires_in` is an integer number of seconds. */
 function checkTokenLifetime(seconds: number, setting: string): void {
-  if (!Number.isInteger(seconds) || seconds < 1) throw new Error(`${setting} must be a whole number of seconds, at least 1, got ${String(seconds)}`);
+  if (!Number.isInteger(seconds) || seconds < 1)
+    throw new Error(`${setting} must be a whole number of seconds, at least 1, got ${String(seconds)}`);
 }

@@ -41,21 +41,29 @@ const cryptoProvider = webcrypto as never;
  * An RSA key and a self-signed certificate for it, made in memory in the shapes of seed 5.2 (RSA-2048, 365 days).
  * The command line's `keygen` writes them to files; tests use them through `createTestCredentials`.
  */
-export async function createSelfSignedCredentials(options: SelfSignedCredentialsOptions = {}): Promise<SelfSignedCredentials> {
+export async function createSelfSignedCredentials(
+  options: SelfSignedCredentialsOptions = {},
+): Promise<SelfSignedCredentials> {
   const privateKey = options.privateKeyPem
     ? createPrivateKey(options.privateKeyPem)
     : await generateRsaKey(options.modulusLength ?? 2048);
   const publicKey = createPublicKey(privateKey);
   const keys: webcrypto.CryptoKeyPair = {
-    privateKey: await subtle.importKey('pkcs8', privateKey.export({ type: 'pkcs8', format: 'der' }), SIGNING, false, ['sign']),
-    publicKey: await subtle.importKey('spki', publicKey.export({ type: 'spki', format: 'der' }), SIGNING, true, ['verify']),
+    privateKey: await subtle.importKey('pkcs8', privateKey.export({ type: 'pkcs8', format: 'der' }), SIGNING, false, [
+      'sign',
+    ]),
+    publicKey: await subtle.importKey('spki', publicKey.export({ type: 'spki', format: 'der' }), SIGNING, true, [
+      'verify',
+    ]),
   };
 
   const notBefore = options.notBefore ?? new Date((options.now ?? Date.now()) - 60_000);
   const notAfter = options.notAfter ?? new Date(notBefore.getTime() + (options.days ?? 365) * 24 * 60 * 60 * 1000);
   const certificate = await x509.X509CertificateGenerator.createSelfSigned(
     {
-      serialNumber: webcrypto.getRandomValues(new Uint8Array(16)).reduce((hex, b) => hex + b.toString(16).padStart(2, '0'), '7'),
+      serialNumber: webcrypto
+        .getRandomValues(new Uint8Array(16))
+        .reduce((hex, b) => hex + b.toString(16).padStart(2, '0'), '7'),
       name: `CN=${options.commonName ?? 'nestjs-platform-auth integration'}`,
       notBefore,
       notAfter,
@@ -74,10 +82,10 @@ export async function createSelfSignedCredentials(options: SelfSignedCredentials
 }
 
 async function generateRsaKey(modulusLength: number): Promise<KeyObject> {
-  const pair = (await subtle.generateKey(
+  const pair = await subtle.generateKey(
     { ...SIGNING, modulusLength, publicExponent: new Uint8Array([1, 0, 1]) },
     true,
     ['sign', 'verify'],
-  ));
+  );
   return KeyObject.from(pair.privateKey);
 }

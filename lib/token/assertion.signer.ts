@@ -34,7 +34,9 @@ export class AssertionSigner {
     @Inject(PLATFORM_AUTH_CLOCK) private readonly clock: Clock,
   ) {
     if (config.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
-      throw new AssertionSigningError(`assertion lifetime ${config.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`);
+      throw new AssertionSigningError(
+        `assertion lifetime ${config.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
+      );
     }
   }
 

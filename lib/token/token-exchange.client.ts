@@ -1,6 +1,11 @@
 import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
 import { createOpaqueAgents } from '../http/opaque-agents.util.js';
-import { CLIENT_CERTIFICATE_GRANT, DEFAULT_TOKEN_LIFETIME_SECONDS, MAX_TOKEN_LIFETIME_SECONDS, MIN_TOKEN_LIFETIME_SECONDS } from '../options/options.constants.js';
+import {
+  CLIENT_CERTIFICATE_GRANT,
+  DEFAULT_TOKEN_LIFETIME_SECONDS,
+  MAX_TOKEN_LIFETIME_SECONDS,
+  MIN_TOKEN_LIFETIME_SECONDS,
+} from '../options/options.constants.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { sanitizeRemoteText } from '../http/redaction.util.js';
@@ -65,14 +70,26 @@ export class TokenExchangeClient {
    * `timeoutMs` bounds the whole attempt, body included: axios's own timeout stops at the response headers, so a
    * server that drips its body would otherwise hold every waiting caller.
    */
-  async attempt(assertion: string, signal: AbortSignal, timeoutMs = this.config.exchangeTimeoutMs): Promise<AttemptOutcome> {
-    const token = this.config.tokenEncoding === 'base64' ? Buffer.from(assertion, 'utf8').toString('base64') : assertion;
+  async attempt(
+    assertion: string,
+    signal: AbortSignal,
+    timeoutMs = this.config.exchangeTimeoutMs,
+  ): Promise<AttemptOutcome> {
+    const token =
+      this.config.tokenEncoding === 'base64' ? Buffer.from(assertion, 'utf8').toString('base64') : assertion;
     const secrets = [assertion, token];
-    const body = new URLSearchParams({ grant_type: CLIENT_CERTIFICATE_GRANT, client_id: CLIENT_CERTIFICATE_GRANT, token }).toString();
+    const body = new URLSearchParams({
+      grant_type: CLIENT_CERTIFICATE_GRANT,
+      client_id: CLIENT_CERTIFICATE_GRANT,
+      token,
+    }).toString();
     const deadline = AbortSignal.timeout(Math.max(1, timeoutMs));
     let response: AxiosResponse<unknown>;
     try {
-      response = await this.http.post(this.config.tokenUrl, body, { signal: AbortSignal.any([signal, deadline]), timeout: timeoutMs });
+      response = await this.http.post(this.config.tokenUrl, body, {
+        signal: AbortSignal.any([signal, deadline]),
+        timeout: timeoutMs,
+      });
     } catch (error) {
       return this.transportFailure(error, signal, deadline, timeoutMs);
     }
@@ -110,10 +127,21 @@ export class TokenExchangeClient {
     this.agents.httpsAgent.destroy();
   }
 
-  private transportFailure(error: unknown, signal: AbortSignal, deadline: AbortSignal, timeoutMs: number): AttemptFailure {
+  private transportFailure(
+    error: unknown,
+    signal: AbortSignal,
+    deadline: AbortSignal,
+    timeoutMs: number,
+  ): AttemptFailure {
     const code = isAxiosError(error) ? error.code : undefined;
     const cause = (error as { cause?: { code?: string } } | undefined)?.cause?.code;
-    if (signal.aborted) return { ok: false, reason: 'aborted', retryable: false, summary: 'token exchange cancelled (module shutting down)' };
+    if (signal.aborted)
+      return {
+        ok: false,
+        reason: 'aborted',
+        retryable: false,
+        summary: 'token exchange cancelled (module shutting down)',
+      };
     if (/maxContentLength/i.test((error as Error)?.message ?? '')) {
       return {
         ok: false,
@@ -123,11 +151,23 @@ export class TokenExchangeClient {
       };
     }
     if (deadline.aborted || (code && NETWORK_TIMEOUT_CODES.has(code))) {
-      return { ok: false, reason: 'timeout', retryable: true, networkCode: code ?? 'ETIMEDOUT', summary: `token endpoint did not answer within ${timeoutMs} ms` };
+      return {
+        ok: false,
+        reason: 'timeout',
+        retryable: true,
+        networkCode: code ?? 'ETIMEDOUT',
+        summary: `token endpoint did not answer within ${timeoutMs} ms`,
+      };
     }
     // Anything else, a connection cut part-way through the body included, is a network failure worth retrying.
     const networkCode = cause ?? code ?? 'ERR_NETWORK';
-    return { ok: false, reason: 'network_error', retryable: true, networkCode, summary: `token endpoint unreachable (${networkCode})` };
+    return {
+      ok: false,
+      reason: 'network_error',
+      retryable: true,
+      networkCode,
+      summary: `token endpoint unreachable (${networkCode})`,
+    };
   }
 
   private clockOffset(response: AxiosResponse<unknown>): number | undefined {
@@ -137,7 +177,10 @@ export class TokenExchangeClient {
     return Number.isNaN(platformTime) ? undefined : platformTime + 500 - this.now();
   }
 
-  private parseOAuthError(data: unknown, secrets: readonly string[]): { oauthError?: string; oauthErrorDescription?: string } {
+  private parseOAuthError(
+    data: unknown,
+    secrets: readonly string[],
+  ): { oauthError?: string; oauthErrorDescription?: string } {
     const body = parseJson(data);
     if (!body || typeof body !== 'object' || Array.isArray(body)) return {};
     const { error, error_description: description } = body as Record<string, unknown>;
@@ -147,7 +190,11 @@ export class TokenExchangeClient {
     };
   }
 
-  private parseSuccess(response: AxiosResponse<unknown>, secrets: readonly string[], clockOffsetMs: number | undefined): AttemptOutcome {
+  private parseSuccess(
+    response: AxiosResponse<unknown>,
+    secrets: readonly string[],
+    clockOffsetMs: number | undefined,
+  ): AttemptOutcome {
     const invalid = (problem: string): AttemptFailure => ({
       ok: false,
       reason: 'invalid_response',
@@ -162,7 +209,9 @@ export class TokenExchangeClient {
       return invalid(`body is not JSON (${type})`);
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      return invalid(`body is ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}, not an object`);
+      return invalid(
+        `body is ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}, not an object`,
+      );
     }
     const fields = body as Record<string, unknown>;
     if (typeof fields.access_token !== 'string' || fields.access_token.trim() === '') {
@@ -170,7 +219,9 @@ export class TokenExchangeClient {
     }
     if (secrets.includes(fields.access_token)) return invalid('access_token echoes the assertion');
     if (typeof fields.token_type !== 'string' || fields.token_type.toLowerCase() !== 'bearer') {
-      return invalid(`token_type is ${typeof fields.token_type === 'string' ? `'${sanitizeRemoteText(fields.token_type)}'` : 'missing'}, expected Bearer`);
+      return invalid(
+        `token_type is ${typeof fields.token_type === 'string' ? `'${sanitizeRemoteText(fields.token_type)}'` : 'missing'}, expected Bearer`,
+      );
     }
     const warnings: string[] = [];
     let expiresIn: number;
@@ -178,7 +229,10 @@ export class TokenExchangeClient {
       expiresIn = DEFAULT_TOKEN_LIFETIME_SECONDS;
       warnings.push(`token response has no expires_in; assuming ${DEFAULT_TOKEN_LIFETIME_SECONDS} s`);
     } else {
-      const value = typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in) ? Number(fields.expires_in) : fields.expires_in;
+      const value =
+        typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in)
+          ? Number(fields.expires_in)
+          : fields.expires_in;
       if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
         return invalid(`expires_in must be a positive number of seconds`);
       }

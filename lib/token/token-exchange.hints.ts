@@ -8,24 +8,43 @@ const INVALID_CERTIFICATE =
  * certificate and iss it was checked against); the first that matches wins.
  */
 const DESCRIPTION_HINTS: ReadonlyArray<[RegExp, string]> = [
-  [/\baud(ience)?\b/i, 'Wrong audience: aud must be the platform domain the platform expects; set audience (PLATFORM_AUDIENCE) if it differs from the baseUrl host.'],
+  [
+    /\baud(ience)?\b/i,
+    'Wrong audience: aud must be the platform domain the platform expects; set audience (PLATFORM_AUDIENCE) if it differs from the baseUrl host.',
+  ],
   [/\bsignature\b/i, INVALID_CERTIFICATE],
-  [/\bmachine ?id\b|\bsub\b/i, 'Wrong machineId: sub must be the machineId of the system integration the certificate is registered on.'],
-  [/\bthumbprint\b|\biss\b/i, 'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.'],
+  [
+    /\bmachine ?id\b|\bsub\b/i,
+    'Wrong machineId: sub must be the machineId of the system integration the certificate is registered on.',
+  ],
+  [
+    /\bthumbprint\b|\biss\b/i,
+    'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.',
+  ],
   [/\bcertificate\b/i, INVALID_CERTIFICATE],
-  [/\b(not active|inactive|status|disabled)\b/i, 'The system integration is not Active: only Active integrations can authenticate; check its status in the portal.'],
-  [/\b(expired|nbf|not before|not yet valid|iat|exp)\b/i, 'The assertion was outside its validity window: check the local system time against the platform (clock skew) and assertionLifetimeSeconds.'],
+  [
+    /\b(not active|inactive|status|disabled)\b/i,
+    'The system integration is not Active: only Active integrations can authenticate; check its status in the portal.',
+  ],
+  [
+    /\b(expired|nbf|not before|not yet valid|iat|exp)\b/i,
+    'The assertion was outside its validity window: check the local system time against the platform (clock skew) and assertionLifetimeSeconds.',
+  ],
   [/\b(replay|jti|already used)\b/i, 'The assertion id (jti) was already used: each exchange needs a fresh assertion.'],
 ];
 
 const ERROR_HINTS: Record<string, string> = {
-  invalid_client: 'The platform did not accept the client: check that the certificate is registered on the system integration, that the thumbprint (iss) and machineId (sub) are those shown in the portal, and that the integration is Active.',
-  invalid_grant: 'The platform refused the assertion: check the audience (aud), the local clock (an expired or not-yet-valid JWT), and the claims.',
-  invalid_request: 'The platform found the request malformed: check the token endpoint URL (baseUrl, tokenPath) and tokenEncoding.',
+  invalid_client:
+    'The platform did not accept the client: check that the certificate is registered on the system integration, that the thumbprint (iss) and machineId (sub) are those shown in the portal, and that the integration is Active.',
+  invalid_grant:
+    'The platform refused the assertion: check the audience (aud), the local clock (an expired or not-yet-valid JWT), and the claims.',
+  invalid_request:
+    'The platform found the request malformed: check the token endpoint URL (baseUrl, tokenPath) and tokenEncoding.',
   unauthorized_client: 'The system integration may not authenticate: check that it is Active in the portal.',
-  unsupported_grant_type: 'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, tokenPath).',
-  invalid_scope: 'The platform refused the requested scope: check the integration\'s permissions in the portal.',
-  access_denied: 'The platform denied access: check the integration\'s status and permissions in the portal.',
+  unsupported_grant_type:
+    'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, tokenPath).',
+  invalid_scope: "The platform refused the requested scope: check the integration's permissions in the portal.",
+  access_denied: "The platform denied access: check the integration's status and permissions in the portal.",
   server_error: 'The platform failed while issuing the token; retry later.',
   temporarily_unavailable: 'The platform is temporarily unavailable; retry later.',
 };
@@ -48,11 +67,16 @@ export function hintForRejection(
 ): string {
   const parts: string[] = [];
   if (isSkewed(clockOffsetSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
-  const fromDescription = description ? DESCRIPTION_HINTS.find(([pattern]) => pattern.test(description))?.[1] : undefined;
+  const fromDescription = description
+    ? DESCRIPTION_HINTS.find(([pattern]) => pattern.test(description))?.[1]
+    : undefined;
   if (fromDescription) parts.push(fromDescription);
   else if (oauthError && ERROR_HINTS[oauthError]) parts.push(ERROR_HINTS[oauthError]);
   else if (status === 404) parts.push('The token endpoint was not found: check baseUrl and tokenPath.');
   else if (status === 401 || status === 403) parts.push(ERROR_HINTS.invalid_client);
-  else parts.push(`The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`);
+  else
+    parts.push(
+      `The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`,
+    );
   return parts.join(' ');
 }

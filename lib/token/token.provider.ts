@@ -103,9 +103,14 @@ export class TokenProvider implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    this.shutdown.abort(new TokenExchangeError('token provider is shut down', {
-      reason: 'aborted', attempts: 0, retried: false, hint: 'The module was destroyed; no new tokens are fetched.',
-    }));
+    this.shutdown.abort(
+      new TokenExchangeError('token provider is shut down', {
+        reason: 'aborted',
+        attempts: 0,
+        retried: false,
+        hint: 'The module was destroyed; no new tokens are fetched.',
+      }),
+    );
     this.#current = undefined;
     this.client.destroy();
   }
@@ -126,7 +131,9 @@ export class TokenProvider implements OnModuleDestroy {
   private renewInBackground(): void {
     this.startExchange().catch((error: unknown) => {
       if (error instanceof TokenExchangeError && error.reason === 'aborted') return;
-      this.logger.warn(`Background token renewal failed; the current token is served until it expires. ${(error as Error).message}`);
+      this.logger.warn(
+        `Background token renewal failed; the current token is served until it expires. ${(error as Error).message}`,
+      );
     });
   }
 
@@ -148,24 +155,26 @@ export class TokenProvider implements OnModuleDestroy {
   }
 
   private startExchange(): Promise<CachedToken> {
-    const exchange = this.exchange().then(
-      (token) => {
-        this.#current = token;
-        this.failure = undefined;
-        return token;
-      },
-      (error: unknown) => {
-        if (error instanceof TokenExchangeError && error.reason !== 'aborted') {
-          const consecutive = (this.failure?.consecutive ?? 0) + 1;
-          const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.config.failureBackoffMs * 2 ** (consecutive - 1));
-          const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, this.lastRetryAfterMs ?? 0);
-          this.failure = { error, consecutive, retryAtMs: this.clock.now() + Math.max(backoff, retryAfter) };
-        }
-        throw error;
-      },
-    ).finally(() => {
-      if (this.#inflight === exchange) this.#inflight = undefined;
-    });
+    const exchange = this.exchange()
+      .then(
+        (token) => {
+          this.#current = token;
+          this.failure = undefined;
+          return token;
+        },
+        (error: unknown) => {
+          if (error instanceof TokenExchangeError && error.reason !== 'aborted') {
+            const consecutive = (this.failure?.consecutive ?? 0) + 1;
+            const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.config.failureBackoffMs * 2 ** (consecutive - 1));
+            const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, this.lastRetryAfterMs ?? 0);
+            this.failure = { error, consecutive, retryAtMs: this.clock.now() + Math.max(backoff, retryAfter) };
+          }
+          throw error;
+        },
+      )
+      .finally(() => {
+        if (this.#inflight === exchange) this.#inflight = undefined;
+      });
     this.#inflight = exchange;
     return exchange;
   }
@@ -186,7 +195,9 @@ export class TokenProvider implements OnModuleDestroy {
       const assertion = await this.signer.createAssertion({ clockOffsetMs: offsetUsed });
       const sentAt = this.clock.now();
       // The first attempt gets its full timeout; retries only what is left of the exchange's budget.
-      const timeoutMs = previous ? Math.min(this.config.exchangeTimeoutMs, retry.maxTotalMs - (sentAt - startedAt)) : this.config.exchangeTimeoutMs;
+      const timeoutMs = previous
+        ? Math.min(this.config.exchangeTimeoutMs, retry.maxTotalMs - (sentAt - startedAt))
+        : this.config.exchangeTimeoutMs;
       if (previous && timeoutMs <= 0) throw this.toError(previous, attempts - 1);
       const outcome = await this.client.attempt(assertion, signal, timeoutMs);
       if (outcome.clockOffsetMs !== undefined) this.measuredOffsetMs = outcome.clockOffsetMs;
@@ -195,7 +206,9 @@ export class TokenProvider implements OnModuleDestroy {
 
       if (this.shouldRetryWithSkewCorrection(outcome, offsetUsed, skewRetryDone)) {
         skewRetryDone = true;
-        this.logger.warn(`Clock skew detected; retrying once with assertion times corrected. ${describeClockSkew(this.offsetSeconds(outcome.clockOffsetMs)!)}`);
+        this.logger.warn(
+          `Clock skew detected; retrying once with assertion times corrected. ${describeClockSkew(this.offsetSeconds(outcome.clockOffsetMs)!)}`,
+        );
         continue;
       }
       this.lastRetryAfterMs = outcome.retryAfterMs;
@@ -215,7 +228,8 @@ export class TokenProvider implements OnModuleDestroy {
     const offsetSeconds = this.offsetSeconds(outcome.clockOffsetMs);
     if (isSkewed(offsetSeconds) && !this.config.correctClockSkew) this.logger.warn(describeClockSkew(offsetSeconds));
     const lifetimeMs = outcome.token.expiresInSeconds * 1000;
-    const leadMs = Math.min(this.config.refreshBeforeExpirySeconds * 1000, lifetimeMs / 2) * (1 - RENEWAL_JITTER * Math.random());
+    const leadMs =
+      Math.min(this.config.refreshBeforeExpirySeconds * 1000, lifetimeMs / 2) * (1 - RENEWAL_JITTER * Math.random());
     const expiresAtMs = sentAt + lifetimeMs;
     return {
       accessToken: outcome.token.accessToken,
@@ -242,9 +256,17 @@ export class TokenProvider implements OnModuleDestroy {
   /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
   private shouldRetryWithSkewCorrection(outcome: AttemptFailure, offsetUsed: number, alreadyDone: boolean): boolean {
     const { status, clockOffsetMs } = outcome;
-    return this.config.correctClockSkew && !alreadyDone && status !== undefined && status >= 400 && status < 500
-      && status !== 408 && status !== 429 && isSkewed(this.offsetSeconds(clockOffsetMs))
-      && Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000;
+    return (
+      this.config.correctClockSkew &&
+      !alreadyDone &&
+      status !== undefined &&
+      status >= 400 &&
+      status < 500 &&
+      status !== 408 &&
+      status !== 429 &&
+      isSkewed(this.offsetSeconds(clockOffsetMs)) &&
+      Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
+    );
   }
 
   private offsetSeconds(offsetMs: number | undefined): number | undefined {
@@ -261,10 +283,12 @@ export class TokenProvider implements OnModuleDestroy {
           : hintForRejection(outcome.status!, outcome.oauthError, outcome.oauthErrorDescription, clockOffsetSeconds);
         break;
       case 'redirect':
-        hint = 'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and tokenPath.';
+        hint =
+          'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and tokenPath.';
         break;
       case 'invalid_response':
-        hint = 'The endpoint did not answer with a token response: check that baseUrl and tokenPath point at the platform\'s token endpoint.';
+        hint =
+          "The endpoint did not answer with a token response: check that baseUrl and tokenPath point at the platform's token endpoint.";
         break;
       case 'timeout':
       case 'network_error':

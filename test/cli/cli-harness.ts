@@ -20,10 +20,15 @@ export interface CliResult {
 /** The CLI as users run it: a separate node process with only the environment given here. */
 export function runCli(args: readonly string[], env: Record<string, string> = {}, cwd = root): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { env, cwd, timeout: 15_000, encoding: 'utf8' }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [cliPath, ...args],
+      { env, cwd, timeout: 15_000, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -37,7 +42,10 @@ export function parseJson<T = Record<string, unknown>>(result: CliResult): T {
  */
 export async function ensureCliBuilt(): Promise<void> {
   if (!cliIsStale()) return;
-  const lock = join(tmpdir(), `platform-auth-cli-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`);
+  const lock = join(
+    tmpdir(),
+    `platform-auth-cli-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`,
+  );
   const deadline = Date.now() + 120_000;
   for (;;) {
     try {
@@ -45,14 +53,18 @@ export async function ensureCliBuilt(): Promise<void> {
       break;
     } catch {
       // A lock left by a killed run is older than any build takes.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000)
+        rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`);
       await sleep(100);
     }
   }
   try {
     if (cliIsStale()) {
-      execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'pipe' });
+      execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+        cwd: root,
+        stdio: 'pipe',
+      });
     }
   } finally {
     rmSync(lock, { recursive: true, force: true });

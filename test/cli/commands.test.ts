@@ -6,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateThumbprint } from '../../lib/credentials/thumbprint.util.js';
 import { runCli as runCliInProcess } from '../../lib/cli/cli.program.js';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
-import { ensureCliBuilt, expectNoSecrets, JWT_SHAPE, parseJson, pemFragments, root, runCli, tempDir } from './cli-harness.js';
+import {
+  ensureCliBuilt,
+  expectNoSecrets,
+  JWT_SHAPE,
+  parseJson,
+  pemFragments,
+  root,
+  runCli,
+  tempDir,
+} from './cli-harness.js';
 
 const COMMANDS = ['keygen', 'thumbprint', 'assertion', 'token', 'doctor', 'emulator'];
 
@@ -50,7 +59,7 @@ describe.concurrent('command line basics', () => {
     expect(result.stdout).toMatch(/Exit codes: 0 success, 1 .*, 2 /);
   });
 
-  it('shows each command\'s options with --help', async () => {
+  it("shows each command's options with --help", async () => {
     const results = await Promise.all(COMMANDS.map((command) => runCli([command, '--help'])));
     results.forEach((result, index) => {
       expect(result.code, COMMANDS[index]).toBe(0);
@@ -85,7 +94,10 @@ describe.concurrent('command line basics', () => {
   it('reports a usage error as JSON on stdout with --json', async () => {
     const result = await runCli(['keygen', '--days', '0', '--json']);
     expect(result.code).toBe(2);
-    expect(parseJson(result)).toEqual({ ok: false, error: { kind: 'usage', message: "--days must be a whole number from 1 to 3650, got '0'" } });
+    expect(parseJson(result)).toEqual({
+      ok: false,
+      error: { kind: 'usage', message: "--days must be a whole number from 1 to 3650, got '0'" },
+    });
   });
 });
 
@@ -177,7 +189,10 @@ describe.concurrent('platform-auth thumbprint', () => {
   });
 
   it('names what is wrong with a private key file or a missing file, and exits 1', async () => {
-    const [key, missing] = await Promise.all([runCli(['thumbprint', keyPath]), runCli(['thumbprint', join(files.dir, 'nope.cer')])]);
+    const [key, missing] = await Promise.all([
+      runCli(['thumbprint', keyPath]),
+      runCli(['thumbprint', join(files.dir, 'nope.cer')]),
+    ]);
     expect(key.code).toBe(1);
     expect(key.stderr).toMatch(/holds a private key, not a certificate/);
     expectNoSecrets(key, secrets);
@@ -187,10 +202,21 @@ describe.concurrent('platform-auth thumbprint', () => {
 });
 
 describe.concurrent('platform-auth assertion', () => {
-  it('checks every rule of seed 5.4 on the module\'s assertion without printing it', async () => {
+  it("checks every rule of seed 5.4 on the module's assertion without printing it", async () => {
     const result = await runCli(['assertion'], env());
     expect(result.code).toBe(0);
-    for (const rule of ['alg', 'typ', 'claims', 'iss', 'sub', 'aud', 'exp - iat', 'iat - nbf', 'nbf <= now < exp', 'signature']) {
+    for (const rule of [
+      'alg',
+      'typ',
+      'claims',
+      'iss',
+      'sub',
+      'aud',
+      'exp - iat',
+      'iat - nbf',
+      'nbf <= now < exp',
+      'signature',
+    ]) {
       expect(result.stdout).toMatch(new RegExp(`^✓ ${rule.replace(/[-<]/g, '\\$&')} `, 'm'));
     }
     expect(result.stdout).toContain(integration.thumbprint);
@@ -202,12 +228,33 @@ describe.concurrent('platform-auth assertion', () => {
   it('answers JSON with the header, the claims and every check, and no JWT unless --raw', async () => {
     const result = await runCli(['assertion', '--json'], env());
     expect(result.code).toBe(0);
-    const report = parseJson<{ ok: boolean; header: object; claims: Record<string, unknown>; checks: Array<{ id: string; status: string }>; jwt?: string }>(result);
+    const report = parseJson<{
+      ok: boolean;
+      header: object;
+      claims: Record<string, unknown>;
+      checks: Array<{ id: string; status: string }>;
+      jwt?: string;
+    }>(result);
     expect(report.ok).toBe(true);
     expect(report.header).toEqual({ alg: 'RS256', typ: 'JWT' });
-    expect(report.claims).toMatchObject({ iss: integration.thumbprint, sub: integration.machineId, aud: platform.audience });
-    expect(report.claims.exp as number - (report.claims.iat as number)).toBe(300);
-    expect(report.checks.map((check) => check.id)).toEqual(['alg', 'typ', 'claims', 'iss', 'sub', 'aud', 'lifetime', 'nbf-before-iat', 'time-window', 'signature']);
+    expect(report.claims).toMatchObject({
+      iss: integration.thumbprint,
+      sub: integration.machineId,
+      aud: platform.audience,
+    });
+    expect((report.claims.exp as number) - (report.claims.iat as number)).toBe(300);
+    expect(report.checks.map((check) => check.id)).toEqual([
+      'alg',
+      'typ',
+      'claims',
+      'iss',
+      'sub',
+      'aud',
+      'lifetime',
+      'nbf-before-iat',
+      'time-window',
+      'signature',
+    ]);
     expect(report.checks.every((check) => check.status === 'pass')).toBe(true);
     expect(report).not.toHaveProperty('jwt');
     expectNoSecrets(result, secrets);
@@ -218,15 +265,23 @@ describe.concurrent('platform-auth assertion', () => {
     expect(result.code).toBe(0);
     const jwt = result.stdout.trim();
     expect(jwt).toMatch(new RegExp(`^${JWT_SHAPE.source}$`));
-    await expect(compactVerify(jwt, new X509Certificate(integration.certificatePem).publicKey, { algorithms: ['RS256'] })).resolves.toBeDefined();
-    expect(decodeJwt(jwt)).toMatchObject({ iss: integration.thumbprint, sub: integration.machineId, aud: platform.audience });
+    await expect(
+      compactVerify(jwt, new X509Certificate(integration.certificatePem).publicKey, { algorithms: ['RS256'] }),
+    ).resolves.toBeDefined();
+    expect(decodeJwt(jwt)).toMatchObject({
+      iss: integration.thumbprint,
+      sub: integration.machineId,
+      aud: platform.audience,
+    });
     expect(result.stderr).toMatch(/treat it as a secret/);
   });
 
   it('lists the configuration problems and exits 1 when the module would not start', async () => {
     const result = await runCli(['assertion'], env({ PLATFORM_PRIVATE_KEY_PATH: join(files.dir, 'missing.pem') }));
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/^✗ Configuration +privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): cannot read private key file/m);
+    expect(result.stdout).toMatch(
+      /^✗ Configuration +privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): cannot read private key file/m,
+    );
   });
 });
 
@@ -237,7 +292,11 @@ describe.concurrent('platform-auth token', () => {
     try {
       own.registerIntegration({ certificatePem: integration.certificatePem, machineId: integration.machineId });
       const knownToken = 'known-access-token-7f3c9a1e5b2d4c6f8a0b1c2d3e4f5a6b';
-      own.injectFault({ kind: 'status', status: 200, body: { access_token: knownToken, token_type: 'Bearer', expires_in: 1800 } });
+      own.injectFault({
+        kind: 'status',
+        status: 200,
+        body: { access_token: knownToken, token_type: 'Bearer', expires_in: 1800 },
+      });
       const result = await runCli(['token'], env({ PLATFORM_BASE_URL: own.url }));
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^ {2}token_type +Bearer$/m);
@@ -255,10 +314,18 @@ describe.concurrent('platform-auth token', () => {
   it('prints the token with --show-token, and the platform accepts it', async () => {
     const result = await runCli(['token', '--show-token', '--json'], env());
     expect(result.code).toBe(0);
-    const report = parseJson<{ ok: boolean; tokenType: string; expiresIn: number; clockOffsetSeconds: number; accessToken: string }>(result);
+    const report = parseJson<{
+      ok: boolean;
+      tokenType: string;
+      expiresIn: number;
+      clockOffsetSeconds: number;
+      accessToken: string;
+    }>(result);
     expect(report).toMatchObject({ ok: true, tokenType: 'Bearer', expiresIn: 600 });
     expect(Math.abs(report.clockOffsetSeconds)).toBeLessThanOrEqual(1);
-    const billing = await fetch(`${platform.url}/api/billing`, { headers: { Authorization: `Bearer ${report.accessToken}` } });
+    const billing = await fetch(`${platform.url}/api/billing`, {
+      headers: { Authorization: `Bearer ${report.accessToken}` },
+    });
     expect(billing.status).toBe(200);
   });
 
@@ -284,7 +351,13 @@ describe.concurrent('platform-auth token', () => {
     expect(json.code).toBe(1);
     expect(parseJson(json)).toMatchObject({
       ok: false,
-      error: { reason: 'http_error', status: 400, oauthError: 'invalid_client', attempts: 1, hint: expect.stringMatching(/^Wrong machineId/) },
+      error: {
+        reason: 'http_error',
+        status: 400,
+        oauthError: 'invalid_client',
+        attempts: 1,
+        hint: expect.stringMatching(/^Wrong machineId/),
+      },
     });
     expectNoSecrets(json, secrets);
   });

@@ -2,8 +2,21 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestCredentials, PlatformEmulator, type EmulatedIntegration, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { ensureCliBuilt, expectNoSecrets, parseJson, pemFragments, runCli, tempDir, type CliResult } from './cli-harness.js';
+import {
+  createTestCredentials,
+  PlatformEmulator,
+  type EmulatedIntegration,
+  type TestCredentials,
+} from 'nestjs-platform-auth/testing';
+import {
+  ensureCliBuilt,
+  expectNoSecrets,
+  parseJson,
+  pemFragments,
+  runCli,
+  tempDir,
+  type CliResult,
+} from './cli-harness.js';
 
 interface DoctorCheck {
   id: string;
@@ -27,7 +40,10 @@ let skewedPlatform: PlatformEmulator;
 let integration: EmulatedIntegration;
 let other: TestCredentials;
 let files: ReturnType<typeof tempDir>;
-let paths: Record<'key' | 'certificate' | 'otherKey' | 'otherCertificate' | 'expired' | 'expiring' | 'smallKey' | 'ecKey' | 'garbage', string>;
+let paths: Record<
+  'key' | 'certificate' | 'otherKey' | 'otherCertificate' | 'expired' | 'expiring' | 'smallKey' | 'ecKey' | 'garbage',
+  string
+>;
 let suspendedMachineId: string;
 let expiringMachineId: string;
 let closedPort: number;
@@ -88,14 +104,26 @@ beforeAll(async () => {
   closedPort = closed;
   integration = await platform.createIntegration({ name: 'doctor tests' });
   const [expired, expiring] = await Promise.all([
-    createTestCredentials({ privateKeyPem: integration.privateKeyPem, notBefore: new Date(now - 400 * DAY_MS), notAfter: new Date(now - DAY_MS) }),
-    createTestCredentials({ privateKeyPem: integration.privateKeyPem, notBefore: new Date(now - DAY_MS), notAfter: new Date(now + 10 * DAY_MS) }),
+    createTestCredentials({
+      privateKeyPem: integration.privateKeyPem,
+      notBefore: new Date(now - 400 * DAY_MS),
+      notAfter: new Date(now - DAY_MS),
+    }),
+    createTestCredentials({
+      privateKeyPem: integration.privateKeyPem,
+      notBefore: new Date(now - DAY_MS),
+      notAfter: new Date(now + 10 * DAY_MS),
+    }),
   ]);
-  suspendedMachineId = platform.registerIntegration({ certificatePem: other.certificatePem, status: 'Suspended' }).machineId;
+  suspendedMachineId = platform.registerIntegration({
+    certificatePem: other.certificatePem,
+    status: 'Suspended',
+  }).machineId;
   expiringMachineId = platform.registerIntegration({ certificatePem: expiring.certificatePem }).machineId;
   skewedPlatform.registerIntegration({ certificatePem: integration.certificatePem, machineId: integration.machineId });
 
-  const pkcs8 = (key: ReturnType<typeof generateKeyPairSync>['privateKey']) => key.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const pkcs8 = (key: ReturnType<typeof generateKeyPairSync>['privateKey']) =>
+    key.export({ type: 'pkcs8', format: 'pem' }).toString();
   const smallKey = pkcs8(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
   const ecKey = pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
   files = tempDir();
@@ -148,13 +176,30 @@ describe.concurrent('platform-auth doctor', () => {
     const colons = integration.thumbprint.toLowerCase().match(/../g)!.join(':');
     const envFile = files.write(
       'doctor.env',
-      Object.entries(env({ PLATFORM_CERT_THUMBPRINT: colons })).map(([name, value]) => `${name}=${value}`).join('\n'),
+      Object.entries(env({ PLATFORM_CERT_THUMBPRINT: colons }))
+        .map(([name, value]) => `${name}=${value}`)
+        .join('\n'),
     );
     const result = await runCli(['doctor', '--env-file', envFile], {});
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n');
-    for (const label of ['Private key', 'Certificate', 'Key pair', 'Validity', 'Thumbprint', 'machineId', 'Audience', 'Base URL', 'Token endpoint', 'Clock', 'Token exchange']) {
-      expect(lines.some((line) => line.startsWith(`✓ ${label} `)), label).toBe(true);
+    for (const label of [
+      'Private key',
+      'Certificate',
+      'Key pair',
+      'Validity',
+      'Thumbprint',
+      'machineId',
+      'Audience',
+      'Base URL',
+      'Token endpoint',
+      'Clock',
+      'Token exchange',
+    ]) {
+      expect(
+        lines.some((line) => line.startsWith(`✓ ${label} `)),
+        label,
+      ).toBe(true);
     }
     expect(result.stdout).toMatch(/^✓ Thumbprint +PLATFORM_CERT_THUMBPRINT matches the certificate's sha1 thumbprint/m);
     expect(result.stdout).not.toContain('✗');
@@ -211,14 +256,22 @@ describe.concurrent('platform-auth doctor', () => {
   });
 
   it('warns about a certificate that expires within 30 days, without failing', async () => {
-    const { result, report } = await doctor({ PLATFORM_CERTIFICATE_PATH: paths.expiring, PLATFORM_MACHINE_ID: expiringMachineId });
+    const { result, report } = await doctor({
+      PLATFORM_CERTIFICATE_PATH: paths.expiring,
+      PLATFORM_MACHINE_ID: expiringMachineId,
+    });
     expect(result.code).toBe(0);
-    expect(checksOf(report, 'validity')[0]).toMatchObject({ status: 'pass', detail: expect.stringMatching(/\((9|10) days left\)/) });
-    expect(checksOf(report, 'certificate').find((check) => check.status === 'warn')?.detail).toMatch(/expires in (9|10) day\(s\)/);
+    expect(checksOf(report, 'validity')[0]).toMatchObject({
+      status: 'pass',
+      detail: expect.stringMatching(/\((9|10) days left\)/),
+    });
+    expect(checksOf(report, 'certificate').find((check) => check.status === 'warn')?.detail).toMatch(
+      /expires in (9|10) day\(s\)/,
+    );
     expect(report.summary.warnings).toBe(1);
   });
 
-  it('fails when the configured thumbprint is not the certificate\'s', async () => {
+  it("fails when the configured thumbprint is not the certificate's", async () => {
     const { result, report } = await doctor({ PLATFORM_CERT_THUMBPRINT: 'AB'.repeat(20) });
     expect(result.code).toBe(1);
     const line = failure(report, 'thumbprint');
@@ -244,7 +297,7 @@ describe.concurrent('platform-auth doctor', () => {
     expect(statusOf(report, 'exchange')).toBe('skip');
   });
 
-  it('fails on a clock more than 30 s off the platform\'s Date header, with the offset', async () => {
+  it("fails on a clock more than 30 s off the platform's Date header, with the offset", async () => {
     const { result, report } = await doctor({ PLATFORM_BASE_URL: skewedPlatform.url });
     expect(result.code).toBe(1);
     const clock = failure(report, 'clock');
@@ -277,7 +330,12 @@ describe.concurrent('platform-auth doctor', () => {
   it('reports every problem of an empty configuration at once, with ✗ and the fix for a person', async () => {
     const result = await runCli(['doctor'], {});
     expect(result.code).toBe(1);
-    for (const variable of ['PLATFORM_BASE_URL', 'PLATFORM_MACHINE_ID', 'PLATFORM_PRIVATE_KEY', 'PLATFORM_CERTIFICATE']) {
+    for (const variable of [
+      'PLATFORM_BASE_URL',
+      'PLATFORM_MACHINE_ID',
+      'PLATFORM_PRIVATE_KEY',
+      'PLATFORM_CERTIFICATE',
+    ]) {
       expect(result.stdout).toMatch(new RegExp(`^✗ .*\\(${variable}\\)`, 'm'));
     }
     expect(result.stdout).toMatch(/^ +fix: /m);

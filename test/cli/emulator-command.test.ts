@@ -39,7 +39,9 @@ function start(args: string[]): RunningCli {
         const check = () => ready(stdout) && resolve();
         waiters.push(check);
         check();
-        void exit.then(({ code }) => reject(new Error(`the CLI exited (${code}) before it was ready:\n${stdout}\n${stderr}`)));
+        void exit.then(({ code }) =>
+          reject(new Error(`the CLI exited (${code}) before it was ready:\n${stdout}\n${stderr}`)),
+        );
       }),
     exit,
   };
@@ -49,13 +51,16 @@ function start(args: string[]): RunningCli {
 
 /** `export NAME='value'` lines, as a shell would read them. */
 function exportedVariables(stdout: string): Record<string, string> {
-  return Object.fromEntries([...stdout.matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1], match[2]]));
+  return Object.fromEntries(
+    [...stdout.matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1], match[2]]),
+  );
 }
 
 beforeAll(() => ensureCliBuilt());
 
 afterAll(() => {
-  for (const cli of running) if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
+  for (const cli of running)
+    if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
 });
 
 describe.concurrent('platform-auth emulator', () => {
@@ -63,15 +68,24 @@ describe.concurrent('platform-auth emulator', () => {
     const cli = start(['emulator']);
     await cli.until((stdout) => stdout.includes('Running until'));
     const env = exportedVariables(cli.stdout());
-    expect(Object.keys(env).sort()).toEqual(['PLATFORM_BASE_URL', 'PLATFORM_CERTIFICATE', 'PLATFORM_MACHINE_ID', 'PLATFORM_PRIVATE_KEY']);
+    expect(Object.keys(env).sort()).toEqual([
+      'PLATFORM_BASE_URL',
+      'PLATFORM_CERTIFICATE',
+      'PLATFORM_MACHINE_ID',
+      'PLATFORM_PRIVATE_KEY',
+    ]);
     expect(env.PLATFORM_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(env.PLATFORM_PRIVATE_KEY).toMatch(/^-----BEGIN PRIVATE KEY-----\\n.*\\n-----END PRIVATE KEY-----$/);
     expect(env.PLATFORM_CERTIFICATE).not.toContain('\n');
 
-    const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(readPlatformAuthEnv(env))] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot(readPlatformAuthEnv(env))],
+    }).compile();
     try {
       const token = await moduleRef.get(TokenProvider).getAccessToken();
-      const billing = await fetch(`${env.PLATFORM_BASE_URL}/api/billing`, { headers: { Authorization: `Bearer ${token}` } });
+      const billing = await fetch(`${env.PLATFORM_BASE_URL}/api/billing`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
       expect(billing.status).toBe(200);
     } finally {
       await moduleRef.close();
@@ -86,7 +100,11 @@ describe.concurrent('platform-auth emulator', () => {
     const cli = start(['emulator', '--json']);
     const parsed = () => {
       try {
-        return JSON.parse(cli.stdout()) as { url: string; integration: { machineId: string; status: string }; env: Record<string, string> };
+        return JSON.parse(cli.stdout()) as {
+          url: string;
+          integration: { machineId: string; status: string };
+          env: Record<string, string>;
+        };
       } catch {
         return undefined;
       }
@@ -94,7 +112,10 @@ describe.concurrent('platform-auth emulator', () => {
     await cli.until(() => parsed() !== undefined);
     const report = parsed()!;
     expect(report.integration.status).toBe('Active');
-    expect(report.env).toMatchObject({ PLATFORM_BASE_URL: report.url, PLATFORM_MACHINE_ID: report.integration.machineId });
+    expect(report.env).toMatchObject({
+      PLATFORM_BASE_URL: report.url,
+      PLATFORM_MACHINE_ID: report.integration.machineId,
+    });
 
     const doctor = await runCli(['doctor', '--json'], report.env);
     expect(doctor.code).toBe(0);

@@ -66,7 +66,11 @@ describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
 describe('the README demo command', () => {
   it('`npm run demo` performs one authenticated call against the embedded emulator and exits 0 on its own', async () => {
     const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
-    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'demo'], { cwd: root, env, timeout: 60_000 });
+    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'demo'], {
+      cwd: root,
+      env,
+      timeout: 60_000,
+    });
     expect(stdout).toMatch(/Embedded platform emulator on http:\/\/127\.0\.0\.1:\d+/);
     expect(stdout).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/messages -> 202 \{"accepted":true/);
   }, 90_000);

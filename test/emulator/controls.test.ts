@@ -1,6 +1,12 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestCredentials, FakeClock, PlatformEmulator, type RegisteredIntegration, type TestCredentials } from 'nestjs-platform-auth/testing';
+import {
+  createTestCredentials,
+  FakeClock,
+  PlatformEmulator,
+  type RegisteredIntegration,
+  type TestCredentials,
+} from 'nestjs-platform-auth/testing';
 import { AssertionFactory, callApi, obtainAccessToken, requestToken } from './emulator-test-kit.js';
 
 const clock = new FakeClock(Date.now());
@@ -46,14 +52,19 @@ describe('start', () => {
 
 describe('registry', () => {
   it('refuses a second integration with the same certificate', () => {
-    expect(() => platform.registerIntegration({ certificatePem: credentials.certificatePem })).toThrow(/thumbprint .* already registered/);
+    expect(() => platform.registerIntegration({ certificatePem: credentials.certificatePem })).toThrow(
+      /thumbprint .* already registered/,
+    );
   });
 
   it('refuses text that is not a certificate, and unknown permissions', async () => {
     expect(() => platform.registerIntegration({ certificatePem: 'hello' })).toThrow(/not a PEM X.509 certificate/);
     const other = await createTestCredentials();
     expect(() =>
-      platform.registerIntegration({ certificatePem: other.certificatePem, permissions: ['Delete everything' as never] }),
+      platform.registerIntegration({
+        certificatePem: other.certificatePem,
+        permissions: ['Delete everything' as never],
+      }),
     ).toThrow(/unknown permission/);
     expect(() => platform.setIntegrationStatus('no-such-machine', 'Active')).toThrow(/no system integration/);
   });
@@ -101,7 +112,8 @@ describe('Date header', () => {
     platform.injectFault({ kind: 'status', status: 503 });
     const faulted = await requestToken(platform, 'x');
 
-    for (const headers of [token.headers, api.headers, notFound.headers, faulted.headers]) expect(headers.get('date')).toBe(expected);
+    for (const headers of [token.headers, api.headers, notFound.headers, faulted.headers])
+      expect(headers.get('date')).toBe(expected);
     clock.set(Date.now());
   });
 
@@ -118,7 +130,12 @@ describe('Date header', () => {
 
 describe('faults', () => {
   it('status: answers the given status, body and headers once, then processes normally', async () => {
-    platform.injectFault({ kind: 'status', status: 429, body: { error: 'slow_down' }, headers: { 'Retry-After': '2' } });
+    platform.injectFault({
+      kind: 'status',
+      status: 429,
+      body: { error: 'slow_down' },
+      headers: { 'Retry-After': '2' },
+    });
 
     const faulted = await requestToken(platform, await validAssertion());
     expect(faulted.status).toBe(429);
@@ -129,7 +146,10 @@ describe('faults', () => {
 
   it('status: a string body is sent as text', async () => {
     platform.injectFault({ kind: 'status', status: 502, body: 'Bad Gateway' });
-    const response = await fetch(platform.tokenUrl, { method: 'POST', body: new URLSearchParams({ token: await validAssertion() }) });
+    const response = await fetch(platform.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ token: await validAssertion() }),
+    });
     expect(response.status).toBe(502);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await response.text()).toBe('Bad Gateway');
@@ -168,7 +188,10 @@ describe('faults', () => {
 
   it('drop: resets the connection without a response', async () => {
     platform.injectFault({ kind: 'drop' });
-    const failure = await fetch(platform.tokenUrl, { method: 'POST', body: new URLSearchParams({ token: await validAssertion() }) }).then(
+    const failure = await fetch(platform.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ token: await validAssertion() }),
+    }).then(
       () => undefined,
       (error: unknown) => error as Error & { cause?: { code?: string } },
     );
@@ -179,7 +202,10 @@ describe('faults', () => {
 
   it('malformed-json: 200 application/json with a truncated body', async () => {
     platform.injectFault({ kind: 'malformed-json' });
-    const response = await fetch(platform.tokenUrl, { method: 'POST', body: new URLSearchParams({ token: await validAssertion() }) });
+    const response = await fetch(platform.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ token: await validAssertion() }),
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     await expect(response.json()).rejects.toThrow(SyntaxError);
@@ -187,7 +213,10 @@ describe('faults', () => {
 
   it('html: 200 with an HTML error page', async () => {
     platform.injectFault({ kind: 'html' });
-    const response = await fetch(platform.tokenUrl, { method: 'POST', body: new URLSearchParams({ token: await validAssertion() }) });
+    const response = await fetch(platform.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ token: await validAssertion() }),
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await response.text()).toMatch(/^<!DOCTYPE html>/);
@@ -291,7 +320,9 @@ describe('two emulators', () => {
       expect((await callApi(other, 'billing', { token })).status).toBe(401);
       const otherAssertions = new AssertionFactory(credentials.privateKeyPem, integration, other.audience);
       expect((await requestToken(other, await otherAssertions.sign({ nowMs: clock.now() }))).status).toBe(500);
-      expect((await requestToken(other, await otherAssertions.sign({ nowMs: clock.now() }))).body.error).toBe('invalid_client');
+      expect((await requestToken(other, await otherAssertions.sign({ nowMs: clock.now() }))).body.error).toBe(
+        'invalid_client',
+      );
     } finally {
       await other.close();
     }
@@ -327,7 +358,9 @@ describe('close', () => {
     expect(closing.counters.apiCalls.total).toBe(apiCallsBeforeClose);
 
     const refused = await new Promise<NodeJS.ErrnoException>((resolve) => {
-      httpRequest({ host: '127.0.0.1', port, path: '/', agent: false }, () => resolve(new Error('answered'))).on('error', resolve).end();
+      httpRequest({ host: '127.0.0.1', port, path: '/', agent: false }, () => resolve(new Error('answered')))
+        .on('error', resolve)
+        .end();
     });
     expect(refused.code).toBe('ECONNREFUSED');
     await waitFor(() => openTcpHandles() <= baseline);

@@ -73,21 +73,37 @@ export async function requestToken(
 
 export async function readTokenResponse(response: Response): Promise<TokenResponse> {
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+  };
 }
 
 /** An access token obtained with a fresh valid assertion. */
-export async function obtainAccessToken(platform: PlatformEmulator, assertions: AssertionFactory, nowMs: number): Promise<string> {
+export async function obtainAccessToken(
+  platform: PlatformEmulator,
+  assertions: AssertionFactory,
+  nowMs: number,
+): Promise<string> {
   const response = await requestToken(platform, await assertions.sign({ nowMs }));
   if (response.status !== 200) throw new Error(`token request failed: ${JSON.stringify(response.body)}`);
   return response.body.access_token as string;
 }
 
-export function callApi(platform: PlatformEmulator, route: 'messages' | 'billing', init: { token?: string; authorization?: string; body?: unknown } = {}): Promise<Response> {
+export function callApi(
+  platform: PlatformEmulator,
+  route: 'messages' | 'billing',
+  init: { token?: string; authorization?: string; body?: unknown } = {},
+): Promise<Response> {
   const headers: Record<string, string> = {};
   const authorization = init.authorization ?? (init.token ? `Bearer ${init.token}` : undefined);
   if (authorization) headers.authorization = authorization;
   if (route === 'billing') return fetch(`${platform.url}/api/billing`, { headers });
   headers['content-type'] = 'application/json';
-  return fetch(`${platform.url}/api/messages`, { method: 'POST', headers, body: JSON.stringify(init.body ?? { text: 'hello' }) });
+  return fetch(`${platform.url}/api/messages`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(init.body ?? { text: 'hello' }),
+  });
 }

@@ -36,7 +36,10 @@ describe("the library's AssertionSigner against the emulator", () => {
     platform.setClockOffset(6 * 60_000);
     try {
       const response = await requestToken(platform, await signer.createAssertion());
-      expect(response.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/has expired.*clocks out of sync/) });
+      expect(response.body).toEqual({
+        error: 'invalid_grant',
+        error_description: expect.stringMatching(/has expired.*clocks out of sync/),
+      });
     } finally {
       platform.setClockOffset(0);
     }

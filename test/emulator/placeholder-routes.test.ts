@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestCredentials, FakeClock, PlatformEmulator, type RegisteredIntegration } from 'nestjs-platform-auth/testing';
+import {
+  createTestCredentials,
+  FakeClock,
+  PlatformEmulator,
+  type RegisteredIntegration,
+} from 'nestjs-platform-auth/testing';
 import { AssertionFactory, callApi, obtainAccessToken } from './emulator-test-kit.js';
 
 const clock = new FakeClock(Date.now());
@@ -26,12 +31,18 @@ const freshToken = (): Promise<string> => obtainAccessToken(platform, assertions
 async function expectUnauthorized(response: Response, description: RegExp): Promise<void> {
   expect(response.status).toBe(401);
   expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
-  expect(await response.json()).toEqual({ error: 'invalid_token', error_description: expect.stringMatching(description) });
+  expect(await response.json()).toEqual({
+    error: 'invalid_token',
+    error_description: expect.stringMatching(description),
+  });
 }
 
 describe('placeholder routes with a valid token', () => {
   it('POST /api/messages accepts the message and echoes it', async () => {
-    const response = await callApi(platform, 'messages', { token: await freshToken(), body: { to: 'someone', text: 'hi' } });
+    const response = await callApi(platform, 'messages', {
+      token: await freshToken(),
+      body: { to: 'someone', text: 'hi' },
+    });
 
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({
@@ -70,12 +81,21 @@ describe('placeholder routes refuse', () => {
     await expectUnauthorized(await callApi(platform, 'billing'), /Authorization header is missing/);
   });
 
-  it.each([['Basic dXNlcjpwYXNz'], ['Bearer'], ['Bearer two tokens'], ['Token abc']])('a malformed Authorization %j', async (authorization) => {
-    await expectUnauthorized(await callApi(platform, 'billing', { authorization }), /not of the form Bearer <access token>/);
-  });
+  it.each([['Basic dXNlcjpwYXNz'], ['Bearer'], ['Bearer two tokens'], ['Token abc']])(
+    'a malformed Authorization %j',
+    async (authorization) => {
+      await expectUnauthorized(
+        await callApi(platform, 'billing', { authorization }),
+        /not of the form Bearer <access token>/,
+      );
+    },
+  );
 
   it('a token this platform never issued', async () => {
-    await expectUnauthorized(await callApi(platform, 'messages', { token: 'A'.repeat(43) }), /not issued by this platform/);
+    await expectUnauthorized(
+      await callApi(platform, 'messages', { token: 'A'.repeat(43) }),
+      /not issued by this platform/,
+    );
   });
 
   it('an expired token, by emulator time (FakeClock)', async () => {
@@ -109,7 +129,8 @@ describe('placeholder routes refuse', () => {
     const tokens = await Promise.all([freshToken(), freshToken(), freshToken()]);
 
     expect(platform.revokeAllTokens()).toBe(3);
-    for (const token of [...tokens, expiredToken]) expect((await callApi(platform, 'billing', { token })).status).toBe(401);
+    for (const token of [...tokens, expiredToken])
+      expect((await callApi(platform, 'billing', { token })).status).toBe(401);
     expect((await callApi(platform, 'billing', { token: await freshToken() })).status).toBe(200);
   });
 
@@ -120,7 +141,10 @@ describe('placeholder routes refuse', () => {
     const billing = await callApi(platform, 'billing', { token });
     expect(billing.status).toBe(403);
     expect(billing.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope"');
-    expect(await billing.json()).toEqual({ error: 'insufficient_scope', error_description: expect.stringMatching(/lacks the permission "Retrieve billing data"/) });
+    expect(await billing.json()).toEqual({
+      error: 'insufficient_scope',
+      error_description: expect.stringMatching(/lacks the permission "Retrieve billing data"/),
+    });
     expect((await callApi(platform, 'messages', { token })).status).toBe(202);
 
     platform.setPermissions(integration.machineId, ['Retrieve billing data']);

@@ -20,7 +20,10 @@ let assertions: AssertionFactory;
 beforeAll(async () => {
   [credentials, strangerCredentials] = await Promise.all([createTestCredentials(), createTestCredentials()]);
   platform = await PlatformEmulator.start({ now: () => clock.now() });
-  integration = platform.registerIntegration({ certificatePem: credentials.certificatePem, name: 'token endpoint tests' });
+  integration = platform.registerIntegration({
+    certificatePem: credentials.certificatePem,
+    name: 'token endpoint tests',
+  });
   assertions = new AssertionFactory(credentials.privateKeyPem, integration, platform.audience);
 });
 
@@ -35,9 +38,17 @@ async function expectRejected(
   expect(response.status).toBe(expected.status ?? 400);
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(response.headers.get('cache-control')).toBe('no-store');
-  expect(response.body).toEqual({ error: expected.error, error_description: expect.stringMatching(expected.description) });
+  expect(response.body).toEqual({
+    error: expected.error,
+    error_description: expect.stringMatching(expected.description),
+  });
   const record = platform.journal.at(-1)!;
-  expect(record).toMatchObject({ verdict: 'rejected', rule: expected.rule, error: expected.error, status: response.status });
+  expect(record).toMatchObject({
+    verdict: 'rejected',
+    rule: expected.rule,
+    error: expected.error,
+    status: response.status,
+  });
 }
 
 describe('token endpoint: a valid assertion', () => {
@@ -47,7 +58,11 @@ describe('token endpoint: a valid assertion', () => {
 
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(response.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), token_type: 'Bearer', expires_in: 600 });
+    expect(response.body).toEqual({
+      access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      token_type: 'Bearer',
+      expires_in: 600,
+    });
     expect(platform.journal.at(-1)).toMatchObject({
       verdict: 'accepted',
       status: 200,
@@ -86,7 +101,12 @@ describe('token endpoint: a valid assertion', () => {
 describe('token endpoint: request rules', () => {
   it('takes POST only (405, Allow: POST)', async () => {
     const response = await readTokenResponse(await fetch(platform.tokenUrl));
-    await expectRejected(response, { status: 405, error: 'invalid_request', rule: 'method', description: /method GET is not allowed/ });
+    await expectRejected(response, {
+      status: 405,
+      error: 'invalid_request',
+      rule: 'method',
+      description: /method GET is not allowed/,
+    });
     expect(response.headers.get('allow')).toBe('POST');
   });
 
@@ -99,7 +119,11 @@ describe('token endpoint: request rules', () => {
         body: JSON.stringify({ grant_type: 'clientcertificate', client_id: 'clientcertificate', token }),
       }),
     );
-    await expectRejected(response, { error: 'invalid_request', rule: 'content-type', description: /Content-Type is 'application\/json'.*x-www-form-urlencoded/ });
+    await expectRejected(response, {
+      error: 'invalid_request',
+      rule: 'content-type',
+      description: /Content-Type is 'application\/json'.*x-www-form-urlencoded/,
+    });
   });
 
   it('refuses a form in a charset other than UTF-8', async () => {
@@ -110,7 +134,11 @@ describe('token endpoint: request rules', () => {
         body: 'grant_type=clientcertificate',
       }),
     );
-    await expectRejected(response, { error: 'invalid_request', rule: 'content-type', description: /charset is 'iso-8859-1'.*UTF-8/ });
+    await expectRejected(response, {
+      error: 'invalid_request',
+      rule: 'content-type',
+      description: /charset is 'iso-8859-1'.*UTF-8/,
+    });
   });
 
   it('refuses a body over 64 KiB declared by Content-Length, and closes the connection', async () => {
@@ -143,43 +171,81 @@ describe('token endpoint: request rules', () => {
   });
 
   it('refuses a parameter sent twice (RFC 6749 §3.2)', async () => {
-    const form = new URLSearchParams({ grant_type: 'clientcertificate', client_id: 'clientcertificate', token: await assertions.sign({ nowMs: clock.now() }) });
+    const form = new URLSearchParams({
+      grant_type: 'clientcertificate',
+      client_id: 'clientcertificate',
+      token: await assertions.sign({ nowMs: clock.now() }),
+    });
     form.append('grant_type', 'clientcertificate');
     const response = await readTokenResponse(await fetch(platform.tokenUrl, { method: 'POST', body: form }));
-    await expectRejected(response, { error: 'invalid_request', rule: 'duplicate-parameter', description: /grant_type appear more than once/ });
+    await expectRejected(response, {
+      error: 'invalid_request',
+      rule: 'duplicate-parameter',
+      description: /grant_type appear more than once/,
+    });
   });
 
   it('wants grant_type', async () => {
-    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), { grant_type: undefined });
-    await expectRejected(response, { error: 'invalid_request', rule: 'grant_type', description: /grant_type is missing/ });
+    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), {
+      grant_type: undefined,
+    });
+    await expectRejected(response, {
+      error: 'invalid_request',
+      rule: 'grant_type',
+      description: /grant_type is missing/,
+    });
   });
 
   it('supports only grant_type=clientcertificate', async () => {
-    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), { grant_type: 'client_credentials' });
-    await expectRejected(response, { error: 'unsupported_grant_type', rule: 'grant_type', description: /"client_credentials".*only 'clientcertificate'/ });
+    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), {
+      grant_type: 'client_credentials',
+    });
+    await expectRejected(response, {
+      error: 'unsupported_grant_type',
+      rule: 'grant_type',
+      description: /"client_credentials".*only 'clientcertificate'/,
+    });
   });
 
   it.each([
     ['missing', undefined, /client_id is missing/],
     ['another value', 'my-client', /client_id is "my-client".*literal 'clientcertificate'/],
   ])('refuses client_id %s as invalid_client', async (_case, clientId, description) => {
-    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), { client_id: clientId });
+    const response = await requestToken(platform, await assertions.sign({ nowMs: clock.now() }), {
+      client_id: clientId,
+    });
     await expectRejected(response, { error: 'invalid_client', rule: 'client_id', description });
   });
 
   it('wants token', async () => {
     const response = await requestToken(platform, undefined);
-    await expectRejected(response, { error: 'invalid_request', rule: 'token', description: /token \(the signed JWT\) is missing/ });
+    await expectRejected(response, {
+      error: 'invalid_request',
+      rule: 'token',
+      description: /token \(the signed JWT\) is missing/,
+    });
   });
 
   it.each([
     ['random text', 'not-a-jwt', /neither a compact JWT .* nor base64 of one/],
-    ['base64 of something else', Buffer.from('hello world').toString('base64'), /base64, but what it encodes is not a compact JWT/],
+    [
+      'base64 of something else',
+      Buffer.from('hello world').toString('base64'),
+      /base64, but what it encodes is not a compact JWT/,
+    ],
     ['an encrypted JWT (five segments)', 'eyJhbGciOiJSU0EtT0FFUCJ9.a.b.c.d', /encrypted JWT \(JWE\)/],
     ['a JWT whose header is not JSON', 'bm90IGpzb24.eyJhIjoxfQ.c2ln', /header is not a base64url-encoded JSON object/],
-    ['a JWT whose payload is not a JSON object', 'eyJhbGciOiJSUzI1NiJ9.WzEsMl0.c2ln', /payload is not a base64url-encoded JSON object/],
+    [
+      'a JWT whose payload is not a JSON object',
+      'eyJhbGciOiJSUzI1NiJ9.WzEsMl0.c2ln',
+      /payload is not a base64url-encoded JSON object/,
+    ],
   ])('refuses %s as not a JWT', async (_case, token, description) => {
-    await expectRejected(await requestToken(platform, token), { error: 'invalid_request', rule: 'jwt-format', description });
+    await expectRejected(await requestToken(platform, token), {
+      error: 'invalid_request',
+      rule: 'jwt-format',
+      description,
+    });
   });
 });
 
@@ -191,8 +257,20 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
     error: string;
     description: RegExp;
   }> = [
-    { rule: 'alg', name: 'alg RS384', parts: () => ({ header: { alg: 'RS384', typ: 'JWT' } }), error: 'invalid_request', description: /alg is "RS384"; the platform requires RS256/ },
-    { rule: 'alg', name: 'alg PS256', parts: () => ({ header: { alg: 'PS256', typ: 'JWT' } }), error: 'invalid_request', description: /alg is "PS256"; the platform requires RS256/ },
+    {
+      rule: 'alg',
+      name: 'alg RS384',
+      parts: () => ({ header: { alg: 'RS384', typ: 'JWT' } }),
+      error: 'invalid_request',
+      description: /alg is "RS384"; the platform requires RS256/,
+    },
+    {
+      rule: 'alg',
+      name: 'alg PS256',
+      parts: () => ({ header: { alg: 'PS256', typ: 'JWT' } }),
+      error: 'invalid_request',
+      description: /alg is "PS256"; the platform requires RS256/,
+    },
     {
       rule: 'alg',
       name: 'alg HS256 (a shared secret)',
@@ -200,8 +278,20 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
       error: 'invalid_request',
       description: /alg is "HS256"/,
     },
-    { rule: 'typ', name: 'typ at+jwt', parts: () => ({ header: { alg: 'RS256', typ: 'at+jwt' } }), error: 'invalid_request', description: /typ is "at\+jwt"; the platform requires JWT/ },
-    { rule: 'typ', name: 'no typ', parts: () => ({ header: { alg: 'RS256' } }), error: 'invalid_request', description: /typ is missing; the platform requires JWT/ },
+    {
+      rule: 'typ',
+      name: 'typ at+jwt',
+      parts: () => ({ header: { alg: 'RS256', typ: 'at+jwt' } }),
+      error: 'invalid_request',
+      description: /typ is "at\+jwt"; the platform requires JWT/,
+    },
+    {
+      rule: 'typ',
+      name: 'no typ',
+      parts: () => ({ header: { alg: 'RS256' } }),
+      error: 'invalid_request',
+      description: /typ is missing; the platform requires JWT/,
+    },
     ...(['jti', 'iss', 'sub', 'aud', 'iat', 'nbf', 'exp'] as const).map((claim) => ({
       rule: 'claims' as const,
       name: `no ${claim}`,
@@ -216,21 +306,35 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
       error: 'invalid_request',
       description: /iat must be a NumericDate/,
     },
-    { rule: 'claims', name: 'jti as a number', parts: () => ({ claims: { jti: 42 } }), error: 'invalid_request', description: /jti must be a non-empty string, got 42/ },
-    { rule: 'claims', name: 'aud as a number', parts: () => ({ claims: { aud: 443 } }), error: 'invalid_request', description: /aud must be a string/ },
+    {
+      rule: 'claims',
+      name: 'jti as a number',
+      parts: () => ({ claims: { jti: 42 } }),
+      error: 'invalid_request',
+      description: /jti must be a non-empty string, got 42/,
+    },
+    {
+      rule: 'claims',
+      name: 'aud as a number',
+      parts: () => ({ claims: { aud: 443 } }),
+      error: 'invalid_request',
+      description: /aud must be a string/,
+    },
     {
       rule: 'iss',
       name: 'iss not a registered thumbprint',
       parts: () => ({ claims: { iss: strangerCredentials.thumbprint } }),
       error: 'invalid_client',
-      description: /iss ".*" is not the thumbprint of any registered certificate \(wrong thumbprint, or the certificate is not registered\)/,
+      description:
+        /iss ".*" is not the thumbprint of any registered certificate \(wrong thumbprint, or the certificate is not registered\)/,
     },
     {
       rule: 'iss',
       name: 'iss a SHA-256 thumbprint where SHA-1 is registered',
       parts: () => ({ claims: { iss: 'AB'.repeat(32) } }),
       error: 'invalid_client',
-      description: /not the thumbprint of any registered certificate \(it has 64 hex characters; a sha1 thumbprint has 40\)/,
+      description:
+        /not the thumbprint of any registered certificate \(it has 64 hex characters; a sha1 thumbprint has 40\)/,
     },
     {
       rule: 'iss',
@@ -246,7 +350,13 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
       error: 'invalid_client',
       description: /signature does not verify with the certificate registered for iss/,
     },
-    { rule: 'sub', name: 'sub another machineId', parts: () => ({ claims: { sub: randomUUID() } }), error: 'invalid_client', description: /sub ".*" is not the machineId/ },
+    {
+      rule: 'sub',
+      name: 'sub another machineId',
+      parts: () => ({ claims: { sub: randomUUID() } }),
+      error: 'invalid_client',
+      description: /sub ".*" is not the machineId/,
+    },
     {
       rule: 'aud',
       name: 'aud another host',
@@ -299,7 +409,11 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
   it('refuses an unsigned JWT (alg none)', async () => {
     const encode = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url');
     const unsigned = `${encode({ alg: 'none', typ: 'JWT' })}.${encode(assertions.validClaims(clock.now()))}.`;
-    await expectRejected(await requestToken(platform, unsigned), { error: 'invalid_request', rule: 'alg', description: /alg is "none"/ });
+    await expectRejected(await requestToken(platform, unsigned), {
+      error: 'invalid_request',
+      rule: 'alg',
+      description: /alg is "none"/,
+    });
   });
 
   it('refuses a validly signed JWT whose payload was altered afterwards', async () => {
@@ -316,11 +430,18 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
     const now = nowSeconds();
     clock.set(now * 1000);
     const jwt = await assertions.sign({ nowMs: clock.now(), claims: { iat: now - 300, nbf: now - 300, exp: now } });
-    await expectRejected(await requestToken(platform, jwt), { error: 'invalid_grant', rule: 'expired', description: /expired/ });
+    await expectRejected(await requestToken(platform, jwt), {
+      error: 'invalid_grant',
+      rule: 'expired',
+      description: /expired/,
+    });
   });
 
   it('accepts a JWT from the second nbf is reached', async () => {
-    const jwt = await assertions.sign({ nowMs: clock.now(), claims: { nbf: nowSeconds() + 1, iat: nowSeconds() + 1, exp: nowSeconds() + 30 } });
+    const jwt = await assertions.sign({
+      nowMs: clock.now(),
+      claims: { nbf: nowSeconds() + 1, iat: nowSeconds() + 1, exp: nowSeconds() + 30 },
+    });
     clock.set((nowSeconds() + 1) * 1000);
     expect((await requestToken(platform, jwt)).status).toBe(200);
   });
@@ -344,13 +465,22 @@ describe('token endpoint: assertion rules (seed 5.4)', () => {
     const jwt = await assertions.sign({ nowMs: clock.now() });
     expect((await requestToken(platform, jwt)).status).toBe(200);
     const replay = await requestToken(platform, jwt);
-    await expectRejected(replay, { error: 'invalid_grant', rule: 'jti-replay', description: /jti ".*" has been used before/ });
+    await expectRejected(replay, {
+      error: 'invalid_grant',
+      rule: 'jti-replay',
+      description: /jti ".*" has been used before/,
+    });
   });
 
   it('refuses a new JWT that reuses the jti of an earlier one', async () => {
     const jti = randomUUID();
-    expect((await requestToken(platform, await assertions.sign({ nowMs: clock.now(), claims: { jti } }))).status).toBe(200);
-    const reused = await requestToken(platform, await assertions.sign({ nowMs: clock.now(), claims: { jti, exp: nowSeconds() + 200 } }));
+    expect((await requestToken(platform, await assertions.sign({ nowMs: clock.now(), claims: { jti } }))).status).toBe(
+      200,
+    );
+    const reused = await requestToken(
+      platform,
+      await assertions.sign({ nowMs: clock.now(), claims: { jti, exp: nowSeconds() + 200 } }),
+    );
     await expectRejected(reused, { error: 'invalid_grant', rule: 'jti-replay', description: /has been used before/ });
   });
 
@@ -387,18 +517,25 @@ describe('token endpoint: configuration', () => {
       PlatformEmulator.start({ tokenEncodings: ['base64'] }),
     ]);
     try {
-      for (const emulator of [jwtOnly, base64Only]) emulator.registerIntegration({ certificatePem: credentials.certificatePem, machineId: integration.machineId });
+      for (const emulator of [jwtOnly, base64Only])
+        emulator.registerIntegration({ certificatePem: credentials.certificatePem, machineId: integration.machineId });
       const sign = (emulator: PlatformEmulator): Promise<string> =>
         new AssertionFactory(credentials.privateKeyPem, integration, emulator.audience).sign({ nowMs: Date.now() });
       const wrap = (jwt: string): string => Buffer.from(jwt).toString('base64');
 
       expect((await requestToken(jwtOnly, await sign(jwtOnly))).status).toBe(200);
       const wrapped = await requestToken(jwtOnly, wrap(await sign(jwtOnly)));
-      expect(wrapped.body).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/base64 of a JWT; this platform expects the compact JWT as is/) });
+      expect(wrapped.body).toEqual({
+        error: 'invalid_request',
+        error_description: expect.stringMatching(/base64 of a JWT; this platform expects the compact JWT as is/),
+      });
 
       expect((await requestToken(base64Only, wrap(await sign(base64Only)))).status).toBe(200);
       const bare = await requestToken(base64Only, await sign(base64Only));
-      expect(bare.body).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/bare compact JWT; this platform expects it base64-encoded/) });
+      expect(bare.body).toEqual({
+        error: 'invalid_request',
+        error_description: expect.stringMatching(/bare compact JWT; this platform expects it base64-encoded/),
+      });
       expect(base64Only.journal.at(-1)?.rule).toBe('token-encoding');
     } finally {
       await Promise.all([jwtOnly.close(), base64Only.close()]);
@@ -427,7 +564,10 @@ describe('token endpoint: configuration', () => {
       const factory = new AssertionFactory(credentials.privateKeyPem, registered, sha256.audience);
       expect((await requestToken(sha256, await factory.sign({ nowMs: Date.now() }))).status).toBe(200);
       const sha1Issuer = await factory.sign({ nowMs: Date.now(), claims: { iss: credentials.thumbprint } });
-      expect((await requestToken(sha256, sha1Issuer)).body).toMatchObject({ error: 'invalid_client', error_description: expect.stringMatching(/has 40 hex characters; a sha256 thumbprint has 64/) });
+      expect((await requestToken(sha256, sha1Issuer)).body).toMatchObject({
+        error: 'invalid_client',
+        error_description: expect.stringMatching(/has 40 hex characters; a sha256 thumbprint has 64/),
+      });
     } finally {
       await sha256.close();
     }

@@ -37,13 +37,19 @@ describe.each([
 
 describe('skew within what the platform accepts', () => {
   it('is logged with the offset when over 30 s, and the exchange succeeds', async () => {
-    const f = await start({ emulator: { clockOffsetMs: 90_000 }, logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }) });
+    const f = await start({
+      emulator: { clockOffsetMs: 90_000 },
+      logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }),
+    });
     const output = await captureOutput(() => f.tokens.getAccessToken());
     expect(output).toMatch(/The platform's clock is (89|90|91) s ahead of the local clock/);
   });
 
   it('is not reported when under 30 s', async () => {
-    const f = await start({ emulator: { clockOffsetMs: 10_000 }, logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }) });
+    const f = await start({
+      emulator: { clockOffsetMs: 10_000 },
+      logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }),
+    });
     const output = await captureOutput(() => f.tokens.getAccessToken());
     expect(output).not.toMatch(/clock/);
     expect(Math.abs(f.tokens.clockOffsetMs! - 10_000)).toBeLessThanOrEqual(1_000);

@@ -40,8 +40,16 @@ function configError(overrides: Partial<PlatformAuthOptions>): PlatformAuthConfi
     const configError = error as PlatformAuthConfigError;
     expectNoSecrets(configError, [
       ...pemFragments(
-        v.valid.privateKeyPem, v.valid.certificatePem, v.pkcs1Pem, v.encryptedPkcs8Pem, v.encryptedPkcs1Pem,
-        v.rsa1024Pem, v.ecPem, v.ed25519Pem, v.publicKeyPem, v.otherCertificatePem,
+        v.valid.privateKeyPem,
+        v.valid.certificatePem,
+        v.pkcs1Pem,
+        v.encryptedPkcs8Pem,
+        v.encryptedPkcs1Pem,
+        v.rsa1024Pem,
+        v.ecPem,
+        v.ed25519Pem,
+        v.publicKeyPem,
+        v.otherCertificatePem,
       ),
       TEST_PASSPHRASE,
       '-----BEGIN',
@@ -53,7 +61,9 @@ function configError(overrides: Partial<PlatformAuthOptions>): PlatformAuthConfi
 
 function expectProblem(overrides: Partial<PlatformAuthOptions>, setting: RegExp, message: RegExp): void {
   const error = configError(overrides);
-  expect(error.problems).toContainEqual(expect.objectContaining({ setting: expect.stringMatching(setting), message: expect.stringMatching(message) }));
+  expect(error.problems).toContainEqual(
+    expect.objectContaining({ setting: expect.stringMatching(setting), message: expect.stringMatching(message) }),
+  );
 }
 
 describe('start-up checks: keys that load', () => {
@@ -114,19 +124,38 @@ describe('start-up checks: keys that load', () => {
 
   it('warns, without failing, on a certificate that expires within 30 days and on a key that is not 2048 bits', () => {
     const config = resolvePlatformAuthOptions(options({ certificate: v.expiringSoonCertificatePem }), NOW);
-    expect(config.warnings).toContainEqual({ option: 'certificate', setting: 'certificate (PLATFORM_CERTIFICATE)', message: expect.stringMatching(/expires in 10 day/) });
-    const big = resolvePlatformAuthOptions(options({ privateKey: v.rsa3072Pem, certificate: undefined, thumbprint: v.valid.thumbprint }), NOW);
-    expect(big.warnings).toContainEqual({ option: 'privateKey', setting: 'privateKey (PLATFORM_PRIVATE_KEY)', message: expect.stringMatching(/3072-bit/) });
+    expect(config.warnings).toContainEqual({
+      option: 'certificate',
+      setting: 'certificate (PLATFORM_CERTIFICATE)',
+      message: expect.stringMatching(/expires in 10 day/),
+    });
+    const big = resolvePlatformAuthOptions(
+      options({ privateKey: v.rsa3072Pem, certificate: undefined, thumbprint: v.valid.thumbprint }),
+      NOW,
+    );
+    expect(big.warnings).toContainEqual({
+      option: 'privateKey',
+      setting: 'privateKey (PLATFORM_PRIVATE_KEY)',
+      message: expect.stringMatching(/3072-bit/),
+    });
   });
 });
 
 describe('start-up checks: problems, each named, none echoing key material', () => {
   it('rejects a 1024-bit RSA key', () => {
-    expectProblem({ privateKey: v.rsa1024Pem, certificate: undefined, thumbprint: v.valid.thumbprint }, /^privateKey/, /1024-bit RSA key; at least 2048/);
+    expectProblem(
+      { privateKey: v.rsa1024Pem, certificate: undefined, thumbprint: v.valid.thumbprint },
+      /^privateKey/,
+      /1024-bit RSA key; at least 2048/,
+    );
   });
 
   it('rejects an EC key', () => {
-    expectProblem({ privateKey: v.ecPem }, /^privateKey \(PLATFORM_PRIVATE_KEY\)/, /an EC key; the platform requires an RSA key/);
+    expectProblem(
+      { privateKey: v.ecPem },
+      /^privateKey \(PLATFORM_PRIVATE_KEY\)/,
+      /an EC key; the platform requires an RSA key/,
+    );
   });
 
   it('rejects an Ed25519 key', () => {
@@ -142,7 +171,11 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   });
 
   it('rejects a certificate that does not match the key', () => {
-    expectProblem({ certificate: v.otherCertificatePem }, /^certificate \(PLATFORM_CERTIFICATE\)/, /does not match the private key/);
+    expectProblem(
+      { certificate: v.otherCertificatePem },
+      /^certificate \(PLATFORM_CERTIFICATE\)/,
+      /does not match the private key/,
+    );
   });
 
   it('rejects an expired certificate', () => {
@@ -159,7 +192,11 @@ describe('start-up checks: problems, each named, none echoing key material', () 
 
   it('rejects a wrong passphrase, for PKCS#8 and PKCS#1', () => {
     for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
-      expectProblem({ privateKey, privateKeyPassphrase: 'wrong' }, /^privateKeyPassphrase \(PLATFORM_PRIVATE_KEY_PASSPHRASE\)/, /wrong passphrase/);
+      expectProblem(
+        { privateKey, privateKeyPassphrase: 'wrong' },
+        /^privateKeyPassphrase \(PLATFORM_PRIVATE_KEY_PASSPHRASE\)/,
+        /wrong passphrase/,
+      );
     }
   });
 
@@ -168,7 +205,11 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   });
 
   it('rejects an unreadable key path, naming the path', () => {
-    expectProblem({ privateKey: undefined, privateKeyPath: '/nonexistent/private-key.pem' }, /^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/, /'\/nonexistent\/private-key.pem': no such file/);
+    expectProblem(
+      { privateKey: undefined, privateKeyPath: '/nonexistent/private-key.pem' },
+      /^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/,
+      /'\/nonexistent\/private-key.pem': no such file/,
+    );
   });
 
   it('rejects an empty key file and a garbage key', () => {
@@ -178,7 +219,10 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   });
 
   it('rejects a DER private key', () => {
-    const der = files.write('private-key.der', createPrivateKey(v.valid.privateKeyPem).export({ type: 'pkcs8', format: 'der' }));
+    const der = files.write(
+      'private-key.der',
+      createPrivateKey(v.valid.privateKeyPem).export({ type: 'pkcs8', format: 'der' }),
+    );
     expectProblem({ privateKey: undefined, privateKeyPath: der }, /^privateKeyPath/, /is not PEM text/);
   });
 
@@ -189,8 +233,16 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   });
 
   it('never echoes PEM text pasted into a path or URL setting', () => {
-    expectProblem({ privateKey: undefined, privateKeyPath: v.valid.privateKeyPem }, /^privateKeyPath/, /is not a file path \(it looks like PEM text\); put PEM text in privateKey/);
-    expectProblem({ certificate: undefined, certificatePath: v.valid.certificatePem.replace(/\n/g, '\\n') }, /^certificatePath/, /is not a file path/);
+    expectProblem(
+      { privateKey: undefined, privateKeyPath: v.valid.privateKeyPem },
+      /^privateKeyPath/,
+      /is not a file path \(it looks like PEM text\); put PEM text in privateKey/,
+    );
+    expectProblem(
+      { certificate: undefined, certificatePath: v.valid.certificatePem.replace(/\n/g, '\\n') },
+      /^certificatePath/,
+      /is not a file path/,
+    );
     expectProblem({ baseUrl: v.valid.privateKeyPem }, /^baseUrl/, /^is not an absolute URL$/);
     expectProblem({ allowedOrigins: [v.valid.privateKeyPem] }, /^allowedOrigins/, /^is not an absolute URL$/);
   });
@@ -202,7 +254,11 @@ describe('start-up checks: problems, each named, none echoing key material', () 
 
   it('rejects setting both the inline value and the path', () => {
     const path = files.write('both.pem', v.valid.privateKeyPem);
-    expectProblem({ privateKeyPath: path }, /^privateKey \(PLATFORM_PRIVATE_KEY\)/, /set only one of privateKey and privateKeyPath/);
+    expectProblem(
+      { privateKeyPath: path },
+      /^privateKey \(PLATFORM_PRIVATE_KEY\)/,
+      /set only one of privateKey and privateKeyPath/,
+    );
   });
 
   it('rejects a certificate slot holding a private key without echoing it', () => {
@@ -212,17 +268,29 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   it('rejects a DER certificate and a bundle of several certificates', () => {
     const der = files.write('cert.der', v.derCertificate);
     expectProblem({ certificate: undefined, certificatePath: der }, /^certificatePath/, /is not PEM text/);
-    expectProblem({ certificate: `${v.valid.certificatePem}\n${v.otherCertificatePem}` }, /^certificate/, /2 PEM blocks; provide exactly one certificate/);
+    expectProblem(
+      { certificate: `${v.valid.certificatePem}\n${v.otherCertificatePem}` },
+      /^certificate/,
+      /2 PEM blocks; provide exactly one certificate/,
+    );
   });
 
   it('rejects a configured thumbprint that differs from the certificate', () => {
-    expectProblem({ thumbprint: '00'.repeat(20) }, /^thumbprint \(PLATFORM_CERT_THUMBPRINT\)/, new RegExp(`differs from the certificate's sha1 thumbprint ${v.valid.thumbprint}`));
+    expectProblem(
+      { thumbprint: '00'.repeat(20) },
+      /^thumbprint \(PLATFORM_CERT_THUMBPRINT\)/,
+      new RegExp(`differs from the certificate's sha1 thumbprint ${v.valid.thumbprint}`),
+    );
   });
 
   it('rejects http: off loopback and accepts it on loopback', () => {
     expectProblem({ baseUrl: 'http://platform.example.com' }, /^baseUrl \(PLATFORM_BASE_URL\)/, /http: off loopback/);
-    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://127.0.0.1:8080' }), NOW).origin).toBe('http://127.0.0.1:8080');
-    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://localhost:8080' }), NOW).audience).toBe('localhost:8080');
+    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://127.0.0.1:8080' }), NOW).origin).toBe(
+      'http://127.0.0.1:8080',
+    );
+    expect(resolvePlatformAuthOptions(options({ baseUrl: 'http://localhost:8080' }), NOW).audience).toBe(
+      'localhost:8080',
+    );
   });
 
   it('requires baseUrl, machineId, a key and a certificate or thumbprint, and reports all of them at once', () => {
@@ -239,7 +307,10 @@ describe('start-up checks: problems, each named, none echoing key material', () 
 
 describe('resolved defaults', () => {
   it('derives audience, token URL and allowed origins from baseUrl', () => {
-    const config = resolvePlatformAuthOptions(options({ baseUrl: 'https://platform.example.com/', allowedOrigins: ['https://files.example.com:8443/x'] }), NOW);
+    const config = resolvePlatformAuthOptions(
+      options({ baseUrl: 'https://platform.example.com/', allowedOrigins: ['https://files.example.com:8443/x'] }),
+      NOW,
+    );
     expect(config.audience).toBe('platform.example.com');
     expect(config.tokenUrl).toBe('https://platform.example.com/loginservice/connect/token');
     expect([...config.allowedOrigins]).toEqual(['https://platform.example.com', 'https://files.example.com:8443']);

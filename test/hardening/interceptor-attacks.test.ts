@@ -34,7 +34,9 @@ describe('401 handling cannot be turned into a loop or a stampede', () => {
   });
 
   it('a server that always answers 401 gets each request at most twice', async () => {
-    const always401 = await server((_req, res) => res.writeHead(401, { 'WWW-Authenticate': 'Bearer error="invalid_token"' }).end());
+    const always401 = await server((_req, res) =>
+      res.writeHead(401, { 'WWW-Authenticate': 'Bearer error="invalid_token"' }).end(),
+    );
     const f = await start({ module: { allowedOrigins: [always401.origin] } });
     for (let i = 0; i < 10; i += 1) {
       const error = await settle(firstValueFrom(f.http.get(`${always401.url}/r${i}`)));
@@ -84,7 +86,9 @@ describe('the token endpoint failing', () => {
     expectNoSecrets(first, []);
 
     const exchangesSoFar = f.platform.counters.exchanges.total;
-    const fast = await Promise.all(Array.from({ length: 20 }, () => settle(firstValueFrom(f.http.get('/api/billing')))));
+    const fast = await Promise.all(
+      Array.from({ length: 20 }, () => settle(firstValueFrom(f.http.get('/api/billing')))),
+    );
     for (const error of fast) expect(error).toMatchObject({ reason: 'backoff' });
     expect(f.platform.counters.exchanges.total).toBe(exchangesSoFar);
     expect(f.platform.counters.apiCalls.total).toBe(0);
@@ -129,7 +133,9 @@ describe('attempts to move the token off-origin', () => {
 
   it('a redirect from the platform origin to another origin loses the token; the allowed hop keeps it', async () => {
     const target = await server();
-    const allowedRedirector = await server((_req, res) => res.writeHead(307, { Location: `${target.url}/landed` }).end());
+    const allowedRedirector = await server((_req, res) =>
+      res.writeHead(307, { Location: `${target.url}/landed` }).end(),
+    );
     const f = await start({ module: { allowedOrigins: [allowedRedirector.origin] } });
     const response = await firstValueFrom(f.http.get(`${allowedRedirector.url}/start`));
     expect(response.status).toBe(200);
@@ -200,9 +206,13 @@ describe('the token stays out of errors in every failure shape', () => {
   });
 
   it('when the error body echoes the request headers', async () => {
-    const echo = await server((req, res) => res.writeHead(500, { 'Content-Type': 'application/json' }).end(JSON.stringify({ headers: req.headers })));
+    const echo = await server((req, res) =>
+      res.writeHead(500, { 'Content-Type': 'application/json' }).end(JSON.stringify({ headers: req.headers })),
+    );
     const f = await start({ module: { allowedOrigins: [echo.origin] } });
-    const error = (await settle(firstValueFrom(f.http.get(`${echo.url}/x`)))) as AxiosError<{ headers: Record<string, string> }>;
+    const error = (await settle(firstValueFrom(f.http.get(`${echo.url}/x`)))) as AxiosError<{
+      headers: Record<string, string>;
+    }>;
     expect(error.response?.data.headers.authorization).toBe('Bearer [REDACTED]');
     expectNoSecrets(error, [await f.tokens.getAccessToken()]);
   });
@@ -214,7 +224,7 @@ describe('the token stays out of errors in every failure shape', () => {
   });
 });
 
-describe('the 401 re-send is invisible to the caller\'s own interceptors', () => {
+describe("the 401 re-send is invisible to the caller's own interceptors", () => {
   it('a response interceptor added by the app runs once', async () => {
     const f = await start();
     await f.tokens.getAccessToken();

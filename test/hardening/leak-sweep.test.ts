@@ -26,7 +26,10 @@ afterAll(() => platform.close());
 
 function secrets(...more: string[]): string[] {
   const pemLines = [integration.privateKeyPem, integration.certificatePem].flatMap((pem) =>
-    pem.split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----')).slice(0, 5),
+    pem
+      .split('\n')
+      .filter((line) => line.length >= 40 && !line.startsWith('-----'))
+      .slice(0, 5),
   );
   return [...pemLines, TEST_PASSPHRASE, ...more];
 }
@@ -53,13 +56,19 @@ describe('leak sweep over logs', () => {
       .toString();
     @Module({
       imports: [
-        PlatformAuthModule.forRoot({ ...integration.moduleOptions, privateKey: encrypted, privateKeyPassphrase: `${TEST_PASSPHRASE}!` }),
+        PlatformAuthModule.forRoot({
+          ...integration.moduleOptions,
+          privateKey: encrypted,
+          privateKeyPassphrase: `${TEST_PASSPHRASE}!`,
+        }),
       ],
     })
     class BrokenApp {}
     let failure: unknown;
     const output = await captureOutput(async () => {
-      failure = await NestFactory.create(BrokenApp, { logger: new ConsoleLogger(), abortOnError: false }).catch((e: unknown) => e);
+      failure = await NestFactory.create(BrokenApp, { logger: new ConsoleLogger(), abortOnError: false }).catch(
+        (e: unknown) => e,
+      );
     });
     expect(String(failure)).toMatch(/wrong passphrase/);
     const encryptedLines = encrypted.split('\n').filter((l) => l.length >= 40 && !l.startsWith('-----'));
@@ -70,7 +79,9 @@ describe('leak sweep over logs', () => {
   it('an unhandled 401 in a controller is logged by Nest without the token', async () => {
     @Module({ imports: [PlatformAuthModule.forRoot(integration.moduleOptions)], controllers: [ProxyController] })
     class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).setLogger(new ConsoleLogger()).compile();
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .setLogger(new ConsoleLogger())
+      .compile();
     const app = moduleRef.createNestApplication();
     await app.init();
     try {

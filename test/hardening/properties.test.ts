@@ -6,7 +6,12 @@ import { AssertionSigner } from 'nestjs-platform-auth';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../lib/options/options.constants.js';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { json, startScriptedTokenServer, type ScriptedReply, type ScriptedTokenServer } from '../support/scripted-token-server.js';
+import {
+  json,
+  startScriptedTokenServer,
+  type ScriptedReply,
+  type ScriptedTokenServer,
+} from '../support/scripted-token-server.js';
 import { createProvider } from '../support/token-provider-harness.js';
 
 let credentials: TestCredentials;
@@ -23,7 +28,13 @@ describe('property: every assertion satisfies every rule of seed 5.4', () => {
       if (!entry) {
         const clock = new FakeClock(0);
         const config = resolvePlatformAuthOptions(
-          { baseUrl: 'https://platform.example.com', machineId: 'machine-7', privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem, assertionLifetimeSeconds: lifetime },
+          {
+            baseUrl: 'https://platform.example.com',
+            machineId: 'machine-7',
+            privateKey: credentials.privateKeyPem,
+            certificate: credentials.certificatePem,
+            assertionLifetimeSeconds: lifetime,
+          },
           Date.now(),
         );
         entry = { signer: new AssertionSigner(config, clock), clock };
@@ -72,8 +83,14 @@ interface Step {
 }
 
 const replyArbitrary: fc.Arbitrary<Reply> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('token' as const), expiresIn: fc.integer({ min: 1, max: 3_600 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('status' as const), status: fc.constantFrom(400, 401, 429, 500, 503) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('token' as const), expiresIn: fc.integer({ min: 1, max: 3_600 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('status' as const), status: fc.constantFrom(400, 401, 429, 500, 503) }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'drop' as const }) },
 );
 const stepArbitrary: fc.Arbitrary<Step> = fc.record({
@@ -94,13 +111,15 @@ describe('property: the provider never hands out an expired token and never runs
       fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 12 }), async (steps) => {
         const clock = new FakeClock(Date.UTC(2026, 0, 1), { autoAdvance: true });
         const expiryOf = new Map<string, number>();
-        const reply = (r: Reply): ScriptedReply => (res) => {
-          if (r.kind === 'drop') return void res.socket?.destroy();
-          if (r.kind === 'status') return json(res, r.status, { error: 'scripted' });
-          const accessToken = `t-${expiryOf.size}-${Math.random().toString(36).slice(2)}`;
-          expiryOf.set(accessToken, clock.now() + r.expiresIn * 1_000);
-          json(res, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: r.expiresIn });
-        };
+        const reply =
+          (r: Reply): ScriptedReply =>
+          (res) => {
+            if (r.kind === 'drop') return void res.socket?.destroy();
+            if (r.kind === 'status') return json(res, r.status, { error: 'scripted' });
+            const accessToken = `t-${expiryOf.size}-${Math.random().toString(36).slice(2)}`;
+            expiryOf.set(accessToken, clock.now() + r.expiresIn * 1_000);
+            json(res, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: r.expiresIn });
+          };
         server.replies = steps.map((s) => reply(s.reply));
         server.fallback = reply({ kind: 'token', expiresIn: 600 });
         server.maxConcurrent = 0;
@@ -108,7 +127,9 @@ describe('property: the provider never hands out an expired token and never runs
         try {
           for (const step of steps) {
             clock.advance(step.advanceMs);
-            const results = await Promise.allSettled(Array.from({ length: step.callers }, () => tokens.getAccessToken()));
+            const results = await Promise.allSettled(
+              Array.from({ length: step.callers }, () => tokens.getAccessToken()),
+            );
             for (const result of results) {
               if (result.status === 'fulfilled') {
                 // Checked when the caller receives it: the platform's expiry must still be ahead.

@@ -4,7 +4,13 @@ import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.j
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer } from '../support/loopback-server.js';
-import { json, raw, startScriptedTokenServer, tokenReply, type ScriptedTokenServer } from '../support/scripted-token-server.js';
+import {
+  json,
+  raw,
+  startScriptedTokenServer,
+  tokenReply,
+  type ScriptedTokenServer,
+} from '../support/scripted-token-server.js';
 import { createProvider, type ProviderHarness } from '../support/token-provider-harness.js';
 
 let credentials: TestCredentials;
@@ -139,12 +145,22 @@ describe('transient failures are retried, bounded', () => {
 });
 
 describe('a 200 that is not a token response is refused, not retried, not cached', () => {
-  const cases: Array<[string, (s: ScriptedTokenServer) => Parameters<ScriptedTokenServer['replies']['push']>[0], RegExp]> = [
-    ['HTML', () => raw(200, '<html><body>Login</body></html>', { 'Content-Type': 'text/html' }), /not JSON \(text\/html\)/],
+  const cases: Array<
+    [string, (s: ScriptedTokenServer) => Parameters<ScriptedTokenServer['replies']['push']>[0], RegExp]
+  > = [
+    [
+      'HTML',
+      () => raw(200, '<html><body>Login</body></html>', { 'Content-Type': 'text/html' }),
+      /not JSON \(text\/html\)/,
+    ],
     ['text', () => raw(200, 'ok', { 'Content-Type': 'text/plain' }), /not JSON \(text\/plain\)/],
     ['null', () => raw(200, 'null', { 'Content-Type': 'application/json' }), /body is null/],
     ['[]', () => raw(200, '[]', { 'Content-Type': 'application/json' }), /body is an array/],
-    ['a 10 MB body', () => raw(200, `{"access_token":"${'x'.repeat(10 * 1024 * 1024)}"}`, { 'Content-Type': 'application/json' }), /exceeds the 65536-byte limit/],
+    [
+      'a 10 MB body',
+      () => raw(200, `{"access_token":"${'x'.repeat(10 * 1024 * 1024)}"}`, { 'Content-Type': 'application/json' }),
+      /exceeds the 65536-byte limit/,
+    ],
     ['no access_token', (s) => tokenReply(s, { access_token: undefined }), /access_token is missing or empty/],
     ['an empty access_token', (s) => tokenReply(s, { access_token: '' }), /access_token is missing or empty/],
     ['no token_type', (s) => tokenReply(s, { token_type: undefined }), /token_type is missing, expected Bearer/],
@@ -194,7 +210,9 @@ describe('redirects and refusals', () => {
     const elsewhere = await startLoopbackServer();
     try {
       const h = await setUp();
-      server.replies.push((res) => res.writeHead(302, { Location: `${elsewhere.url}/loginservice/connect/token` }).end());
+      server.replies.push((res) =>
+        res.writeHead(302, { Location: `${elsewhere.url}/loginservice/connect/token` }).end(),
+      );
       const error = await exchangeFailure(h);
       expect(error).toMatchObject({ reason: 'redirect', status: 302, attempts: 1 });
       expect(elsewhere.requests).toHaveLength(0);
@@ -223,7 +241,10 @@ describe('redirects and refusals', () => {
     const h = await setUp();
     server.fallback = (res, req) => {
       void req;
-      json(res, 400, { error: 'invalid_grant', error_description: `bad token ${server.assertions.at(-1)} \u0000\u001b[31m` });
+      json(res, 400, {
+        error: 'invalid_grant',
+        error_description: `bad token ${server.assertions.at(-1)} \u0000\u001b[31m`,
+      });
     };
     const error = await exchangeFailure(h);
     expect(error.oauthErrorDescription).toBe('bad token [REDACTED] [31m');
@@ -231,7 +252,8 @@ describe('redirects and refusals', () => {
 
   it('with tokenEncoding base64, an echoed (encoded) assertion is sanitised too', async () => {
     const h = await setUp({ tokenEncoding: 'base64' });
-    server.fallback = (res) => json(res, 400, { error: 'invalid_request', error_description: `cannot read ${server.assertions.at(-1)}` });
+    server.fallback = (res) =>
+      json(res, 400, { error: 'invalid_request', error_description: `cannot read ${server.assertions.at(-1)}` });
     const error = await exchangeFailure(h);
     expect(error.oauthErrorDescription).toBe('cannot read [REDACTED]');
   });
@@ -239,7 +261,12 @@ describe('redirects and refusals', () => {
   it('an http:// base URL off loopback is refused at start-up', () => {
     expect(() =>
       resolvePlatformAuthOptions(
-        { baseUrl: 'http://platform.example.com', machineId: 'm', privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
+        {
+          baseUrl: 'http://platform.example.com',
+          machineId: 'm',
+          privateKey: credentials.privateKeyPem,
+          certificate: credentials.certificatePem,
+        },
         Date.now(),
       ),
     ).toThrow(PlatformAuthConfigError);

@@ -82,7 +82,9 @@ describe('authenticated HttpService', () => {
 
   it('leaves a caller-set Authorization header alone', async () => {
     const f = await start();
-    const error = await failure(firstValueFrom(f.http.get('/api/billing', { headers: { Authorization: 'Bearer mine' } })));
+    const error = await failure(
+      firstValueFrom(f.http.get('/api/billing', { headers: { Authorization: 'Bearer mine' } })),
+    );
     expect(error.response?.status).toBe(401);
     expect(error.config?.headers.Authorization).toBe('Bearer mine');
     expect(f.platform.counters.exchanges.total).toBe(0);

@@ -17,7 +17,13 @@ import { type ResolvedPlatformAuthConfig } from '../../lib/options/options.resol
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 let credentials: TestCredentials;
-const ENV_KEYS = ['PLATFORM_BASE_URL', 'PLATFORM_MACHINE_ID', 'PLATFORM_PRIVATE_KEY', 'PLATFORM_CERTIFICATE', 'PLATFORM_AUDIENCE'];
+const ENV_KEYS = [
+  'PLATFORM_BASE_URL',
+  'PLATFORM_MACHINE_ID',
+  'PLATFORM_PRIVATE_KEY',
+  'PLATFORM_CERTIFICATE',
+  'PLATFORM_AUDIENCE',
+];
 
 beforeAll(async () => {
   credentials = await createTestCredentials();
@@ -36,7 +42,10 @@ function options(): PlatformAuthOptions {
 }
 
 async function jwtClaims(signer: AssertionSigner): Promise<Record<string, unknown>> {
-  return JSON.parse(Buffer.from((await signer.createAssertion()).split('.')[1], 'base64url').toString()) as Record<string, unknown>;
+  return JSON.parse(Buffer.from((await signer.createAssertion()).split('.')[1], 'base64url').toString()) as Record<
+    string,
+    unknown
+  >;
 }
 
 describe('PlatformAuthModule wiring', () => {
@@ -56,7 +65,10 @@ describe('PlatformAuthModule wiring', () => {
     process.env.PLATFORM_CERTIFICATE = credentials.certificatePem;
     process.env.PLATFORM_AUDIENCE = 'sts.env.example.com';
     const moduleRef = await Test.createTestingModule({
-      imports: [ConfigModule.forRoot({ ignoreEnvFile: true }), PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())],
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true }),
+        PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider()),
+      ],
     }).compile();
     const claims = await jwtClaims(moduleRef.get(AssertionSigner));
     expect(claims).toMatchObject({ iss: credentials.thumbprint, sub: 'machine-from-env', aud: 'sts.env.example.com' });
@@ -73,7 +85,10 @@ describe('PlatformAuthModule wiring', () => {
   it('fails start-up with PlatformAuthConfigError naming the environment variables', async () => {
     process.env.PLATFORM_BASE_URL = 'http://platform.example.com';
     const build = Test.createTestingModule({
-      imports: [ConfigModule.forRoot({ ignoreEnvFile: true }), PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())],
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true }),
+        PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider()),
+      ],
     }).compile();
     await expect(build).rejects.toBeInstanceOf(PlatformAuthConfigError);
     await expect(build).rejects.toThrow(/PLATFORM_BASE_URL[\s\S]*PLATFORM_MACHINE_ID[\s\S]*PLATFORM_PRIVATE_KEY/);
@@ -116,16 +131,16 @@ describe('PlatformAuthModule wiring', () => {
     expect(moduleRef.get(Consumer).signer).toBeInstanceOf(AssertionSigner);
     await moduleRef.close();
 
-    const notGlobal = Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(options()), FeatureModule] }).compile();
+    const notGlobal = Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot(options()), FeatureModule],
+    }).compile();
     await expect(notGlobal).rejects.toThrow(/AssertionSigner/);
   });
 
   it('PlatformHttpService is the authenticated client whatever the HttpModule import order', async () => {
     @Injectable()
     class Consumer {
-      constructor(
-        readonly platform: PlatformHttpService,
-      ) {}
+      constructor(readonly platform: PlatformHttpService) {}
     }
     for (const imports of [
       [HttpModule, PlatformAuthModule.forRoot(options())],

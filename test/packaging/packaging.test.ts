@@ -26,10 +26,14 @@ function sourceFiles(dir: string): string[] {
 const packageDir = mkdtempSync(join(tmpdir(), 'platform-auth-package-'));
 
 function runNode(script: string, type: 'module' | 'commonjs'): string {
-  return execFileSync(process.execPath, [type === 'module' ? '--input-type=module' : '--input-type=commonjs', '-e', script], {
-    cwd: packageDir,
-    encoding: 'utf8',
-  });
+  return execFileSync(
+    process.execPath,
+    [type === 'module' ? '--input-type=module' : '--input-type=commonjs', '-e', script],
+    {
+      cwd: packageDir,
+      encoding: 'utf8',
+    },
+  );
 }
 
 describe('the published package', () => {
@@ -38,7 +42,9 @@ describe('the published package', () => {
       cpSync(join(root, entry), join(packageDir, entry), { recursive: true });
     }
     symlinkSync(join(root, 'node_modules'), join(packageDir, 'node_modules'), 'dir');
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: packageDir });
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+      cwd: packageDir,
+    });
   }, 120_000);
   afterAll(() => rmSync(packageDir, { recursive: true, force: true }));
 

@@ -31,7 +31,11 @@ export async function createCredentialVariants(now = Date.now()): Promise<Creden
   const privateKey = createPrivateKey(valid.privateKeyPem);
   const other = await createTestCredentials({ now });
   const forKey = (notBefore: number, notAfter: number) =>
-    createTestCredentials({ privateKeyPem: valid.privateKeyPem, notBefore: new Date(notBefore), notAfter: new Date(notAfter) });
+    createTestCredentials({
+      privateKeyPem: valid.privateKeyPem,
+      notBefore: new Date(notBefore),
+      notAfter: new Date(notAfter),
+    });
   const [expired, notYetValid, expiringSoon] = await Promise.all([
     forKey(now - 400 * DAY_MS, now - DAY_MS),
     forKey(now + DAY_MS, now + 400 * DAY_MS),
@@ -40,8 +44,12 @@ export async function createCredentialVariants(now = Date.now()): Promise<Creden
   return {
     valid,
     pkcs1Pem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
-    encryptedPkcs8Pem: privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE }).toString(),
-    encryptedPkcs1Pem: privateKey.export({ type: 'pkcs1', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE }).toString(),
+    encryptedPkcs8Pem: privateKey
+      .export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE })
+      .toString(),
+    encryptedPkcs1Pem: privateKey
+      .export({ type: 'pkcs1', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE })
+      .toString(),
     rsa1024Pem: pkcs8(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey),
     rsa3072Pem: pkcs8(generateKeyPairSync('rsa', { modulusLength: 3072 }).privateKey),
     ecPem: pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey),
@@ -60,7 +68,11 @@ function pkcs8(key: KeyObject): string {
 }
 
 /** A temporary directory for key files, removed by the returned function. */
-export function tempDir(): { dir: string; write(name: string, content: string | Buffer, mode?: number): string; remove(): void } {
+export function tempDir(): {
+  dir: string;
+  write(name: string, content: string | Buffer, mode?: number): string;
+  remove(): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'platform-auth-test-'));
   return {
     dir,

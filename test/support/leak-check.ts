@@ -47,5 +47,9 @@ function secretNeedles(secret: string): string[] {
   const lines = secret.split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----'));
   if (lines.length > 0) return lines.slice(0, 5);
   if (secret.length <= 60) return [secret];
-  return [secret.slice(0, 40), secret.slice(Math.floor(secret.length / 2) - 20, Math.floor(secret.length / 2) + 20), secret.slice(-40)];
+  return [
+    secret.slice(0, 40),
+    secret.slice(Math.floor(secret.length / 2) - 20, Math.floor(secret.length / 2) + 20),
+    secret.slice(-40),
+  ];
 }

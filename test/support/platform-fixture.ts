@@ -2,11 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { afterEach } from 'vitest';
 import { HttpService } from '@nestjs/axios';
-import {
-  PlatformAuthModule,
-  TokenProvider,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import {
   FakeClock,
   PlatformEmulator,

@@ -20,7 +20,11 @@ export interface ScriptedTokenServer {
 }
 
 /** A 200 token response with a fresh opaque token (recorded in `server.issued`). */
-export function tokenReply(server: Pick<ScriptedTokenServer, 'issued'>, fields: Record<string, unknown> = {}, headers: Record<string, string> = {}): ScriptedReply {
+export function tokenReply(
+  server: Pick<ScriptedTokenServer, 'issued'>,
+  fields: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): ScriptedReply {
   return (res) => {
     const accessToken = `scripted-access-token-${randomUUID()}`;
     server.issued.push(accessToken);

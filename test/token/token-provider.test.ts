@@ -47,7 +47,11 @@ describe('TokenProvider: caching and renewal', () => {
   });
 
   it('caps the renewal lead at half the token lifetime', async () => {
-    const f = await start({ autoAdvance: false, emulator: { tokenLifetimeSeconds: 60 }, module: { refreshBeforeExpirySeconds: 300 } });
+    const f = await start({
+      autoAdvance: false,
+      emulator: { tokenLifetimeSeconds: 60 },
+      module: { refreshBeforeExpirySeconds: 300 },
+    });
     const first = await f.tokens.getAccessToken();
     f.clock.advance(26_000); // lead is at most 30 s, so 26 s is still before the window
     expect(await f.tokens.getAccessToken()).toBe(first);
@@ -108,7 +112,13 @@ describe('TokenProvider: failures', () => {
     f.platform.setIntegrationStatus(f.integration.machineId, 'Suspended');
     const error = (await f.tokens.getAccessToken().catch((e: unknown) => e)) as TokenExchangeError;
     expect(error).toBeInstanceOf(TokenExchangeError);
-    expect(error).toMatchObject({ reason: 'http_error', status: 400, oauthError: 'unauthorized_client', attempts: 1, retried: false });
+    expect(error).toMatchObject({
+      reason: 'http_error',
+      status: 400,
+      oauthError: 'unauthorized_client',
+      attempts: 1,
+      retried: false,
+    });
     expect(error.hint).toMatch(/not Active/);
     expect(f.platform.counters.exchanges.total).toBe(1);
 

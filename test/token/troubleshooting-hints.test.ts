@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenExchangeError, type PlatformAuthOptions } from 'nestjs-platform-auth';
-import { createTestCredentials, PlatformEmulator, type EmulatedIntegration, type TestCredentials } from 'nestjs-platform-auth/testing';
+import {
+  createTestCredentials,
+  PlatformEmulator,
+  type EmulatedIntegration,
+  type TestCredentials,
+} from 'nestjs-platform-auth/testing';
 import { createProvider } from '../support/token-provider-harness.js';
 
 /** Each failure cause of the seed's section 7, provoked against the emulator: the README's troubleshooting rows. */
@@ -15,10 +20,16 @@ beforeAll(async () => {
 });
 afterAll(() => platform.close());
 
-async function failureWith(options: Partial<PlatformAuthOptions>, credentials: TestCredentials = integration): Promise<TokenExchangeError> {
+async function failureWith(
+  options: Partial<PlatformAuthOptions>,
+  credentials: TestCredentials = integration,
+): Promise<TokenExchangeError> {
   const harness = createProvider(credentials, platform.url, { machineId: integration.machineId, ...options });
   try {
-    const error = await harness.tokens.getAccessToken().then(() => undefined, (e: unknown) => e);
+    const error = await harness.tokens.getAccessToken().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(TokenExchangeError);
     return error as TokenExchangeError;
   } finally {

@@ -51,10 +51,14 @@ describe('AssertionSigner.createAssertion', () => {
     });
 
     // Independent check: node:crypto against the certificate's public key, not the signer's code path.
-    const publicKey = createPublicKey(new X509Certificate(credentials.certificatePem).publicKey.export({ type: 'spki', format: 'pem' }));
+    const publicKey = createPublicKey(
+      new X509Certificate(credentials.certificatePem).publicKey.export({ type: 'spki', format: 'pem' }),
+    );
     const signedPart = Buffer.from(`${header}.${payload}`);
     expect(verify('sha256', signedPart, publicKey, Buffer.from(signature, 'base64url'))).toBe(true);
-    expect(verify('sha256', Buffer.from(`${header}.${payload}x`), publicKey, Buffer.from(signature, 'base64url'))).toBe(false);
+    expect(verify('sha256', Buffer.from(`${header}.${payload}x`), publicKey, Buffer.from(signature, 'base64url'))).toBe(
+      false,
+    );
   });
 
   it('uses a new jti for every assertion', async () => {

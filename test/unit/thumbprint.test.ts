@@ -7,19 +7,21 @@ const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, im
 
 /** Recorded from `openssl x509 -fingerprint` when the fixture was made; see the fixture file's first line. */
 function opensslFingerprint(algorithm: 'sha1' | 'sha256'): string {
-  const line = fixture('test-only-certificate.fingerprints.txt').split('\n').find((l) => l.startsWith(`${algorithm} Fingerprint=`));
+  const line = fixture('test-only-certificate.fingerprints.txt')
+    .split('\n')
+    .find((l) => l.startsWith(`${algorithm} Fingerprint=`));
   return line!.split('=')[1].replace(/:/g, '');
 }
 
 describe('certificateThumbprint', () => {
   const certificate = new X509Certificate(fixture('test-only-certificate.pem'));
 
-  it('matches openssl\'s SHA-1 fingerprint, uppercase hex without separators', () => {
+  it("matches openssl's SHA-1 fingerprint, uppercase hex without separators", () => {
     expect(certificateThumbprint(certificate)).toBe(opensslFingerprint('sha1'));
     expect(certificateThumbprint(certificate)).toMatch(/^[0-9A-F]{40}$/);
   });
 
-  it('matches openssl\'s SHA-256 fingerprint on request', () => {
+  it("matches openssl's SHA-256 fingerprint on request", () => {
     expect(certificateThumbprint(certificate, 'sha256')).toBe(opensslFingerprint('sha256'));
   });
 

@@ -14,14 +14,15 @@ export const assertionCommand: Command = {
   name: 'assertion',
   synopsis: '[--raw] [--env-file FILE]',
   description: [
-    'Builds a client assertion with the module\'s own AssertionSigner, from the same PLATFORM_* variables, and',
+    "Builds a client assertion with the module's own AssertionSigner, from the same PLATFORM_* variables, and",
     'prints its decoded header and claims with every rule of seed 5.4 checked locally, the signature verified',
     'against the certificate: an offline replacement for an online JWT debugger. Nothing is sent anywhere.',
   ].join('\n'),
   options: {
     raw: {
       type: 'boolean',
-      description: 'print only the signed JWT on stdout (checks still run; failures go to stderr). It can be exchanged for a token until it expires: treat it as a secret',
+      description:
+        'print only the signed JWT on stdout (checks still run; failures go to stderr). It can be exchanged for a token until it expires: treat it as a secret',
     },
     ...ENV_FILE_OPTION,
   },
@@ -50,17 +51,29 @@ async function run(context: CommandContext): Promise<number> {
   if (raw) {
     out.print(jwt);
     const expiry = typeof claims.exp === 'number' ? ` until ${isoSeconds(claims.exp)}` : '';
-    out.note(`This assertion can be exchanged for an access token${expiry}: treat it as a secret, never paste it into an online JWT debugger (seed 5.4).`);
+    out.note(
+      `This assertion can be exchanged for an access token${expiry}: treat it as a secret, never paste it into an online JWT debugger (seed 5.4).`,
+    );
     for (const check of checks.filter((c) => c.status === 'fail')) out.note(`✗ ${check.label}: ${check.detail}`);
     return ok ? 0 : 1;
   }
 
-  out.print(`Client assertion signed by the module's AssertionSigner from the PLATFORM_* variables (the JWT is not shown; --raw prints it).`);
+  out.print(
+    `Client assertion signed by the module's AssertionSigner from the PLATFORM_* variables (the JWT is not shown; --raw prints it).`,
+  );
   out.print();
   out.print(out.style.bold('Header'));
-  printFields(out, Object.entries(header).map(([name, value]) => [name, JSON.stringify(value)]), '  ');
+  printFields(
+    out,
+    Object.entries(header).map(([name, value]) => [name, JSON.stringify(value)]),
+    '  ',
+  );
   out.print(out.style.bold('Claims'));
-  printFields(out, Object.entries(claims).map(([name, value]) => [name, describeClaim(name, value, claims)]), '  ');
+  printFields(
+    out,
+    Object.entries(claims).map(([name, value]) => [name, describeClaim(name, value, claims)]),
+    '  ',
+  );
   out.print();
   out.print(out.style.bold('Seed 5.4 rules, checked locally'));
   const all = [...checks, ...warningChecks(config.warnings)];
@@ -79,33 +92,68 @@ async function checkAssertion(
   options: PlatformAuthOptions,
   nowSeconds: number,
 ): Promise<CheckResult[]> {
-  const rule = (id: string, label: string, pass: boolean, detail: string): CheckResult => ({ id, status: pass ? 'pass' : 'fail', label, detail });
+  const rule = (id: string, label: string, pass: boolean, detail: string): CheckResult => ({
+    id,
+    status: pass ? 'pass' : 'fail',
+    label,
+    detail,
+  });
   const checks: CheckResult[] = [
-    rule('alg', 'alg', header.alg === 'RS256', header.alg === 'RS256' ? 'RS256' : `is ${JSON.stringify(header.alg)}; must be RS256`),
-    rule('typ', 'typ', header.typ === 'JWT', header.typ === 'JWT' ? 'JWT' : `is ${JSON.stringify(header.typ)}; must be JWT`),
+    rule(
+      'alg',
+      'alg',
+      header.alg === 'RS256',
+      header.alg === 'RS256' ? 'RS256' : `is ${JSON.stringify(header.alg)}; must be RS256`,
+    ),
+    rule(
+      'typ',
+      'typ',
+      header.typ === 'JWT',
+      header.typ === 'JWT' ? 'JWT' : `is ${JSON.stringify(header.typ)}; must be JWT`,
+    ),
   ];
 
   const claimProblems = [
-    ...STRING_CLAIMS.filter((name) => typeof claims[name] !== 'string' || claims[name] === '').map((name) => `${name} is not a non-empty string`),
-    ...TIME_CLAIMS.filter((name) => !Number.isInteger(claims[name])).map((name) => `${name} is not a NumericDate (whole epoch seconds)`),
+    ...STRING_CLAIMS.filter((name) => typeof claims[name] !== 'string' || claims[name] === '').map(
+      (name) => `${name} is not a non-empty string`,
+    ),
+    ...TIME_CLAIMS.filter((name) => !Number.isInteger(claims[name])).map(
+      (name) => `${name} is not a NumericDate (whole epoch seconds)`,
+    ),
   ];
   checks.push(
     rule(
       'claims',
       'claims',
       claimProblems.length === 0,
-      claimProblems.length === 0 ? 'all 7 present: jti iss sub aud are strings, iat nbf exp NumericDates' : claimProblems.join('; '),
+      claimProblems.length === 0
+        ? 'all 7 present: jti iss sub aud are strings, iat nbf exp NumericDates'
+        : claimProblems.join('; '),
     ),
   );
 
   const { certificate, thumbprintAlgorithm } = config.credentials;
-  const expectedIss = certificate ? certificateThumbprint(certificate, thumbprintAlgorithm) : normalizeThumbprint(options.thumbprint ?? '');
+  const expectedIss = certificate
+    ? certificateThumbprint(certificate, thumbprintAlgorithm)
+    : normalizeThumbprint(options.thumbprint ?? '');
   const issSource = certificate
     ? `the certificate's ${thumbprintAlgorithm} thumbprint`
     : 'PLATFORM_CERT_THUMBPRINT (no certificate is configured to compute it from)';
   checks.push(
-    rule('iss', 'iss', claims.iss === expectedIss, claims.iss === expectedIss ? `is ${issSource}` : `is not ${issSource} ${expectedIss}`),
-    rule('sub', 'sub', claims.sub === config.machineId, claims.sub === config.machineId ? 'is the machineId (PLATFORM_MACHINE_ID)' : `is not the machineId ${config.machineId}`),
+    rule(
+      'iss',
+      'iss',
+      claims.iss === expectedIss,
+      claims.iss === expectedIss ? `is ${issSource}` : `is not ${issSource} ${expectedIss}`,
+    ),
+    rule(
+      'sub',
+      'sub',
+      claims.sub === config.machineId,
+      claims.sub === config.machineId
+        ? 'is the machineId (PLATFORM_MACHINE_ID)'
+        : `is not the machineId ${config.machineId}`,
+    ),
   );
   const audSource = options.audience !== undefined ? 'PLATFORM_AUDIENCE' : 'default: the host of PLATFORM_BASE_URL';
   checks.push(
@@ -113,7 +161,9 @@ async function checkAssertion(
       'aud',
       'aud',
       claims.aud === config.audience,
-      claims.aud === config.audience ? `is the audience (${audSource})` : `is ${JSON.stringify(claims.aud)}; expected the single string ${JSON.stringify(config.audience)} (${audSource})`,
+      claims.aud === config.audience
+        ? `is the audience (${audSource})`
+        : `is ${JSON.stringify(claims.aud)}; expected the single string ${JSON.stringify(config.audience)} (${audSource})`,
     ),
   );
 
@@ -131,7 +181,11 @@ async function checkAssertion(
       ),
     );
   } else {
-    for (const [id, label] of [['lifetime', 'exp - iat'], ['nbf-before-iat', 'iat - nbf'], ['time-window', 'nbf <= now < exp']]) {
+    for (const [id, label] of [
+      ['lifetime', 'exp - iat'],
+      ['nbf-before-iat', 'iat - nbf'],
+      ['time-window', 'nbf <= now < exp'],
+    ]) {
       checks.push(rule(id, label, false, 'cannot be checked: iat, nbf and exp must be NumericDates'));
     }
   }
@@ -151,14 +205,20 @@ async function checkSignature(jwt: string, config: ResolvedPlatformAuthConfig): 
     verified = false;
   }
   if (!verified) {
-    return { id: 'signature', label: 'signature', status: 'fail', detail: `does not verify against ${certificate ? 'the certificate' : 'the key'} (RS256)` };
+    return {
+      id: 'signature',
+      label: 'signature',
+      status: 'fail',
+      detail: `does not verify against ${certificate ? 'the certificate' : 'the key'} (RS256)`,
+    };
   }
   if (!certificate) {
     return {
       id: 'signature',
       label: 'signature',
       status: 'warn',
-      detail: 'verifies against the private key\'s public half; no certificate is configured to check the registered one',
+      detail:
+        "verifies against the private key's public half; no certificate is configured to check the registered one",
       fix: 'configure the registered certificate (PLATFORM_CERTIFICATE_PATH) so that the pair is checked',
     };
   }

@@ -23,8 +23,8 @@ export const doctorCommand: Command = {
     'Checks everything seed section 7 names as a cause of failure, one line each with its fix: the private key',
     '(loads, RSA-2048), the certificate (parses, matches the key, validity and days left), the thumbprint, machineId,',
     'audience and base URL (https; http only on loopback), then the token endpoint (reachable), the clock (offset from',
-    'the platform\'s Date header, more than 30 s fails) and one real token exchange, whose refusal is translated into',
-    'its likely cause. The configuration checks are the module\'s own start-up checks. Exit code 1 when any fails.',
+    "the platform's Date header, more than 30 s fails) and one real token exchange, whose refusal is translated into",
+    "its likely cause. The configuration checks are the module's own start-up checks. Exit code 1 when any fails.",
   ].join('\n'),
   options: { ...ENV_FILE_OPTION },
   run,
@@ -49,9 +49,21 @@ const GROUPS = {
     options: ['thumbprint', 'thumbprintAlgorithm'],
     fix: 'unset PLATFORM_CERT_THUMBPRINT (it is computed from the certificate), or copy the thumbprint the portal shows',
   },
-  machineId: { label: 'machineId', options: ['machineId'], fix: 'copy the machineId the portal shows for the system integration into PLATFORM_MACHINE_ID' },
-  audience: { label: 'Audience', options: ['audience'], fix: 'set PLATFORM_AUDIENCE to the domain the platform expects, or unset it to use the host of PLATFORM_BASE_URL' },
-  baseUrl: { label: 'Base URL', options: ['baseUrl'], fix: 'set PLATFORM_BASE_URL to https://{platform_domain} (plain http only for localhost or 127.0.0.1)' },
+  machineId: {
+    label: 'machineId',
+    options: ['machineId'],
+    fix: 'copy the machineId the portal shows for the system integration into PLATFORM_MACHINE_ID',
+  },
+  audience: {
+    label: 'Audience',
+    options: ['audience'],
+    fix: 'set PLATFORM_AUDIENCE to the domain the platform expects, or unset it to use the host of PLATFORM_BASE_URL',
+  },
+  baseUrl: {
+    label: 'Base URL',
+    options: ['baseUrl'],
+    fix: 'set PLATFORM_BASE_URL to https://{platform_domain} (plain http only for localhost or 127.0.0.1)',
+  },
 } as const;
 
 type GroupName = keyof typeof GROUPS;
@@ -66,7 +78,9 @@ async function run(context: CommandContext): Promise<number> {
   const { options, config, problems = [] } = resolveConfiguration(configurationEnv(context), now);
   // PlatformAuthConfigError carries only problems: load the credentials on their own for the warnings, and for
   // the details of the parts that are fine.
-  const credentials = config ? { loaded: config.credentials, warnings: config.warnings } : loadCredentialsOnTheirOwn(options, now);
+  const credentials = config
+    ? { loaded: config.credentials, warnings: config.warnings }
+    : loadCredentialsOnTheirOwn(options, now);
   const findings: Findings = { problems: byGroup(problems), warnings: byGroup(credentials.warnings) };
   const checks = configurationChecks(options, config, credentials.loaded, findings, now);
   checks.push(...(await platformChecks(options, config, findings)));
@@ -85,14 +99,23 @@ async function run(context: CommandContext): Promise<number> {
   return counts.failed === 0 ? 0 : 1;
 }
 
-function loadCredentialsOnTheirOwn(options: PlatformAuthOptions, now: number): { loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] } {
+function loadCredentialsOnTheirOwn(
+  options: PlatformAuthOptions,
+  now: number,
+): { loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] } {
   const report = new ConfigReport();
   return { loaded: loadCredentials(options, now, report), warnings: report.warnings };
 }
 
 function byGroup(findings: readonly ConfigProblem[]): Record<GroupName | 'other', ConfigProblem[]> {
   const grouped: Record<GroupName | 'other', ConfigProblem[]> = {
-    key: [], certificate: [], thumbprint: [], machineId: [], audience: [], baseUrl: [], other: [],
+    key: [],
+    certificate: [],
+    thumbprint: [],
+    machineId: [],
+    audience: [],
+    baseUrl: [],
+    other: [],
   };
   for (const finding of findings) {
     const name = (Object.keys(GROUPS) as GroupName[]).find((group) =>
@@ -103,15 +126,26 @@ function byGroup(findings: readonly ConfigProblem[]): Record<GroupName | 'other'
   return grouped;
 }
 
-function check(id: string, status: CheckStatus, label: string, detail: string, fix?: string, setting?: string): CheckResult {
+function check(
+  id: string,
+  status: CheckStatus,
+  label: string,
+  detail: string,
+  fix?: string,
+  setting?: string,
+): CheckResult {
   return { id, status, label, detail, ...(setting ? { setting } : {}), ...(fix ? { fix } : {}) };
 }
 
 /** One ✗ line per problem, then one ! line per warning, for a group. */
 function findingLines(id: string, group: GroupName, findings: Findings): { failed: boolean; lines: CheckResult[] } {
   const { label, fix } = GROUPS[group];
-  const problems = findings.problems[group].map((p) => check(id, 'fail', label, `${p.setting}: ${p.message}`, fix, p.setting));
-  const warnings = findings.warnings[group].map((w) => check(id, 'warn', label, `${w.setting}: ${w.message}`, fix, w.setting));
+  const problems = findings.problems[group].map((p) =>
+    check(id, 'fail', label, `${p.setting}: ${p.message}`, fix, p.setting),
+  );
+  const warnings = findings.warnings[group].map((w) =>
+    check(id, 'warn', label, `${w.setting}: ${w.message}`, fix, w.setting),
+  );
   return { failed: problems.length > 0, lines: [...problems, ...warnings] };
 }
 
@@ -132,17 +166,36 @@ function configurationChecks(
   }
   checks.push(...key.lines);
 
-  const certificateSource = options.certificatePath !== undefined ? 'certificatePath' : options.certificate !== undefined ? 'certificate' : undefined;
+  const certificateSource =
+    options.certificatePath !== undefined
+      ? 'certificatePath'
+      : options.certificate !== undefined
+        ? 'certificate'
+        : undefined;
   const certificate = findingLines('certificate', 'certificate', findings);
-  const x509 = certificate.failed || !certificateSource ? undefined : (credentials?.certificate ?? readConfiguredCertificate(options));
+  const x509 =
+    certificate.failed || !certificateSource
+      ? undefined
+      : (credentials?.certificate ?? readConfiguredCertificate(options));
   if (!certificate.failed && !certificateSource) {
     checks.push(
-      check('certificate', 'warn', GROUPS.certificate.label, 'none configured: iss comes from PLATFORM_CERT_THUMBPRINT, and the key pair and validity cannot be checked', 'set PLATFORM_CERTIFICATE_PATH to the registered publickey.cer'),
+      check(
+        'certificate',
+        'warn',
+        GROUPS.certificate.label,
+        'none configured: iss comes from PLATFORM_CERT_THUMBPRINT, and the key pair and validity cannot be checked',
+        'set PLATFORM_CERTIFICATE_PATH to the registered publickey.cer',
+      ),
     );
   } else if (!certificate.failed) {
     const info = x509 ? describeCertificate(x509, now) : undefined;
     checks.push(
-      check('certificate', 'pass', GROUPS.certificate.label, `${info?.subject ?? 'an X.509 certificate'}, parses, from ${settingName(certificateSource!)}`),
+      check(
+        'certificate',
+        'pass',
+        GROUPS.certificate.label,
+        `${info?.subject ?? 'an X.509 certificate'}, parses, from ${settingName(certificateSource!)}`,
+      ),
       key.failed
         ? check('key-pair', 'skip', 'Key pair', 'not checked: the private key did not load')
         : check('key-pair', 'pass', 'Key pair', 'the certificate was made from this private key'),
@@ -157,13 +210,34 @@ function configurationChecks(
     const computed = x509 ? certificateThumbprint(x509, algorithm) : undefined;
     const configured = options.thumbprint === undefined ? undefined : normalizeThumbprint(options.thumbprint);
     if (configured && computed) {
-      checks.push(check('thumbprint', 'pass', GROUPS.thumbprint.label, `PLATFORM_CERT_THUMBPRINT matches the certificate's ${algorithm} thumbprint ${computed}`));
+      checks.push(
+        check(
+          'thumbprint',
+          'pass',
+          GROUPS.thumbprint.label,
+          `PLATFORM_CERT_THUMBPRINT matches the certificate's ${algorithm} thumbprint ${computed}`,
+        ),
+      );
     } else if (configured && certificateSource) {
       checks.push(check('thumbprint', 'skip', GROUPS.thumbprint.label, 'not compared: the certificate did not load'));
     } else if (configured) {
-      checks.push(check('thumbprint', 'pass', GROUPS.thumbprint.label, `iss = ${configured}, from PLATFORM_CERT_THUMBPRINT; check it against the portal`));
+      checks.push(
+        check(
+          'thumbprint',
+          'pass',
+          GROUPS.thumbprint.label,
+          `iss = ${configured}, from PLATFORM_CERT_THUMBPRINT; check it against the portal`,
+        ),
+      );
     } else if (computed) {
-      checks.push(check('thumbprint', 'pass', GROUPS.thumbprint.label, `iss = ${computed}, the certificate's ${algorithm} thumbprint; the portal must show the same`));
+      checks.push(
+        check(
+          'thumbprint',
+          'pass',
+          GROUPS.thumbprint.label,
+          `iss = ${computed}, the certificate's ${algorithm} thumbprint; the portal must show the same`,
+        ),
+      );
     }
   }
   checks.push(...thumbprint.lines);
@@ -192,15 +266,22 @@ function configurationChecks(
   }
   checks.push(...baseUrl.lines);
 
-  for (const problem of findings.problems.other) checks.push(check('settings', 'fail', 'Settings', `${problem.setting}: ${problem.message}`, undefined, problem.setting));
-  for (const warning of findings.warnings.other) checks.push(check('settings', 'warn', 'Settings', `${warning.setting}: ${warning.message}`, undefined, warning.setting));
+  for (const problem of findings.problems.other)
+    checks.push(
+      check('settings', 'fail', 'Settings', `${problem.setting}: ${problem.message}`, undefined, problem.setting),
+    );
+  for (const warning of findings.warnings.other)
+    checks.push(
+      check('settings', 'warn', 'Settings', `${warning.setting}: ${warning.message}`, undefined, warning.setting),
+    );
   return checks;
 }
 
 /** Display only: the library already found this certificate fine but, failing elsewhere, returned no credentials. */
 function readConfiguredCertificate(options: PlatformAuthOptions): X509Certificate | undefined {
   try {
-    const text = options.certificatePath !== undefined ? readFileSync(options.certificatePath, 'utf8') : options.certificate;
+    const text =
+      options.certificatePath !== undefined ? readFileSync(options.certificatePath, 'utf8') : options.certificate;
     return text === undefined ? undefined : new X509Certificate(normalizePem(text));
   } catch {
     return undefined;
@@ -214,7 +295,11 @@ async function platformChecks(
 ): Promise<CheckResult[]> {
   // The same URL the module builds (base URL without trailing slashes, then the token path), also when other
   // settings fail, so the network and the clock are checked whatever else is wrong.
-  const tokenUrl = config?.tokenUrl ?? (findings.problems.baseUrl.length > 0 ? undefined : new URL(options.baseUrl).href.replace(/\/+$/, '') + DEFAULT_TOKEN_PATH);
+  const tokenUrl =
+    config?.tokenUrl ??
+    (findings.problems.baseUrl.length > 0
+      ? undefined
+      : new URL(options.baseUrl).href.replace(/\/+$/, '') + DEFAULT_TOKEN_PATH);
   if (tokenUrl === undefined) {
     const reason = 'not checked: PLATFORM_BASE_URL is not usable';
     return [
@@ -228,12 +313,19 @@ async function platformChecks(
   if (!probe.reachable) {
     checks.push(check('exchange', 'skip', 'Token exchange', 'not attempted: the token endpoint is unreachable'));
   } else if (!config) {
-    checks.push(check('exchange', 'skip', 'Token exchange', 'not attempted: fix the configuration problems above first'));
+    checks.push(
+      check('exchange', 'skip', 'Token exchange', 'not attempted: fix the configuration problems above first'),
+    );
   } else {
     const result = await exchangeOnce(config);
     checks.push(
       result.ok
-        ? check('exchange', 'pass', 'Token exchange', `the platform issued a ${result.tokenType} token, expires_in ${result.expiresInSeconds} s, in ${result.durationMs} ms (the token is not shown)`)
+        ? check(
+            'exchange',
+            'pass',
+            'Token exchange',
+            `the platform issued a ${result.tokenType} token, expires_in ${result.expiresInSeconds} s, in ${result.durationMs} ms (the token is not shown)`,
+          )
         : check('exchange', 'fail', 'Token exchange', result.error.summary, result.error.hint),
       ...result.warnings.map((warning) => check('exchange', 'warn', 'Token exchange', warning)),
     );
@@ -243,29 +335,50 @@ async function platformChecks(
 
 function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
   if (probe.reachable) {
-    return check('endpoint', 'pass', 'Token endpoint', `reachable: ${tokenUrl} answered a GET with HTTP ${probe.status} in ${probe.durationMs} ms`);
+    return check(
+      'endpoint',
+      'pass',
+      'Token endpoint',
+      `reachable: ${tokenUrl} answered a GET with HTTP ${probe.status} in ${probe.durationMs} ms`,
+    );
   }
-  return check('endpoint', 'fail', 'Token endpoint', `unreachable: ${tokenUrl} (${probe.code})`, networkFix(probe.code));
+  return check(
+    'endpoint',
+    'fail',
+    'Token endpoint',
+    `unreachable: ${tokenUrl} (${probe.code})`,
+    networkFix(probe.code),
+  );
 }
 
 function clockCheck(probe: ProbeResult): CheckResult {
   if (!probe.reachable) return check('clock', 'skip', 'Clock', 'not checked: the platform did not answer');
   if (probe.clockOffsetMs === undefined) {
-    return check('clock', 'warn', 'Clock', 'the platform\'s answer has no Date header: the offset cannot be measured', 'check the system time against a reliable source (NTP)');
+    return check(
+      'clock',
+      'warn',
+      'Clock',
+      "the platform's answer has no Date header: the offset cannot be measured",
+      'check the system time against a reliable source (NTP)',
+    );
   }
   const offset = Math.round(probe.clockOffsetMs / 1000);
   const detail = `platform ${signedSeconds(offset)} against the local clock (Date header; tolerance ±${CLOCK_SKEW_TOLERANCE_SECONDS} s)`;
-  return isSkewed(offset) ? check('clock', 'fail', 'Clock', detail, describeClockSkew(offset)) : check('clock', 'pass', 'Clock', detail);
+  return isSkewed(offset)
+    ? check('clock', 'fail', 'Clock', detail, describeClockSkew(offset))
+    : check('clock', 'pass', 'Clock', detail);
 }
 
 function networkFix(code: string): string {
-  if (code === 'ECONNREFUSED') return 'nothing listens at that host and port: check the scheme, host and port of PLATFORM_BASE_URL';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'the host name does not resolve: check PLATFORM_BASE_URL and DNS';
+  if (code === 'ECONNREFUSED')
+    return 'nothing listens at that host and port: check the scheme, host and port of PLATFORM_BASE_URL';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return 'the host name does not resolve: check PLATFORM_BASE_URL and DNS';
   if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') {
     return `no answer within ${PROBE_TIMEOUT_MS / 1000} s: check firewalls, proxies (HTTPS_PROXY, NO_PROXY) and PLATFORM_BASE_URL`;
   }
   if (/CERT|SELF_SIGNED|UNABLE_TO|TLS|SSL/.test(code)) {
-    return 'the platform\'s TLS certificate is not trusted: behind a TLS-inspecting proxy, add its CA with NODE_EXTRA_CA_CERTS';
+    return "the platform's TLS certificate is not trusted: behind a TLS-inspecting proxy, add its CA with NODE_EXTRA_CA_CERTS";
   }
   return 'check PLATFORM_BASE_URL, DNS, proxies and firewalls';
 }

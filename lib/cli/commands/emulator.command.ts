@@ -12,7 +12,11 @@ export const emulatorCommand: Command = {
     'exits 0. A development tool: plain HTTP on loopback, everything in memory, a throwaway key.',
   ].join('\n'),
   options: {
-    port: { type: 'string', placeholder: 'N', description: 'port to listen on, 0 to 65535; default 0, a free port chosen by the system' },
+    port: {
+      type: 'string',
+      placeholder: 'N',
+      description: 'port to listen on, 0 to 65535; default 0, a free port chosen by the system',
+    },
   },
   run,
 };
@@ -55,7 +59,9 @@ async function run(context: CommandContext): Promise<number> {
         '  ',
       );
       out.print();
-      out.print('Point an application at it (the key is a throwaway that only this emulator accepts); paste into a shell or a .env file:');
+      out.print(
+        'Point an application at it (the key is a throwaway that only this emulator accepts); paste into a shell or a .env file:',
+      );
       out.print();
       for (const [name, value] of Object.entries(env)) out.print(`export ${name}=${shellQuote(value)}`);
       out.print();
@@ -75,7 +81,10 @@ async function start(port: number): Promise<PlatformEmulator> {
     return await PlatformEmulator.start({ port });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new CommandFailure(`port ${port} on 127.0.0.1 is in use; choose another --port, or leave it out for a free one`);
+    if (code === 'EADDRINUSE')
+      throw new CommandFailure(
+        `port ${port} on 127.0.0.1 is in use; choose another --port, or leave it out for a free one`,
+      );
     if (code === 'EACCES') throw new CommandFailure(`port ${port} needs privileges; choose a port above 1023`);
     throw error;
   }

@@ -29,9 +29,21 @@ export const keygenCommand: Command = {
     'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
   ].join('\n'),
   options: {
-    out: { type: 'string', placeholder: 'DIR', description: 'directory for the two files (created if missing); default: the current directory' },
-    days: { type: 'string', placeholder: 'N', description: 'certificate validity in days, 1 to 3650; default 365, the platform\'s standard setting' },
-    name: { type: 'string', placeholder: 'CN', description: `certificate subject common name; default '${DEFAULT_COMMON_NAME}'` },
+    out: {
+      type: 'string',
+      placeholder: 'DIR',
+      description: 'directory for the two files (created if missing); default: the current directory',
+    },
+    days: {
+      type: 'string',
+      placeholder: 'N',
+      description: "certificate validity in days, 1 to 3650; default 365, the platform's standard setting",
+    },
+    name: {
+      type: 'string',
+      placeholder: 'CN',
+      description: `certificate subject common name; default '${DEFAULT_COMMON_NAME}'`,
+    },
   },
   run,
 };
@@ -43,7 +55,8 @@ async function run(context: CommandContext): Promise<number> {
   const keyPath = join(dir, PRIVATE_KEY_FILE);
   const certificatePath = join(dir, CERTIFICATE_FILE);
 
-  if (existsSync(dir) && !statSync(dir).isDirectory()) throw new CommandFailure(`--out '${dir}' is a file, not a directory`);
+  if (existsSync(dir) && !statSync(dir).isDirectory())
+    throw new CommandFailure(`--out '${dir}' is a file, not a directory`);
   const existing = [keyPath, certificatePath].filter((path) => existsSync(path));
   if (existing.length > 0) {
     throw new CommandFailure(
@@ -72,7 +85,7 @@ async function run(context: CommandContext): Promise<number> {
   const nextSteps = [
     'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
     `Enter the name and contact information, upload ${certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
-    'Note the machineId the portal assigns (it becomes the assertion\'s sub) and check that it shows the thumbprint above.',
+    "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
     'Configure the application (the private key stays on its machine; never commit or upload it):',
   ];
   const env = {
@@ -99,8 +112,12 @@ async function run(context: CommandContext): Promise<number> {
     });
     return 0;
   }
-  out.print(`${out.style.ok('✓')} Wrote ${keyPath} (RSA 2048-bit, PKCS#8 PEM, mode 0600). Keep it secret: never commit, share or upload it.`);
-  out.print(`${out.style.ok('✓')} Wrote ${certificatePath} (self-signed X.509, PEM, ${info.subject}, ${validityText(info, now)}).`);
+  out.print(
+    `${out.style.ok('✓')} Wrote ${keyPath} (RSA 2048-bit, PKCS#8 PEM, mode 0600). Keep it secret: never commit, share or upload it.`,
+  );
+  out.print(
+    `${out.style.ok('✓')} Wrote ${certificatePath} (self-signed X.509, PEM, ${info.subject}, ${validityText(info, now)}).`,
+  );
   out.print();
   printFields(out, [
     ['Thumbprint (SHA-1)', `${out.style.bold(info.thumbprintSha1)}  the portal shows this; it is the assertion's iss`],
@@ -124,7 +141,9 @@ function commonNameOption(context: CommandContext): string {
   // These characters have a meaning in a distinguished name ("CN=a,O=b") and would change the subject.
   // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
   if (/[,+="\\<>;#\u0000-\u001f\u007f]/.test(name)) {
-    throw new UsageError(`--name must not contain , + = " \\ < > ; # or control characters, got ${JSON.stringify(name)}`);
+    throw new UsageError(
+      `--name must not contain , + = " \\ < > ; # or control characters, got ${JSON.stringify(name)}`,
+    );
   }
   return name;
 }

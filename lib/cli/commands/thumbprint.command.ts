@@ -9,8 +9,8 @@ export const thumbprintCommand: Command = {
   name: 'thumbprint',
   synopsis: 'CERT',
   description: [
-    'Shows the thumbprints of a certificate file: SHA-1 in the portal\'s form (40 uppercase hex characters, the',
-    'assertion\'s iss) and SHA-256, with the subject, the validity dates and the days left until expiry.',
+    "Shows the thumbprints of a certificate file: SHA-1 in the portal's form (40 uppercase hex characters, the",
+    "assertion's iss) and SHA-256, with the subject, the validity dates and the days left until expiry.",
     'Reads PEM (what the portal and the module take) and DER.',
   ].join('\n'),
   options: {},
@@ -33,7 +33,9 @@ async function run(context: CommandContext): Promise<number> {
 
   const out = context.out;
   if (encoding === 'DER') {
-    out.note(`note: the portal and the module take PEM; convert with: openssl x509 -inform der -in ${argument} -out publickey.cer`);
+    out.note(
+      `note: the portal and the module take PEM; convert with: openssl x509 -inform der -in ${argument} -out publickey.cer`,
+    );
   }
   if (out.json) {
     out.printJson({ path, encoding, ...info });

@@ -7,13 +7,16 @@ export const tokenCommand: Command = {
   name: 'token',
   synopsis: '[--show-token] [--env-file FILE]',
   description: [
-    'Performs one token exchange (seed 4.1) with the module\'s AssertionSigner and TokenProvider, configured by the',
-    'PLATFORM_* variables, and reports the token type, expires_in, the platform\'s clock offset and the timing.',
+    "Performs one token exchange (seed 4.1) with the module's AssertionSigner and TokenProvider, configured by the",
+    "PLATFORM_* variables, and reports the token type, expires_in, the platform's clock offset and the timing.",
     'On failure it prints the TokenExchangeError fields: reason, status, OAuth error and description, and the hint.',
     'Neither the assertion nor the access token is printed, unless --show-token asks for the token.',
   ].join('\n'),
   options: {
-    'show-token': { type: 'boolean', description: 'also print the access token (a bearer credential: anyone holding it can call the platform)' },
+    'show-token': {
+      type: 'boolean',
+      description: 'also print the access token (a bearer credential: anyone holding it can call the platform)',
+    },
     ...ENV_FILE_OPTION,
   },
   run,
@@ -33,7 +36,13 @@ async function run(context: CommandContext): Promise<number> {
 }
 
 /** A skewed clock needs no line of its own here: the provider has warned about it, and that is among `warnings`. */
-function printSuccess(out: Output, tokenUrl: string, result: ExchangeSuccess, warnings: readonly string[], showToken: boolean): void {
+function printSuccess(
+  out: Output,
+  tokenUrl: string,
+  result: ExchangeSuccess,
+  warnings: readonly string[],
+  showToken: boolean,
+): void {
   const offset = result.clockOffsetSeconds;
   if (out.json) {
     out.printJson({
@@ -55,7 +64,12 @@ function printSuccess(out: Output, tokenUrl: string, result: ExchangeSuccess, wa
     [
       ['token_type', result.tokenType],
       ['expires_in', `${result.expiresInSeconds} s (until ${result.expiresAt.toISOString()})`],
-      ['clock offset', offset === undefined ? 'unknown: no Date header in the answer' : `${signedSeconds(offset)} (platform minus local, from the Date header; tolerance ±30 s)`],
+      [
+        'clock offset',
+        offset === undefined
+          ? 'unknown: no Date header in the answer'
+          : `${signedSeconds(offset)} (platform minus local, from the Date header; tolerance ±30 s)`,
+      ],
       ['timing', `${result.durationMs} ms, one attempt`],
       ['access_token', showToken ? result.accessToken : out.style.dim('not shown; --show-token prints it')],
     ],
@@ -86,7 +100,10 @@ function printFailure(out: Output, tokenUrl: string, result: ExchangeFailure, wa
     });
     return;
   }
-  const headline = error.reason === 'http_error' ? `HTTP ${error.status}${error.oauthError ? ` ${error.oauthError}` : ''}` : error.summary;
+  const headline =
+    error.reason === 'http_error'
+      ? `HTTP ${error.status}${error.oauthError ? ` ${error.oauthError}` : ''}`
+      : error.summary;
   out.print(`${out.style.fail('✗')} The token exchange failed: ${headline}`);
   const rows: Array<[string, string]> = [
     ['reason', error.reason],
@@ -95,7 +112,8 @@ function printFailure(out: Output, tokenUrl: string, result: ExchangeFailure, wa
   if (error.oauthError) rows.push(['error', error.oauthError]);
   if (error.oauthErrorDescription) rows.push(['description', error.oauthErrorDescription]);
   if (error.networkCode) rows.push(['network code', error.networkCode]);
-  if (error.clockOffsetSeconds !== undefined) rows.push(['clock offset', `${signedSeconds(error.clockOffsetSeconds)} (platform minus local)`]);
+  if (error.clockOffsetSeconds !== undefined)
+    rows.push(['clock offset', `${signedSeconds(error.clockOffsetSeconds)} (platform minus local)`]);
   rows.push(
     ['timing', `${result.durationMs} ms, ${error.attempts} attempt${error.attempts === 1 ? '' : 's'}`],
     ['token endpoint', tokenUrl],
