@@ -5,6 +5,8 @@ const REDACTED_BEARER = `Bearer ${REDACTED}`;
 /** Three base64url segments: anything shaped like a JWT is removed from text that came from the network. */
 const JWT_LIKE = /[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const MAX_REMOTE_TEXT = 300;
+// eslint-disable-next-line no-control-regex -- control characters are what this removes
+const WHITESPACE_AND_CONTROL = /[\s\u0000-\u001f\u007f]+/g;
 const MAX_DATA_DEPTH = 6;
 
 /**
@@ -15,11 +17,7 @@ export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = [
   if (typeof text !== 'string') return undefined;
   let clean = text;
   for (const secret of secrets) if (secret) clean = clean.split(secret).join(REDACTED);
-  // eslint-disable-next-line no-control-regex -- control characters are what this removes
-  clean = clean
-    .replace(JWT_LIKE, REDACTED)
-    .replace(/[\s\u0000-\u001f\u007f]+/g, ' ')
-    .trim();
+  clean = clean.replace(JWT_LIKE, REDACTED).replace(WHITESPACE_AND_CONTROL, ' ').trim();
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
 
