@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Makes sure the real services the tests use are on this machine, installing Debian's packages when one is missing,
+// and says what it did. Run by `npm test` (and so by .ci/run) before any test: tests never skip for a missing service.
+//   node tools/ensure-services.mjs            all services
+//   node tools/ensure-services.mjs redis      only the named ones
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+const SERVICES = {
+  redis: { what: 'redis-server', binary: 'redis-server', candidates: ['/usr/bin/redis-server'], apt: ['redis-server'] },
+  chromium: { what: 'Chromium', binary: 'chromium', candidates: ['/usr/bin/chromium'], apt: ['chromium'] },
+};
+
+function find(service) {
+  for (const path of service.candidates) if (existsSync(path)) return path;
+  const which = spawnSync('sh', ['-c', `command -v ${service.binary}`], { encoding: 'utf8' });
+  return which.status === 0 ? which.stdout.trim() : undefined;
+}
+
+let updated = false;
+function aptInstall(packages) {
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo'];
+  const run = (args) => execFileSync(sudo[0] ?? args[0], sudo.length ? args : args.slice(1), { stdio: 'inherit', env });
+  if (!updated) {
+    run(['apt-get', 'update', '-qq']);
+    updated = true;
+  }
+  run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', ...packages]);
+}
+
+const wanted = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(SERVICES);
+for (const name of wanted) {
+  const service = SERVICES[name];
+  if (!service)
+    throw new Error(`ensure-services: unknown service '${name}' (known: ${Object.keys(SERVICES).join(', ')})`);
+  const found = find(service);
+  if (found) {
+    console.log(`ensure-services: ${service.what} found at ${found}`);
+    continue;
+  }
+  console.log(`ensure-services: ${service.what} missing; installing Debian package(s) ${service.apt.join(' ')}`);
+  aptInstall(service.apt);
+  const installed = find(service);
+  if (!installed) throw new Error(`ensure-services: ${service.what} is still missing after apt-get install`);
+  console.log(`ensure-services: ${service.what} installed at ${installed}`);
+}
