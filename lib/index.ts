@@ -1,5 +1,13 @@
 // The public API. Everything else in lib/ is internal; test/packaging/public-api.snapshot.json locks this list.
-export { PlatformAuthModule, InjectPlatformHttpService } from './platform-auth.module.js';
+export { PlatformAuthModule } from './platform-auth.module.js';
+export {
+  InjectAssertionSigner,
+  InjectPlatformHttpService,
+  InjectTokenProvider,
+  getAssertionSignerToken,
+  getPlatformHttpServiceToken,
+  getTokenProviderToken,
+} from './platform-auth.integrations.js';
 export type {
   PlatformAuthModuleAsyncOptions,
   PlatformAuthModuleExtras,

@@ -5,4 +5,7 @@ export const PLATFORM_AUTH_CLOCK = Symbol('PLATFORM_AUTH_CLOCK');
 /** Injection token of the authenticated `PlatformHttpService` (also provided under the `HttpService` class token). */
 export const PLATFORM_AUTH_HTTP_SERVICE = Symbol('PLATFORM_AUTH_HTTP_SERVICE');
 
+/** Injection token of the integration's name (`default` without `name`). */
+export const PLATFORM_AUTH_INTEGRATION = Symbol('PLATFORM_AUTH_INTEGRATION');
+
 export const LOGGER_CONTEXT = 'PlatformAuth';

@@ -28,12 +28,16 @@ export interface ConfigProblem {
 export class PlatformAuthConfigError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_CONFIG';
   readonly problems: readonly ConfigProblem[];
+  /** The named integration the problems belong to; absent for the default integration. */
+  readonly integration?: string;
 
-  constructor(problems: readonly ConfigProblem[]) {
+  constructor(problems: readonly ConfigProblem[], integration?: string) {
     const lines = problems.map((p) => `  - ${p.setting}: ${p.message}`).join('\n');
     const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-    super(`Invalid platform auth configuration (${count}):\n${lines}`);
+    const named = integration && integration !== 'default' ? ` of integration '${integration}'` : '';
+    super(`Invalid platform auth configuration${named} (${count}):\n${lines}`);
     this.problems = problems;
+    if (named) this.integration = integration;
   }
 }
 

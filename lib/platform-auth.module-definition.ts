@@ -4,6 +4,12 @@ import type { PlatformAuthOptions } from './options/platform-auth-options.interf
 export interface PlatformAuthModuleExtras {
   /** Register the module globally, so feature modules inject its services without importing it. */
   isGlobal?: boolean;
+  /**
+   * Registers a named integration beside the default one, with its own credentials, token, agents and interceptor.
+   * Inject its services with `@InjectPlatformHttpService(name)`, `@InjectTokenProvider(name)`,
+   * `@InjectAssertionSigner(name)`. Lower-case letters, digits, `-` and `_`.
+   */
+  name?: string;
 }
 
 export const {

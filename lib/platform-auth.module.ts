@@ -1,4 +1,4 @@
-import { Inject, Logger, Module, type Provider } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock, type Clock } from './platform-auth.clock.js';
@@ -7,9 +7,17 @@ import {
   PLATFORM_AUTH_CLOCK,
   PLATFORM_AUTH_CONFIG,
   PLATFORM_AUTH_HTTP_SERVICE,
+  PLATFORM_AUTH_INTEGRATION,
 } from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
-import { ConfigurablePlatformAuthModule, PLATFORM_AUTH_MODULE_OPTIONS } from './platform-auth.module-definition.js';
+import {
+  ConfigurablePlatformAuthModule,
+  PLATFORM_AUTH_MODULE_OPTIONS,
+  type PlatformAuthModuleAsyncOptions,
+  type PlatformAuthModuleOptions,
+} from './platform-auth.module-definition.js';
+import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
+import { namedServiceTokens, registerIntegrationName } from './platform-auth.integrations.js';
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
 import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
@@ -23,13 +31,13 @@ const providers: Provider[] = [
   },
   {
     provide: PLATFORM_AUTH_CONFIG,
-    useFactory: (options: PlatformAuthOptions, clock: Clock): ResolvedPlatformAuthConfig => {
-      const config = resolvePlatformAuthOptions(options, clock.now());
+    useFactory: (options: PlatformAuthOptions, clock: Clock, integration: string): ResolvedPlatformAuthConfig => {
+      const config = resolvePlatformAuthOptions(options, clock.now(), integration);
       const logger = new Logger(LOGGER_CONTEXT);
       for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
       return config;
     },
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK],
+    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION],
   },
   AssertionSigner,
   TokenProvider,
@@ -40,30 +48,57 @@ const providers: Provider[] = [
     useFactory: (host: PlatformHttpHost): PlatformHttpService => host.httpService,
     inject: [PlatformHttpHost],
   },
+];
+
+/** What the default integration exports: its services by class, as apps with one integration inject them. */
+const defaultExports = [
+  AssertionSigner,
+  TokenProvider,
+  PlatformAuthInterceptor,
+  PlatformHttpService,
+  HttpService,
+  PLATFORM_AUTH_HTTP_SERVICE,
+];
+const defaultAliases: Provider[] = [
   { provide: PLATFORM_AUTH_HTTP_SERVICE, useExisting: PlatformHttpService },
   // For apps that import only this module; where another HttpModule is in scope, inject PlatformHttpService.
   { provide: HttpService, useExisting: PlatformHttpService },
 ];
 
 /**
+ * Completes the builder's definition for one integration. Every module instance holds its own providers; the
+ * default one exports them by class, a named one only under its own tokens, so integrations never shadow each other.
+ * Never exported by either: the resolved configuration (it holds the private key).
+ */
+function integrationModule(definition: DynamicModule, name: unknown): DynamicModule {
+  const integration = integrationName(name);
+  registerIntegrationName(integration);
+  const namedAliases = integration === DEFAULT_INTEGRATION ? undefined : namedServiceTokens(integration);
+  return {
+    ...definition,
+    providers: [
+      ...(definition.providers ?? []),
+      { provide: PLATFORM_AUTH_INTEGRATION, useValue: integration },
+      ...providers,
+      ...(namedAliases ?? defaultAliases),
+    ],
+    exports: namedAliases ? namedAliases.map((alias) => alias.provide) : defaultExports,
+  };
+}
+
+/**
  * Authenticates a NestJS app to the platform as a system integration. Configure it with `forRoot(options)` or
  * `forRootAsync(...)`; every credential problem is reported at start-up, all at once. Inject `PlatformHttpService`:
  * its requests to the platform carry a valid bearer token.
  */
-@Module({
-  providers,
-  // Never the resolved configuration: it holds the private key.
-  exports: [
-    AssertionSigner,
-    TokenProvider,
-    PlatformAuthInterceptor,
-    PlatformHttpService,
-    HttpService,
-    PLATFORM_AUTH_HTTP_SERVICE,
-  ],
-})
-export class PlatformAuthModule extends ConfigurablePlatformAuthModule {}
+@Module({})
+export class PlatformAuthModule extends ConfigurablePlatformAuthModule {
+  /** One integration: the default one, or with `name` a named one beside it (inject with `@InjectTokenProvider(name)`, …). */
+  static override forRoot(options: PlatformAuthModuleOptions): DynamicModule {
+    return integrationModule(super.forRoot(options), options.name);
+  }
 
-/** Injects the module's authenticated `PlatformHttpService` by token (the same instance as injecting the class). */
-export const InjectPlatformHttpService = (): ParameterDecorator & PropertyDecorator =>
-  Inject(PLATFORM_AUTH_HTTP_SERVICE);
+  static override forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
+    return integrationModule(super.forRootAsync(options), options.name);
+  }
+}

@@ -1,10 +1,14 @@
 import { PLATFORM_AUTH_ENV } from './options.constants.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
+import { integrationEnvName } from './integration-name.util.js';
 
-/** Names a setting the way a user finds it: the option, and the environment variable that fills it. */
-export function settingName(option: string): string {
+/**
+ * Names a setting the way a user finds it: the option, and the environment variable that fills it (for a named
+ * integration, its own variable: `PLATFORM_BILLING_BASE_URL`).
+ */
+export function settingName(option: string, integration?: string): string {
   const env = (PLATFORM_AUTH_ENV as Record<string, string>)[option];
-  return env ? `${option} (${env})` : option;
+  return env ? `${option} (${integrationEnvName(env, integration)})` : option;
 }
 
 /**
@@ -20,15 +24,18 @@ export class ConfigReport {
   readonly problems: ConfigProblem[] = [];
   readonly warnings: ConfigProblem[] = [];
 
+  /** `integration`: the name of a named integration, so settings and the error name it. */
+  constructor(private readonly integration?: string) {}
+
   problem(option: string, message: string): void {
-    this.problems.push({ option, setting: settingName(option), message });
+    this.problems.push({ option, setting: settingName(option, this.integration), message });
   }
 
   warn(option: string, message: string): void {
-    this.warnings.push({ option, setting: settingName(option), message });
+    this.warnings.push({ option, setting: settingName(option, this.integration), message });
   }
 
   throwIfProblems(): void {
-    if (this.problems.length > 0) throw new PlatformAuthConfigError(this.problems);
+    if (this.problems.length > 0) throw new PlatformAuthConfigError(this.problems, this.integration);
   }
 }

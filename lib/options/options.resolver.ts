@@ -51,8 +51,12 @@ export function isLoopbackHost(hostname: string): boolean {
  * Validates every option and loads the credentials. Throws one `PlatformAuthConfigError` listing all problems.
  * `nowMs` is the injected clock's time, used for certificate validity.
  */
-export function resolvePlatformAuthOptions(options: PlatformAuthOptions, nowMs: number): ResolvedPlatformAuthConfig {
-  const report = new ConfigReport();
+export function resolvePlatformAuthOptions(
+  options: PlatformAuthOptions,
+  nowMs: number,
+  integration?: string,
+): ResolvedPlatformAuthConfig {
+  const report = new ConfigReport(integration);
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   if (!nonEmpty(options.machineId))
     report.problem('machineId', 'is required (the machineId shown in the portal; it becomes sub)');
