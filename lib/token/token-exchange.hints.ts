@@ -1,4 +1,7 @@
 import { CLOCK_SKEW_TOLERANCE_SECONDS } from '../options/options.constants.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import type { AttemptFailure } from './token-exchange.client.js';
+import { MAX_RETRY_AFTER_BACKOFF_MS } from './token.cache.js';
 
 const INVALID_CERTIFICATE =
   'Invalid certificate: the assertion did not verify against the registered certificate; check that the configured key and certificate are the registered pair.';
@@ -79,4 +82,43 @@ export function hintForRejection(
       `The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`,
     );
   return parts.join(' ');
+}
+
+/** Whole seconds, as errors and hints state an offset. */
+export function offsetSeconds(offsetMs: number | undefined): number | undefined {
+  return offsetMs === undefined ? undefined : Math.round(offsetMs / 1000);
+}
+
+/** The error an exchange ends with after `attempts` attempts, the last of which failed as `outcome` says. */
+export function exchangeError(outcome: AttemptFailure, attempts: number): TokenExchangeError {
+  const clockOffsetSeconds = offsetSeconds(outcome.clockOffsetMs);
+  return new TokenExchangeError(outcome.summary, {
+    reason: outcome.reason,
+    status: outcome.status,
+    oauthError: outcome.oauthError,
+    oauthErrorDescription: outcome.oauthErrorDescription,
+    attempts,
+    retried: attempts > 1,
+    hint: hintForFailure(outcome, attempts, clockOffsetSeconds),
+    clockOffsetSeconds,
+    networkCode: outcome.networkCode,
+  });
+}
+
+function hintForFailure(outcome: AttemptFailure, attempts: number, clockOffsetSeconds: number | undefined): string {
+  switch (outcome.reason) {
+    case 'http_error':
+      return outcome.retryable
+        ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
+        : hintForRejection(outcome.status!, outcome.oauthError, outcome.oauthErrorDescription, clockOffsetSeconds);
+    case 'redirect':
+      return 'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and tokenPath.';
+    case 'invalid_response':
+      return "The endpoint did not answer with a token response: check that baseUrl and tokenPath point at the platform's token endpoint.";
+    case 'timeout':
+    case 'network_error':
+      return `The token endpoint could not be reached after ${attempts} attempt(s): check baseUrl, DNS, proxies and firewalls.`;
+    default:
+      return 'The exchange was cancelled.';
+  }
 }

@@ -1,0 +1,121 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Clock } from '../platform-auth.clock.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import type { AssertionSigner } from './assertion.signer.js';
+import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
+import { describeClockSkew, exchangeError, isSkewed, offsetSeconds } from './token-exchange.hints.js';
+import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
+
+export type ExchangeAttemptsConfig = Pick<
+  ResolvedPlatformAuthConfig,
+  'retry' | 'exchangeTimeoutMs' | 'correctClockSkew'
+>;
+
+/**
+ * One exchange, made of attempts: a fresh assertion per attempt (the signer is asked each time, so credentials it
+ * swaps apply from the next attempt), transient failures retried with equal jitter or `Retry-After`, all within the
+ * exchange's budget, and one retry with corrected times when the platform's clock is off. Keeps only what outlives
+ * an exchange: the measured clock offset and the count.
+ */
+export class TokenExchangeAttempts {
+  private measuredOffsetMs?: number;
+  private exchangeCount = 0;
+
+  constructor(
+    private readonly config: ExchangeAttemptsConfig,
+    private readonly clock: Clock,
+    private readonly signer: Pick<AssertionSigner, 'createAssertion'>,
+    private readonly client: Pick<TokenExchangeClient, 'attempt'>,
+    private readonly logger: LoggerService,
+  ) {}
+
+  /** Platform clock minus local clock, from the last token response's `Date` header. */
+  get clockOffsetMs(): number | undefined {
+    return this.measuredOffsetMs;
+  }
+
+  get exchanges(): number {
+    return this.exchangeCount;
+  }
+
+  /** Resolves with the outcome; rejects only with the signal's reason or a signing failure. */
+  async run(signal: AbortSignal): Promise<ExchangeOutcome> {
+    this.exchangeCount += 1;
+    const { retry, exchangeTimeoutMs, correctClockSkew } = this.config;
+    const startedAt = this.clock.now();
+    let attempts = 0;
+    let skewRetryDone = false;
+    let previous: AttemptFailure | undefined;
+    for (;;) {
+      attempts += 1;
+      const offsetUsed = correctClockSkew ? (this.measuredOffsetMs ?? 0) : 0;
+      const assertion = await this.signer.createAssertion({ clockOffsetMs: offsetUsed });
+      const sentAt = this.clock.now();
+      // The first attempt gets its full timeout; retries only what is left of the exchange's budget.
+      const timeoutMs = previous
+        ? Math.min(exchangeTimeoutMs, retry.maxTotalMs - (sentAt - startedAt))
+        : exchangeTimeoutMs;
+      if (previous && timeoutMs <= 0) return failed(previous, attempts - 1);
+      const outcome = await this.client.attempt(assertion, signal, timeoutMs);
+      if (outcome.clockOffsetMs !== undefined) this.measuredOffsetMs = outcome.clockOffsetMs;
+      if (outcome.ok) return { ok: true, token: this.accept(outcome, sentAt), attempts };
+      if (signal.aborted) throw signal.reason as Error;
+
+      if (this.shouldRetryWithSkewCorrection(outcome, offsetUsed, skewRetryDone)) {
+        skewRetryDone = true;
+        this.logger.warn(
+          `Clock skew detected; retrying once with assertion times corrected. ${describeClockSkew(offsetSeconds(outcome.clockOffsetMs)!)}`,
+        );
+        continue;
+      }
+      const elapsed = this.clock.now() - startedAt;
+      const delay = outcome.retryable ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
+      const canRetry = delay !== undefined && attempts < retry.maxAttempts && elapsed + delay <= retry.maxTotalMs;
+      if (!canRetry) return failed(outcome, attempts);
+      previous = outcome;
+      await this.clock.sleep(delay, signal).catch(() => {
+        throw signal.reason as Error;
+      });
+    }
+  }
+
+  private accept(outcome: AttemptSuccess, sentAt: number): IssuedToken {
+    for (const warning of outcome.warnings) this.logger.warn(warning);
+    const skew = offsetSeconds(outcome.clockOffsetMs);
+    if (isSkewed(skew) && !this.config.correctClockSkew) this.logger.warn(describeClockSkew(skew));
+    const { accessToken, tokenType, expiresInSeconds } = outcome.token;
+    return { accessToken, tokenType, issuedAtMs: sentAt, expiresAtMs: sentAt + expiresInSeconds * 1000 };
+  }
+
+  /**
+   * Exponential back-off with equal jitter, capped at `maxDelayMs`; or the server's `Retry-After`. A `Retry-After`
+   * longer than `maxDelayMs` ends the exchange (`undefined`): the wait is then honoured by the failure back-off.
+   */
+  private retryDelay(attempt: number, retryAfterMs: number | undefined): number | undefined {
+    const { baseDelayMs, maxDelayMs } = this.config.retry;
+    if (retryAfterMs !== undefined) return retryAfterMs <= maxDelayMs ? retryAfterMs : undefined;
+    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+
+  /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
+  private shouldRetryWithSkewCorrection(outcome: AttemptFailure, offsetUsed: number, alreadyDone: boolean): boolean {
+    const { status, clockOffsetMs } = outcome;
+    return (
+      this.config.correctClockSkew &&
+      !alreadyDone &&
+      status !== undefined &&
+      status >= 400 &&
+      status < 500 &&
+      status !== 408 &&
+      status !== 429 &&
+      isSkewed(offsetSeconds(clockOffsetMs)) &&
+      Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
+    );
+  }
+}
+
+/** The Retry-After of the final failure travels with the error, for the back-off that follows. */
+function failed(outcome: AttemptFailure, attempts: number): ExchangeOutcome {
+  return { ok: false, error: exchangeError(outcome, attempts), retryAfterMs: outcome.retryAfterMs };
+}

@@ -1,0 +1,219 @@
+import type { Clock } from '../platform-auth.clock.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+
+/** An access token as an exchange (or, later, a shared store) hands it over: absolute times, by the local clock. */
+export interface IssuedToken {
+  readonly accessToken: string;
+  readonly tokenType: string;
+  /** When the request that obtained it was sent; with `expiresAtMs` it gives the lifetime. */
+  readonly issuedAtMs: number;
+  readonly expiresAtMs: number;
+}
+
+/** What one exchange produced. A failure is a value: its `Retry-After` travels with it into the back-off. */
+export type ExchangeOutcome =
+  | { readonly ok: true; readonly token: IssuedToken; readonly attempts: number }
+  | { readonly ok: false; readonly error: TokenExchangeError; readonly retryAfterMs?: number };
+
+export interface CachedToken extends IssuedToken {
+  readonly expiresAt: Date;
+  /** From here on a background renewal starts. */
+  readonly renewAtMs: number;
+  /** From here on the token is no longer handed out. */
+  readonly unusableAtMs: number;
+}
+
+/** One finished exchange, as observers (logging, telemetry, status) see it; never the token itself. */
+export interface ExchangeReport {
+  readonly ok: boolean;
+  readonly startedAtMs: number;
+  readonly finishedAtMs: number;
+  /** Attempts of a successful exchange; a failure's are on `error`. */
+  readonly attempts?: number;
+  readonly error?: TokenExchangeError;
+  readonly expiresAtMs?: number;
+  readonly consecutiveFailures: number;
+  /** Until then callers fail fast with `reason: 'backoff'`. */
+  readonly retryAtMs?: number;
+}
+
+export interface TokenCacheListener {
+  exchanged?(report: ExchangeReport): void;
+  /** A background renewal failed; the current token is still served until it is unusable. */
+  renewalFailed?(error: Error): void;
+}
+
+export type TokenCacheState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutdown';
+
+export interface TokenCacheOptions {
+  readonly clock: Clock;
+  readonly refreshBeforeExpirySeconds: number;
+  readonly failureBackoffMs: number;
+  /** Obtains a token; called at most once at a time. Rejects only when aborted or on a non-exchange fault. */
+  readonly exchange: (signal: AbortSignal) => Promise<ExchangeOutcome>;
+  readonly listener?: TokenCacheListener;
+}
+
+interface FailureState {
+  readonly error: TokenExchangeError;
+  readonly retryAtMs: number;
+  readonly consecutive: number;
+}
+
+const MAX_FAILURE_BACKOFF_MS = 30_000;
+/** The longest `Retry-After` honoured after an exchange gave up; beyond it the platform is asked again anyway. */
+export const MAX_RETRY_AFTER_BACKOFF_MS = 5 * 60_000;
+/** Fraction of the renewal lead time used as jitter, so a fleet does not renew in lockstep. */
+const RENEWAL_JITTER = 0.1;
+/** A token is not handed out in its very last moments, where it would expire in flight. */
+const MAX_UNUSABLE_MARGIN_MS = 5_000;
+
+/**
+ * The token lifecycle: the current token, the renewal window, the one exchange in flight, the failure back-off and
+ * shutdown. It knows nothing of HTTP; `exchange` does the work.
+ */
+export class TokenCache {
+  private readonly clock: Clock;
+  private readonly shutdown = new AbortController();
+  // True private fields: the token must not show when someone logs or inspects the cache or its owner.
+  #current?: CachedToken;
+  #inflight?: Promise<CachedToken>;
+  private failure?: FailureState;
+
+  constructor(private readonly options: TokenCacheOptions) {
+    this.clock = options.clock;
+  }
+
+  /** The token when usable right now; starts a background renewal when it is due. The hot path: keep it cheap. */
+  peek(): CachedToken | undefined {
+    const token = this.#current;
+    if (!token) return undefined;
+    const now = this.clock.now();
+    if (now >= token.unusableAtMs) return undefined;
+    if (now >= token.renewAtMs && !this.#inflight && !this.inBackoff(now)) this.renewInBackground();
+    return token;
+  }
+
+  /** A usable token: the cached one, the exchange in flight, or a new exchange unless shut down or backing off. */
+  get(): Promise<CachedToken> {
+    const cached = this.peek();
+    if (cached) return Promise.resolve(cached);
+    if (this.shutdown.signal.aborted) return Promise.reject(this.shutdown.signal.reason as Error);
+    if (this.#inflight) return this.#inflight;
+    const failure = this.failure;
+    const now = this.clock.now();
+    if (failure && now < failure.retryAtMs) return Promise.reject(backoffError(failure.error, failure.retryAtMs - now));
+    return this.start();
+  }
+
+  /** Drops `accessToken` if it is still the current one; a token already replaced is left alone. */
+  invalidate(accessToken: string): boolean {
+    if (this.#current?.accessToken !== accessToken) return false;
+    this.#current = undefined;
+    return true;
+  }
+
+  get state(): TokenCacheState {
+    if (this.shutdown.signal.aborted) return 'shutdown';
+    if (this.#inflight) return 'renewing';
+    const now = this.clock.now();
+    if (this.#current && now < this.#current.unusableAtMs) return 'valid';
+    return this.inBackoff(now) ? 'backoff' : 'none';
+  }
+
+  /** Cancels the exchange in flight (its callers get `reason: 'aborted'`) and refuses new ones. */
+  close(): void {
+    this.shutdown.abort(
+      new TokenExchangeError('token provider is shut down', {
+        reason: 'aborted',
+        attempts: 0,
+        retried: false,
+        hint: 'The module was destroyed; no new tokens are fetched.',
+      }),
+    );
+    this.#current = undefined;
+  }
+
+  private inBackoff(now: number): boolean {
+    return this.failure !== undefined && now < this.failure.retryAtMs;
+  }
+
+  private renewInBackground(): void {
+    this.start().catch((error: unknown) => {
+      if (error instanceof TokenExchangeError && error.reason === 'aborted') return;
+      this.options.listener?.renewalFailed?.(error as Error);
+    });
+  }
+
+  private start(): Promise<CachedToken> {
+    const startedAtMs = this.clock.now();
+    const exchange = this.options
+      .exchange(this.shutdown.signal)
+      .then((outcome) => this.settle(outcome, startedAtMs))
+      .finally(() => {
+        if (this.#inflight === exchange) this.#inflight = undefined;
+      });
+    this.#inflight = exchange;
+    return exchange;
+  }
+
+  private settle(outcome: ExchangeOutcome, startedAtMs: number): CachedToken {
+    const finishedAtMs = this.clock.now();
+    if (outcome.ok) {
+      const token = this.cacheable(outcome.token);
+      this.#current = token;
+      this.failure = undefined;
+      this.report({
+        ok: true,
+        startedAtMs,
+        finishedAtMs,
+        attempts: outcome.attempts,
+        expiresAtMs: token.expiresAtMs,
+        consecutiveFailures: 0,
+      });
+      return token;
+    }
+    const consecutive = (this.failure?.consecutive ?? 0) + 1;
+    const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.options.failureBackoffMs * 2 ** (consecutive - 1));
+    const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, outcome.retryAfterMs ?? 0);
+    const retryAtMs = finishedAtMs + Math.max(backoff, retryAfter);
+    this.failure = { error: outcome.error, consecutive, retryAtMs };
+    this.report({
+      ok: false,
+      startedAtMs,
+      finishedAtMs,
+      error: outcome.error,
+      consecutiveFailures: consecutive,
+      retryAtMs,
+    });
+    throw outcome.error;
+  }
+
+  /** Renewal starts `refreshBeforeExpirySeconds` ahead (at most half the lifetime), up to 10 % later by jitter. */
+  private cacheable(token: IssuedToken): CachedToken {
+    const lifetimeMs = token.expiresAtMs - token.issuedAtMs;
+    const leadMs =
+      Math.min(this.options.refreshBeforeExpirySeconds * 1000, lifetimeMs / 2) * (1 - RENEWAL_JITTER * Math.random());
+    return {
+      accessToken: token.accessToken,
+      tokenType: token.tokenType,
+      issuedAtMs: token.issuedAtMs,
+      expiresAtMs: token.expiresAtMs,
+      expiresAt: new Date(token.expiresAtMs),
+      renewAtMs: token.expiresAtMs - leadMs,
+      unusableAtMs: token.expiresAtMs - Math.min(MAX_UNUSABLE_MARGIN_MS, lifetimeMs / 10),
+    };
+  }
+
+  private report(report: ExchangeReport): void {
+    this.options.listener?.exchanged?.(report);
+  }
+}
+
+function backoffError(cause: TokenExchangeError, waitMs: number): TokenExchangeError {
+  return new TokenExchangeError(`token exchange failed recently; next attempt in ${waitMs} ms`, {
+    ...cause,
+    reason: 'backoff',
+    hint: `${cause.hint} (Failing fast until the back-off ends, so the token endpoint is not hammered.)`,
+  });
+}
