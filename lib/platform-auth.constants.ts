@@ -7,5 +7,7 @@ export const PLATFORM_AUTH_HTTP_SERVICE = Symbol('PLATFORM_AUTH_HTTP_SERVICE');
 
 /** Injection token of the integration's name (`default` without `name`). */
 export const PLATFORM_AUTH_INTEGRATION = Symbol('PLATFORM_AUTH_INTEGRATION');
+/** Injection token of the logger the module's parts write to: `options.logger`, else Nest's `Logger`. Internal. */
+export const PLATFORM_AUTH_LOGGER = Symbol('PLATFORM_AUTH_LOGGER');
 
 export const LOGGER_CONTEXT = 'PlatformAuth';

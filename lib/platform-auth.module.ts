@@ -1,4 +1,4 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type LoggerService, type Provider } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock, type Clock } from './platform-auth.clock.js';
@@ -8,6 +8,7 @@ import {
   PLATFORM_AUTH_CONFIG,
   PLATFORM_AUTH_HTTP_SERVICE,
   PLATFORM_AUTH_INTEGRATION,
+  PLATFORM_AUTH_LOGGER,
 } from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import {
@@ -30,14 +31,23 @@ const providers: Provider[] = [
     inject: [PLATFORM_AUTH_MODULE_OPTIONS],
   },
   {
+    provide: PLATFORM_AUTH_LOGGER,
+    useFactory: (options: PlatformAuthOptions): LoggerService => options.logger ?? new Logger(LOGGER_CONTEXT),
+    inject: [PLATFORM_AUTH_MODULE_OPTIONS],
+  },
+  {
     provide: PLATFORM_AUTH_CONFIG,
-    useFactory: (options: PlatformAuthOptions, clock: Clock, integration: string): ResolvedPlatformAuthConfig => {
+    useFactory: (
+      options: PlatformAuthOptions,
+      clock: Clock,
+      integration: string,
+      logger: LoggerService,
+    ): ResolvedPlatformAuthConfig => {
       const config = resolvePlatformAuthOptions(options, clock.now(), integration);
-      const logger = new Logger(LOGGER_CONTEXT);
       for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
       return config;
     },
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION],
+    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
   },
   AssertionSigner,
   TokenProvider,

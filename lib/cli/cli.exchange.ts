@@ -1,4 +1,4 @@
-import { Logger, type LoggerService } from '@nestjs/common';
+import type { LoggerService } from '@nestjs/common';
 import { AssertionSigner } from '../token/assertion.signer.js';
 import { systemClock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
@@ -32,11 +32,14 @@ export type ExchangeResult = ExchangeSuccess | ExchangeFailure;
  */
 export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<ExchangeResult> {
   const singleAttempt: ResolvedPlatformAuthConfig = { ...config, retry: { ...config.retry, maxAttempts: 1 } };
-  const provider = new TokenProvider(singleAttempt, systemClock, new AssertionSigner(singleAttempt, systemClock));
   const warnings: string[] = [];
-  // TokenProvider warns through Nest's static logger, whose console form goes to stdout and would break --json.
-  // This process runs one command, so the logger is pointed at the report for the exchange and silenced after.
-  Logger.overrideLogger(warningCollector(warnings));
+  // Nest's console logger writes to stdout and would break --json: the provider's warnings go into the report.
+  const provider = new TokenProvider(
+    singleAttempt,
+    systemClock,
+    new AssertionSigner(singleAttempt, systemClock),
+    warningCollector(warnings),
+  );
   const startedAt = performance.now();
   const requestedAt = Date.now();
   try {
@@ -59,7 +62,6 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
     return { ok: false, error, durationMs: Math.round(performance.now() - startedAt), warnings };
   } finally {
     provider.onModuleDestroy();
-    Logger.overrideLogger(false);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 
 export type ThumbprintAlgorithm = 'sha1' | 'sha256';
@@ -56,4 +57,9 @@ export interface PlatformAuthOptions {
   correctClockSkew?: boolean;
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Where the module's warnings go (start-up configuration warnings, renewal failures, clock skew). Called with the
+   * message only, so a `Logger` keeps its own context. Default: Nest's `Logger` with context `PlatformAuth`.
+   */
+  logger?: LoggerService;
 }

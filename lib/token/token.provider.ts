@@ -1,7 +1,12 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
 import { AssertionSigner } from './assertion.signer.js';
 import type { Clock } from '../platform-auth.clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import {
+  LOGGER_CONTEXT,
+  PLATFORM_AUTH_CLOCK,
+  PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_LOGGER,
+} from '../platform-auth.constants.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { TokenExchangeClient } from './token-exchange.client.js';
 import { TokenExchangeAttempts } from './token-exchange.attempts.js';
@@ -22,7 +27,6 @@ export interface AccessToken {
  */
 @Injectable()
 export class TokenProvider implements OnModuleDestroy {
-  private readonly logger = new Logger(LOGGER_CONTEXT);
   private readonly client: TokenExchangeClient;
   private readonly attempts: TokenExchangeAttempts;
   private readonly cache: TokenCache;
@@ -31,6 +35,7 @@ export class TokenProvider implements OnModuleDestroy {
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
     @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
     signer: AssertionSigner,
+    @Optional() @Inject(PLATFORM_AUTH_LOGGER) private readonly logger: LoggerService = new Logger(LOGGER_CONTEXT),
   ) {
     this.client = new TokenExchangeClient(config, () => clock.now());
     this.attempts = new TokenExchangeAttempts(config, clock, signer, this.client, this.logger);

@@ -2,6 +2,7 @@ import { ConsoleLogger } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
 import { captureOutput } from '../support/capture-output.js';
+import { CapturingLogger } from '../support/capturing-logger.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
@@ -53,5 +54,17 @@ describe('skew within what the platform accepts', () => {
     const output = await captureOutput(() => f.tokens.getAccessToken());
     expect(output).not.toMatch(/clock/);
     expect(Math.abs(f.tokens.clockOffsetMs! - 10_000)).toBeLessThanOrEqual(1_000);
+  });
+
+  it("goes to the module's logger option instead of Nest's console", async () => {
+    const logger = new CapturingLogger();
+    const f = await start({
+      emulator: { clockOffsetMs: 90_000 },
+      module: { logger },
+      logger: new ConsoleLogger({ logLevels: ['warn', 'error'] }),
+    });
+    const output = await captureOutput(() => f.tokens.getAccessToken());
+    expect(output).toBe('');
+    expect(logger.messages('warn')).toEqual([expect.stringMatching(/The platform's clock is (89|90|91) s ahead/)]);
   });
 });
