@@ -1,6 +1,6 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import axios, { isAxiosError } from 'axios';
+import { clockOffsetFromDateHeader } from '../http/date-header.util.js';
+import { createOpaqueAgents } from '../http/opaque-agents.util.js';
 
 export type ProbeResult =
   | {
@@ -18,7 +18,7 @@ export type ProbeResult =
  * settings from the environment apply to both alike.
  */
 export async function probeEndpoint(url: string, timeoutMs: number): Promise<ProbeResult> {
-  const agents = { httpAgent: new HttpAgent({ keepAlive: false }), httpsAgent: new HttpsAgent({ keepAlive: false }) };
+  const agents = createOpaqueAgents();
   const startedAt = performance.now();
   const elapsed = () => Math.round(performance.now() - startedAt);
   try {
@@ -31,13 +31,11 @@ export async function probeEndpoint(url: string, timeoutMs: number): Promise<Pro
       validateStatus: () => true,
       headers: { Accept: 'application/json' },
     });
-    const date = typeof response.headers.date === 'string' ? Date.parse(response.headers.date) : Number.NaN;
     return {
       reachable: true,
       status: response.status,
       durationMs: elapsed(),
-      // Same estimate as the module's: the header has whole-second resolution, so its mid-second is the best guess.
-      clockOffsetMs: Number.isNaN(date) ? undefined : date + 500 - Date.now(),
+      clockOffsetMs: clockOffsetFromDateHeader(response.headers.date, Date.now()),
     };
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;

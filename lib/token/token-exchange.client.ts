@@ -1,4 +1,5 @@
 import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
+import { clockOffsetFromDateHeader } from '../http/date-header.util.js';
 import { createOpaqueAgents } from '../http/opaque-agents.util.js';
 import {
   CLIENT_CERTIFICATE_GRANT,
@@ -93,7 +94,7 @@ export class TokenExchangeClient {
     } catch (error) {
       return this.transportFailure(error, signal, deadline, timeoutMs);
     }
-    const clockOffsetMs = this.clockOffset(response);
+    const clockOffsetMs = clockOffsetFromDateHeader(response.headers.date, this.now());
     const { status } = response;
     if (status >= 200 && status < 300) return this.parseSuccess(response, secrets, clockOffsetMs);
     if (status >= 300 && status < 400) {
@@ -168,13 +169,6 @@ export class TokenExchangeClient {
       networkCode,
       summary: `token endpoint unreachable (${networkCode})`,
     };
-  }
-
-  private clockOffset(response: AxiosResponse<unknown>): number | undefined {
-    const header: unknown = response.headers.date;
-    const platformTime = typeof header === 'string' ? Date.parse(header) : NaN;
-    // The Date header has whole-second resolution; its mid-second is the best estimate.
-    return Number.isNaN(platformTime) ? undefined : platformTime + 500 - this.now();
   }
 
   private parseOAuthError(
