@@ -45,10 +45,11 @@ export class TokenProvider implements OnModuleDestroy {
       failureBackoffMs: config.failureBackoffMs,
       exchange: (signal) => this.attempts.run(signal),
       listener: {
-        renewalFailed: (error) =>
+        renewalFailed: (error) => {
           this.logger.warn(
             `Background token renewal failed; the current token is served until it expires. ${error.message}`,
-          ),
+          );
+        },
       },
     });
   }
