@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto';
+import { certificateValidity } from '../credentials/certificate.loader.js';
 import { normalizePem, pemBlockKinds } from '../credentials/pem.util.js';
 import { certificateThumbprint } from '../credentials/thumbprint.util.js';
 import { CommandFailure } from './cli.command.js';
@@ -21,8 +22,7 @@ export interface CertificateInfo {
 }
 
 export function describeCertificate(certificate: X509Certificate, nowMs: number): CertificateInfo {
-  const notBefore = Date.parse(certificate.validFrom);
-  const notAfter = Date.parse(certificate.validTo);
+  const { notBeforeMs, notAfterMs, state, daysToExpiry } = certificateValidity(certificate, nowMs);
   const key = certificate.publicKey;
   return {
     subject: oneLineName(certificate.subject),
@@ -30,10 +30,10 @@ export function describeCertificate(certificate: X509Certificate, nowMs: number)
     selfSigned: isSelfSigned(certificate),
     thumbprintSha1: certificateThumbprint(certificate, 'sha1'),
     thumbprintSha256: certificateThumbprint(certificate, 'sha256'),
-    notBefore: new Date(notBefore).toISOString(),
-    notAfter: new Date(notAfter).toISOString(),
-    state: nowMs < notBefore ? 'not-yet-valid' : nowMs > notAfter ? 'expired' : 'valid',
-    daysToExpiry: Math.floor((notAfter - nowMs) / DAY_MS),
+    notBefore: new Date(notBeforeMs).toISOString(),
+    notAfter: new Date(notAfterMs).toISOString(),
+    state,
+    daysToExpiry,
     publicKey: { type: key.asymmetricKeyType ?? 'unknown', bits: key.asymmetricKeyDetails?.modulusLength },
   };
 }
