@@ -80,7 +80,7 @@ describe('leak sweep over logs', () => {
     @Module({ imports: [PlatformAuthModule.forRoot(integration.moduleOptions)], controllers: [ProxyController] })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
-      .setLogger(new ConsoleLogger())
+      .setLogger(new ConsoleLogger({ logLevels: ['warn', 'error', 'fatal'] }))
       .compile();
     const app = moduleRef.createNestApplication();
     await app.init();
@@ -104,7 +104,7 @@ describe('leak sweep over logs', () => {
     const moduleRef = await Test.createTestingModule({
       imports: [PlatformAuthModule.forRoot({ ...skewedIntegration.moduleOptions, clock, retry: { maxAttempts: 2 } })],
     })
-      .setLogger(new ConsoleLogger())
+      .setLogger(new ConsoleLogger({ logLevels: ['warn', 'error', 'fatal'] }))
       .compile();
     await moduleRef.init();
     try {

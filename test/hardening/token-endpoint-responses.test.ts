@@ -188,14 +188,15 @@ describe('a 200 that is not a token response is refused, not retried, not cached
 
 describe('expires_in forms that are accepted', () => {
   it.each([
-    ['"3600"', '3600', 3_600_000],
-    ['1e12 (capped at 24 h)', 1e12, 24 * 3_600_000],
-    ['absent (600 s assumed)', undefined, 600_000],
-  ])('%s', async (_name, value, lifetimeMs) => {
+    ['"3600"', '3600', 3_600_000, []],
+    ['1e12 (capped at 24 h)', 1e12, 24 * 3_600_000, ['expires_in 1000000000000 s is implausible; capped at 86400 s']],
+    ['absent (600 s assumed)', undefined, 600_000, ['token response has no expires_in; assuming 600 s']],
+  ])('%s', async (_name, value, lifetimeMs, warnings) => {
     const h = await setUp();
     server.replies.push(tokenReply(server, { expires_in: value }));
     const token = await h.tokens.getToken();
     expect(token.expiresAt.getTime()).toBe(h.clock.now() + lifetimeMs);
+    expect(h.logger.messages('warn')).toEqual(warnings);
   });
 
   it('token_type in any case', async () => {

@@ -1,10 +1,13 @@
 import { AssertionSigner, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { CapturingLogger } from './capturing-logger.js';
 
 export interface ProviderHarness {
   tokens: TokenProvider;
   clock: FakeClock;
+  /** What the provider logged (its warnings), kept off the console. */
+  logger: CapturingLogger;
   destroy(): void;
 }
 
@@ -27,6 +30,7 @@ export function createProvider(
     },
     clock.now(),
   );
-  const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock));
-  return { tokens, clock, destroy: () => tokens.onModuleDestroy() };
+  const logger = new CapturingLogger();
+  const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock), logger);
+  return { tokens, clock, logger, destroy: () => tokens.onModuleDestroy() };
 }
