@@ -32,8 +32,11 @@ const providers: Provider[] = [
   },
   {
     provide: PLATFORM_AUTH_LOGGER,
-    useFactory: (options: PlatformAuthOptions): LoggerService => options.logger ?? new Logger(LOGGER_CONTEXT),
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS],
+    // A named integration's lines say which integration they are about.
+    useFactory: (options: PlatformAuthOptions, integration: string): LoggerService =>
+      options.logger ??
+      new Logger(integration === DEFAULT_INTEGRATION ? LOGGER_CONTEXT : `${LOGGER_CONTEXT}:${integration}`),
+    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_INTEGRATION],
   },
   {
     provide: PLATFORM_AUTH_CONFIG,

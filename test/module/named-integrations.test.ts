@@ -16,7 +16,7 @@ import {
   getTokenProviderToken,
   platformAuthConfig,
 } from 'nestjs-platform-auth';
-import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { createTestCredentials, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 
 let platform: PlatformEmulator;
 let main: EmulatedIntegration;
@@ -146,6 +146,27 @@ describe('named integrations', () => {
     })
     class AppModule {}
     await expect(Test.createTestingModule({ imports: [AppModule] }).compile()).rejects.toThrow(/NeedsDefault/);
+  });
+
+  it("a named integration's log lines carry its name in the context", async () => {
+    const soon = await createTestCredentials({ days: 10 });
+    const lines: [string, unknown][] = [];
+    const keep = (message: unknown, context?: unknown) => void lines.push([String(message), context]);
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        PlatformAuthModule.forRoot({
+          name: 'billing',
+          baseUrl: platform.url,
+          machineId: 'billing-machine',
+          privateKey: soon.privateKeyPem,
+          certificate: soon.certificatePem,
+        }),
+      ],
+    })
+      .setLogger({ log: keep, warn: keep, error: keep })
+      .compile();
+    open.push(moduleRef);
+    expect(lines.find(([message]) => message.includes('expires in'))?.[1]).toBe('PlatformAuth:billing');
   });
 
   it('refuses a name that cannot become part of an environment variable', () => {
