@@ -12,6 +12,10 @@ export default defineConfig({
         find: /^nestjs-platform-auth\/testing$/,
         replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)),
       },
+      {
+        find: /^nestjs-platform-auth\/user$/,
+        replacement: fileURLToPath(new URL('./lib/user/index.ts', import.meta.url)),
+      },
       { find: /^nestjs-platform-auth$/, replacement: fileURLToPath(new URL('./lib/index.ts', import.meta.url)) },
     ],
   },

@@ -6,8 +6,12 @@ import { integrationEnvName } from './integration-name.util.js';
  * Names a setting the way a user finds it: the option, and the environment variable that fills it (for a named
  * integration, its own variable: `PLATFORM_BILLING_BASE_URL`).
  */
-export function settingName(option: string, integration?: string): string {
-  const env = (PLATFORM_AUTH_ENV as Record<string, string>)[option];
+export function settingName(
+  option: string,
+  integration?: string,
+  variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
+): string {
+  const env = variables[option];
   return env ? `${option} (${integrationEnvName(env, integration)})` : option;
 }
 
@@ -24,15 +28,21 @@ export class ConfigReport {
   readonly problems: ConfigProblem[] = [];
   readonly warnings: ConfigProblem[] = [];
 
-  /** `integration`: the name of a named integration, so settings and the error name it. */
-  constructor(private readonly integration?: string) {}
+  /**
+   * `integration`: the name of a named integration, so settings and the error name it. `variables`: the
+   * environment variable of each option (default machine authentication's), for the names in messages.
+   */
+  constructor(
+    private readonly integration?: string,
+    private readonly variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
+  ) {}
 
   problem(option: string, message: string): void {
-    this.problems.push({ option, setting: settingName(option, this.integration), message });
+    this.problems.push({ option, setting: settingName(option, this.integration, this.variables), message });
   }
 
   warn(option: string, message: string): void {
-    this.warnings.push({ option, setting: settingName(option, this.integration), message });
+    this.warnings.push({ option, setting: settingName(option, this.integration, this.variables), message });
   }
 
   throwIfProblems(): void {

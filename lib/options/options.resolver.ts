@@ -139,7 +139,7 @@ function definedOnly<T extends object>(value: T | undefined): Partial<T> {
   return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBase: boolean): URL | undefined {
+export function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBase: boolean): URL | undefined {
   if (!nonEmpty(value)) {
     report.problem(option, isBase ? 'is required (https://{platform_domain})' : 'contains an empty entry');
     return undefined;

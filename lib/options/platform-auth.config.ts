@@ -11,17 +11,26 @@ function read(env: Env, name: string): string | undefined {
 }
 
 /**
- * The options the environment variables of the options table describe. Unset and empty variables are left out,
- * so defaults apply and start-up validation names the variable that is missing. For a named integration the
+ * The options that `variables` (option name → environment variable) describe. Unset and empty variables are left
+ * out, so defaults apply and start-up validation names the variable that is missing. For a named integration the
  * variables carry its name: `PLATFORM_BILLING_BASE_URL`, `PLATFORM_BILLING_MACHINE_ID`, …
  */
-export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
+export function readEnvOptions(
+  variables: Readonly<Record<string, string>>,
+  env: Env,
+  integration?: string,
+): Record<string, string> {
   const options: Record<string, string> = {};
-  for (const [option, variable] of Object.entries(PLATFORM_AUTH_ENV)) {
+  for (const [option, variable] of Object.entries(variables)) {
     const value = read(env, integrationEnvName(variable, integration));
     if (value !== undefined) options[option] = value;
   }
-  return options as unknown as PlatformAuthOptions;
+  return options;
+}
+
+/** The options the environment variables of the options table describe. */
+export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
+  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration) as unknown as PlatformAuthOptions;
 }
 
 /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */

@@ -1,0 +1,24 @@
+// The public API of `nestjs-platform-auth/user`; test/packaging locks this list.
+export { PlatformUserAuthModule } from './platform-user-auth.module.js';
+export type {
+  PlatformUserAuthModuleAsyncOptions,
+  PlatformUserAuthModuleExtras,
+  PlatformUserAuthModuleOptions,
+} from './platform-user-auth.module-definition.js';
+export type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
+export {
+  PlatformUserAuth,
+  type AuthorizationRequest,
+  type AuthorizationRequestOptions,
+  type UserTokens,
+} from './platform-user-auth.service.js';
+export { PlatformUserSessions, readCookie, setCookies, type HeaderWritable } from './user-session.service.js';
+export { PlatformUser, PlatformUserGuard } from './platform-user.guard.js';
+export { platformUserAuthConfig } from './platform-user-auth.config.js';
+export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
+export {
+  UserAuthError,
+  isUserAuthError,
+  type UserAuthErrorDetails,
+  type UserAuthFailure,
+} from './user-auth.errors.js';

@@ -1,0 +1,38 @@
+import { Module } from '@nestjs/common';
+import { systemClock, type Clock } from '../platform-auth.clock.js';
+import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_AUTH_CONFIG } from './platform-user-auth.constants.js';
+import {
+  ConfigurablePlatformUserAuthModule,
+  PLATFORM_USER_AUTH_MODULE_OPTIONS,
+} from './platform-user-auth.module-definition.js';
+import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
+import { PlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserGuard } from './platform-user.guard.js';
+import { resolveUserAuthOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
+import { PlatformUserSessions } from './user-session.service.js';
+
+/**
+ * User sign-in with the Authorization Code flow and PKCE. Configure with `forRoot(options)` or
+ * `forRootAsync(platformUserAuthConfig.asProvider())`; every configuration problem is reported at start-up.
+ * Independent of `PlatformAuthModule`: an app may use either or both.
+ */
+@Module({
+  providers: [
+    {
+      provide: PLATFORM_USER_AUTH_CLOCK,
+      useFactory: (options: PlatformUserAuthOptions): Clock => options.clock ?? systemClock,
+      inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS],
+    },
+    {
+      provide: PLATFORM_USER_AUTH_CONFIG,
+      useFactory: (options: PlatformUserAuthOptions): ResolvedUserAuthConfig => resolveUserAuthOptions(options),
+      inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS],
+    },
+    PlatformUserAuth,
+    PlatformUserSessions,
+    PlatformUserGuard,
+  ],
+  // Never the resolved configuration: it holds the derived keys.
+  exports: [PlatformUserAuth, PlatformUserSessions, PlatformUserGuard, PLATFORM_USER_AUTH_CLOCK],
+})
+export class PlatformUserAuthModule extends ConfigurablePlatformUserAuthModule {}

@@ -1,0 +1,65 @@
+import {
+  createParamDecorator,
+  Inject,
+  Injectable,
+  UnauthorizedException,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
+import type { Clock } from '../platform-auth.clock.js';
+import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_REQUEST_KEY } from './platform-user-auth.constants.js';
+import { PlatformUserAuth, type UserTokens } from './platform-user-auth.service.js';
+import { isUserAuthError } from './user-auth.errors.js';
+import { PlatformUserSessions, setCookies, type HeaderWritable } from './user-session.service.js';
+
+/** Renew a little before the platform would refuse the token, so a request does not race its expiry. */
+const RENEW_BEFORE_EXPIRY_MS = 30_000;
+
+interface RequestWithSession {
+  headers: Record<string, string | string[] | undefined>;
+  [PLATFORM_USER_REQUEST_KEY]?: UserTokens;
+}
+
+/**
+ * Lets a request through only with a signed-in session cookie, and renews an expiring access token with its
+ * refresh token (setting the new session cookie). Answers 401 otherwise. `@PlatformUser()` then gives the handler
+ * the user's tokens. HTTP only (Express or Fastify).
+ */
+@Injectable()
+export class PlatformUserGuard implements CanActivate {
+  constructor(
+    private readonly auth: PlatformUserAuth,
+    private readonly sessions: PlatformUserSessions,
+    @Inject(PLATFORM_USER_AUTH_CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const http = context.switchToHttp();
+    const request = http.getRequest<RequestWithSession>();
+    const cookieHeader = request.headers.cookie;
+    let tokens = await this.sessions.readSession(typeof cookieHeader === 'string' ? cookieHeader : undefined);
+    if (!tokens) throw new UnauthorizedException('Not signed in, or the session has ended: sign in again');
+    if (tokens.expiresAt.getTime() - RENEW_BEFORE_EXPIRY_MS <= this.clock.now()) {
+      if (!tokens.refreshToken) throw new UnauthorizedException('The session has expired: sign in again');
+      try {
+        tokens = await this.auth.refresh(tokens.refreshToken);
+      } catch (error) {
+        if (isUserAuthError(error) && error.reason === 'invalid_grant') {
+          setCookies(http.getResponse<HeaderWritable>(), [this.sessions.clearSessionCookie()]);
+          throw new UnauthorizedException('The session can no longer be renewed: sign in again');
+        }
+        throw error;
+      }
+      setCookies(http.getResponse<HeaderWritable>(), [await this.sessions.sessionCookie(tokens)]);
+    }
+    request[PLATFORM_USER_REQUEST_KEY] = tokens;
+    return true;
+  }
+}
+
+/** The signed-in user's tokens, in a handler behind `PlatformUserGuard`. */
+export const PlatformUser = createParamDecorator((_data: unknown, context: ExecutionContext): UserTokens => {
+  const tokens = context.switchToHttp().getRequest<RequestWithSession>()[PLATFORM_USER_REQUEST_KEY];
+  if (!tokens) throw new UnauthorizedException('@PlatformUser() needs @UseGuards(PlatformUserGuard) on the route');
+  return tokens;
+});

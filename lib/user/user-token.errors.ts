@@ -1,0 +1,46 @@
+import * as oauth from 'oauth4webapi';
+import { sanitizeRemoteText } from '../http/redaction.util.js';
+import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
+
+/**
+ * The failure of a token endpoint call as a `UserAuthError`. oauth4webapi keeps the response body and the request's
+ * parameters in `cause`; only its fixed messages and the sanitised OAuth error fields are carried over, never the
+ * cause, so codes, verifiers and tokens stay out.
+ */
+export function tokenEndpointFailure(error: unknown, action: string, secrets: readonly string[]): UserAuthError {
+  if (error instanceof oauth.ResponseBodyError) {
+    const oauthError = oauthErrorCode(error.error);
+    const oauthErrorDescription = sanitizeRemoteText(error.error_description, secrets);
+    const reason = error.error === 'invalid_grant' ? 'invalid_grant' : 'token_error';
+    const why =
+      reason === 'invalid_grant'
+        ? ' (an authorization code used twice or expired, a wrong code_verifier or redirect_uri, or a refresh token no longer valid)'
+        : '';
+    return new UserAuthError(
+      `${action}: the token endpoint answered ${error.status} ${oauthError}${why}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
+      { reason, status: error.status, oauthError, oauthErrorDescription },
+    );
+  }
+  if (error instanceof oauth.WWWAuthenticateChallengeError) {
+    const oauthError = oauthErrorCode(error.cause[0]?.parameters.error);
+    return new UserAuthError(
+      `${action}: the token endpoint answered ${error.status} with a WWW-Authenticate challenge${oauthError ? ` (${oauthError})` : ''}; is the client id registered as a public client?`,
+      { reason: 'token_error', status: error.status, oauthError },
+    );
+  }
+  if (error instanceof oauth.OperationProcessingError || error instanceof oauth.UnsupportedOperationError) {
+    const status = error.cause instanceof Response ? error.cause.status : undefined;
+    return new UserAuthError(`${action}: the token endpoint's answer is not a valid token response: ${error.message}`, {
+      reason: 'invalid_response',
+      status,
+    });
+  }
+  if (error instanceof DOMException && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return new UserAuthError(`${action}: the token endpoint did not answer in time`, { reason: 'timeout' });
+  }
+  const networkCode = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return new UserAuthError(
+    `${action}: the token endpoint could not be reached${typeof networkCode === 'string' ? ` (${networkCode})` : ''}`,
+    { reason: 'network_error' },
+  );
+}
