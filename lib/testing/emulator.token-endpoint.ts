@@ -11,6 +11,7 @@ import {
 } from './emulator.assertion-verifier.js';
 import { parseMediaType, readBody, type EmulatorResponse } from './emulator.http.js';
 import type { TokenRequestRecord, TokenRequestRule } from './emulator.types.js';
+import type { UserGrants } from './emulator.user-grants.js';
 
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 const FORM_PARAMETERS = ['grant_type', 'client_id', 'token'] as const;
@@ -30,6 +31,8 @@ export interface ReceivedTokenRequest {
   readonly token?: string;
   /** The body was refused part-way, so the connection cannot be reused. */
   readonly bodyLeftUnread: boolean;
+  /** The form of a user grant (`authorization_code`, `refresh_token`), answered by `userGrants`. */
+  readonly userGrantForm?: URLSearchParams;
 }
 
 export interface TokenEndpointOutcome {
@@ -42,6 +45,7 @@ export interface TokenEndpointSettings {
   readonly tokens: AccessTokenStore;
   readonly tokenLifetimeSeconds: () => number;
   readonly invalidClientStatus: number;
+  readonly userGrants?: UserGrants;
 }
 
 /** `POST /loginservice/connect/token` (seed 4.1): the form checks, then the assertion, then a new access token. */
@@ -103,6 +107,8 @@ export class TokenEndpoint {
     }
     if (!summary.grantType)
       return withSummary(tokenRejection('grant_type', 'invalid_request', 'grant_type is missing'));
+    if (this.settings.userGrants?.handles(summary.grantType))
+      return { summary, userGrantForm: form, bodyLeftUnread: false };
     if (summary.grantType !== CLIENT_CERTIFICATE_GRANT) {
       return withSummary(
         tokenRejection(
@@ -132,6 +138,12 @@ export class TokenEndpoint {
 
   async answer(request: ReceivedTokenRequest): Promise<TokenEndpointOutcome> {
     if (request.rejection) return this.refusal(request.rejection, request.summary, request.bodyLeftUnread);
+    if (request.userGrantForm) {
+      const outcome = this.settings.userGrants!.answer(request.userGrantForm);
+      if (!outcome.ok) return this.refusal(outcome, request.summary, false);
+      const record = { ...request.summary, status: 200, verdict: 'accepted' as const };
+      return { response: { status: 200, headers: NO_STORE, body: outcome.body }, record };
+    }
     const verdict = await this.settings.verifier.verify(request.token!);
     const summary = { ...request.summary, header: verdict.header, claims: verdict.claims };
     if (!verdict.ok) return this.refusal(verdict, { ...summary, machineId: verdict.integration?.machineId }, false);

@@ -123,7 +123,12 @@ export type TokenRequestRule =
   | 'nbf-before-iat'
   | 'expired'
   | 'not-yet-valid'
-  | 'jti-replay';
+  | 'jti-replay'
+  /** User grants (`authorization_code`, `refresh_token`). */
+  | 'code'
+  | 'redirect_uri'
+  | 'code_verifier'
+  | 'refresh_token';
 
 /** One request received by the token endpoint. Holds decoded header and claims, never the JWT or a token. */
 export interface TokenRequestRecord {

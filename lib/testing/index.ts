@@ -15,3 +15,10 @@ export type {
   TokenRequestRecord,
   TokenRequestRule,
 } from './emulator.types.js';
+export type {
+  RegisteredUserClient,
+  RegisterUserClientInput,
+  TestUser,
+  UserFlowRecord,
+  UserFlowStep,
+} from './emulator.user-types.js';

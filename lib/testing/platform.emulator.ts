@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
-import { DEFAULT_TOKEN_LIFETIME_SECONDS, TOKEN_PATH } from './emulator.constants.js';
+import { AUTHORIZE_PATH, DEFAULT_TOKEN_LIFETIME_SECONDS, TOKEN_PATH } from './emulator.constants.js';
 import { AccessTokenStore } from './emulator.access-tokens.js';
 import { AssertionVerifier } from './emulator.assertion-verifier.js';
 import { answerWithFault, FaultQueues } from './emulator.faults.js';
@@ -10,6 +10,8 @@ import { writeResponse } from './emulator.http.js';
 import { PlaceholderApi } from './emulator.placeholder-api.js';
 import { IntegrationRegistry } from './emulator.registry.js';
 import { TokenEndpoint } from './emulator.token-endpoint.js';
+import { UserFlow } from './emulator.user-flow.js';
+import type { RegisteredUserClient, RegisterUserClientInput, TestUser, UserFlowRecord } from './emulator.user-types.js';
 import type {
   EmulatedEnvironment,
   EmulatedIntegration,
@@ -44,6 +46,8 @@ export class PlatformEmulator {
   /** `http://127.0.0.1:PORT`, without a trailing slash: the `baseUrl` to configure. */
   readonly url: string;
   readonly tokenUrl: string;
+  /** Where apps send browsers to sign in (Authorization Code + PKCE). */
+  readonly authorizeUrl: string;
   /** The `aud` the token endpoint expects. */
   readonly audience: string;
 
@@ -59,6 +63,7 @@ export class PlatformEmulator {
   private readonly accessTokens: AccessTokenStore;
   private readonly tokenEndpoint: TokenEndpoint;
   private readonly placeholderApi: PlaceholderApi;
+  private readonly userFlow: UserFlow;
   private readonly faults = new FaultQueues();
   /** Aborted by `close()`, which cancels pending `delay` faults. */
   private readonly shutdown = new AbortController();
@@ -71,6 +76,7 @@ export class PlatformEmulator {
   ) {
     this.url = url;
     this.tokenUrl = url + TOKEN_PATH;
+    this.authorizeUrl = url + AUTHORIZE_PATH;
     this.audience = options.audience ?? new URL(url).host;
     this.baseNow = options.now ?? Date.now;
     this.clockOffsetMs = options.clockOffsetMs ?? 0;
@@ -83,6 +89,14 @@ export class PlatformEmulator {
     const now = (): number => this.now();
     this.registry = new IntegrationRegistry(this.thumbprintAlgorithm);
     this.accessTokens = new AccessTokenStore(now);
+    this.userFlow = new UserFlow({
+      now,
+      issuer: url,
+      machineTokens: this.accessTokens,
+      tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
+      invalidClientStatus: options.invalidClientStatus ?? 400,
+      journalLimit: this.journalLimit,
+    });
     this.tokenEndpoint = new TokenEndpoint({
       verifier: new AssertionVerifier({
         registry: this.registry,
@@ -94,6 +108,7 @@ export class PlatformEmulator {
       tokens: this.accessTokens,
       tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
       invalidClientStatus: options.invalidClientStatus ?? 400,
+      userGrants: this.userFlow.grants,
     });
     this.placeholderApi = new PlaceholderApi(this.accessTokens, this.registry);
     server.on('request', (req, res) => void this.handle(req, res));
@@ -178,6 +193,25 @@ export class PlatformEmulator {
       moduleOptions,
       env,
     };
+  }
+
+  /** Registers a public client for user sign-in: its id and the exact redirect URIs it may use. */
+  registerUserClient(input: RegisterUserClientInput): RegisteredUserClient {
+    return this.userFlow.directory.registerClient(input);
+  }
+
+  /** Adds (or replaces, by id) someone who can sign in on the emulator's page. */
+  addTestUser(user: TestUser): void {
+    this.userFlow.directory.addUser(user);
+  }
+
+  get testUsers(): TestUser[] {
+    return this.userFlow.directory.allUsers;
+  }
+
+  /** The steps of user sign-ins, oldest first: authorize, sign-in, token, me (a snapshot; no codes or tokens). */
+  get userJournal(): readonly UserFlowRecord[] {
+    return this.userFlow.journal;
   }
 
   setIntegrationStatus(machineId: string, status: string): void {
@@ -305,7 +339,10 @@ export class PlatformEmulator {
       answerWithFault(fault, res, this.now());
       return;
     }
-    const { response, outcome } = await this.placeholderApi.answer(req, pathnameOf(req));
+    const pathname = pathnameOf(req);
+    const { response, outcome } = this.userFlow.handles(pathname)
+      ? { response: await this.userFlow.answer(req, pathname), outcome: 'other' as const }
+      : await this.placeholderApi.answer(req, pathname);
     writeResponse(res, this.now(), response);
     if (outcome !== 'other') apiCalls[outcome] += 1;
   }

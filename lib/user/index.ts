@@ -16,9 +16,4 @@ export { PlatformUserSessions, readCookie, setCookies, type HeaderWritable } fro
 export { PlatformUser, PlatformUserGuard } from './platform-user.guard.js';
 export { platformUserAuthConfig } from './platform-user-auth.config.js';
 export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
-export {
-  UserAuthError,
-  isUserAuthError,
-  type UserAuthErrorDetails,
-  type UserAuthFailure,
-} from './user-auth.errors.js';
+export { UserAuthError, isUserAuthError, type UserAuthErrorDetails, type UserAuthFailure } from './user-auth.errors.js';

@@ -4,7 +4,9 @@ import { PLATFORM_USER_AUTH_CONFIG_NAMESPACE, PLATFORM_USER_AUTH_ENV } from './p
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 
 /** The options the `PLATFORM_*` user sign-in variables describe; unset and empty ones are left out. */
-export function readPlatformUserAuthEnv(env: Record<string, string | undefined> = process.env): PlatformUserAuthOptions {
+export function readPlatformUserAuthEnv(
+  env: Record<string, string | undefined> = process.env,
+): PlatformUserAuthOptions {
   return readEnvOptions(PLATFORM_USER_AUTH_ENV, env) as unknown as PlatformUserAuthOptions;
 }
 

@@ -90,7 +90,8 @@ export class PlatformUserAuth {
     const scope = options.scope ?? this.config.scope;
     const url = new URL(this.config.authorizationEndpoint);
     for (const [name, value] of Object.entries(options.parameters ?? {})) {
-      if (PROTOCOL_PARAMETERS.has(name)) throw new TypeError(`createAuthorizationRequest: '${name}' is set by the library`);
+      if (PROTOCOL_PARAMETERS.has(name))
+        throw new TypeError(`createAuthorizationRequest: '${name}' is set by the library`);
       url.searchParams.set(name, value);
     }
     url.searchParams.set('response_type', 'code');

@@ -107,7 +107,10 @@ function checkSecret(value: unknown, report: ConfigReport): Uint8Array | undefin
   const bytes =
     typeof value === 'string' ? Buffer.from(value, 'utf8') : value instanceof Uint8Array ? value : undefined;
   if (!bytes || bytes.length === 0) {
-    report.problem('stateSecret', `is required: at least ${MIN_STATE_SECRET_BYTES} random bytes (openssl rand -base64 32)`);
+    report.problem(
+      'stateSecret',
+      `is required: at least ${MIN_STATE_SECRET_BYTES} random bytes (openssl rand -base64 32)`,
+    );
     return undefined;
   }
   if (bytes.length < MIN_STATE_SECRET_BYTES) {
