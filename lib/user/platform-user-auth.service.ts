@@ -188,8 +188,9 @@ export class PlatformUserAuth {
     } catch {
       throw new UserAuthError('Sign-in failed: the callback URL cannot be parsed', { reason: 'invalid_callback' });
     }
+    let parameters: URLSearchParams;
     try {
-      return oauth.validateAuthResponse(this.server, this.client, url.searchParams, tx.state);
+      parameters = oauth.validateAuthResponse(this.server, this.client, url.searchParams, tx.state);
     } catch (error) {
       if (error instanceof oauth.AuthorizationResponseError) {
         const oauthError = oauthErrorCode(error.error);
@@ -214,6 +215,11 @@ export class PlatformUserAuth {
         reason: 'invalid_callback',
       });
     }
+    if (!parameters.get('code'))
+      throw new UserAuthError('Sign-in failed: the callback carries neither a code nor an error', {
+        reason: 'invalid_callback',
+      });
+    return parameters;
   }
 
   private requestOptions(): oauth.TokenEndpointRequestOptions {

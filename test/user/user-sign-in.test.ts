@@ -105,7 +105,7 @@ describe('the whole sign-in over HTTP, redirects followed by hand', () => {
   it('answers /api/me with 403 for a machine token, and 401 without one or with an unknown one', async () => {
     const integration = await fx.platform.createIntegration();
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot(integration.moduleOptions)],
+      imports: [PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock: fx.clock })],
     }).compile();
     try {
       const machineToken = await moduleRef.get(TokenProvider).getAccessToken();

@@ -1,0 +1,107 @@
+import { Test } from '@nestjs/testing';
+import { ConfigModule } from '@nestjs/config';
+import { describe, expect, it } from 'vitest';
+import { isPlatformAuthConfigError, type PlatformAuthConfigError } from 'nestjs-platform-auth';
+import {
+  PlatformUserAuth,
+  PlatformUserAuthModule,
+  platformUserAuthConfig,
+  type PlatformUserAuthOptions,
+} from 'nestjs-platform-auth/user';
+import { expectNoSecrets } from '../support/leak-check.js';
+
+const valid: PlatformUserAuthOptions = {
+  baseUrl: 'https://platform.example.com',
+  clientId: 'web-app',
+  redirectUri: 'https://app.example.com/callback',
+  stateSecret: 'uP4g0cF8vJm2Qx7Rz1Kd9Wn3Ys6Tb5Ha',
+};
+
+async function startUp(options: Partial<PlatformUserAuthOptions>): Promise<PlatformAuthConfigError> {
+  const error = await Test.createTestingModule({
+    imports: [PlatformUserAuthModule.forRoot({ ...valid, ...options } as PlatformUserAuthOptions)],
+  })
+    .compile()
+    .then(
+      () => expect.fail('start-up should fail'),
+      (e: unknown) => e,
+    );
+  expect(isPlatformAuthConfigError(error), String(error)).toBe(true);
+  return error as PlatformAuthConfigError;
+}
+
+describe('start-up validation of user sign-in', () => {
+  it('lists every missing setting with its environment variable', async () => {
+    const error = await startUp({ baseUrl: '', clientId: '', redirectUri: '', stateSecret: '' });
+    expect(error.problems.map((p) => p.setting)).toEqual([
+      'baseUrl (PLATFORM_BASE_URL)',
+      'clientId (PLATFORM_USER_CLIENT_ID)',
+      'redirectUri (PLATFORM_USER_REDIRECT_URI)',
+      'stateSecret (PLATFORM_USER_STATE_SECRET)',
+    ]);
+  });
+
+  it.each([
+    ['an http redirect URI off loopback', { redirectUri: 'http://app.example.com/callback' }, /clear text/],
+    ['a redirect URI with a fragment', { redirectUri: 'https://app.example.com/cb#x' }, /fragment/],
+    ['a relative redirect URI', { redirectUri: '/callback' }, /absolute URL/],
+    ['an http platform off loopback', { baseUrl: 'http://platform.example.com' }, /clear text/],
+    ['a malformed scope', { scope: 'a  b' }, /single spaces/],
+    ['a transaction lifetime over ten minutes', { transactionLifetimeSeconds: 601 }, /30 to 600/],
+    ['an authorize path without a slash', { authorizePath: 'authorize' }, /starting with '\/'/],
+  ])('refuses %s', async (_name, options, message) => {
+    const error = await startUp(options);
+    expect(error.problems).toHaveLength(1);
+    expect(error.problems[0].message).toMatch(message);
+  });
+
+  it('refuses a short or repetitive state secret without printing it', async () => {
+    const short = 'too-short-secret';
+    expectNoSecrets(await startUp({ stateSecret: short }), [short]);
+    expect((await startUp({ stateSecret: short })).message).toMatch(/16 bytes; use at least 32/);
+    const repetitive = 'a'.repeat(40);
+    expect((await startUp({ stateSecret: repetitive })).message).toMatch(/distinct bytes/);
+  });
+
+  it('accepts http redirect URIs on loopback, and reads the environment through platformUserAuthConfig', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      PLATFORM_BASE_URL: 'https://platform.example.com',
+      PLATFORM_USER_CLIENT_ID: 'web-app',
+      PLATFORM_USER_REDIRECT_URI: 'http://localhost:3000/callback',
+      PLATFORM_USER_SCOPE: 'profile messages',
+      PLATFORM_USER_STATE_SECRET: valid.stateSecret,
+    });
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          ConfigModule.forRoot({ ignoreEnvFile: true }),
+          PlatformUserAuthModule.forRootAsync(platformUserAuthConfig.asProvider()),
+        ],
+      }).compile();
+      const { url } = await moduleRef.get(PlatformUserAuth).createAuthorizationRequest();
+      const parsed = new URL(url);
+      expect(parsed.origin + parsed.pathname).toBe('https://platform.example.com/loginservice/connect/authorize');
+      expect(parsed.searchParams.get('redirect_uri')).toBe('http://localhost:3000/callback');
+      expect(parsed.searchParams.get('scope')).toBe('profile messages');
+      await moduleRef.close();
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it('omits scope when none is configured, sends a nonce only for openid, and keeps protocol parameters its own', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformUserAuthModule.forRoot({ ...valid, authorizePath: '/oauth/authorize' })],
+    }).compile();
+    const auth = moduleRef.get(PlatformUserAuth);
+    const plain = new URL((await auth.createAuthorizationRequest()).url);
+    expect(plain.pathname).toBe('/oauth/authorize');
+    expect(plain.searchParams.has('scope')).toBe(false);
+    const oidc = new URL((await auth.createAuthorizationRequest({ scope: 'openid', parameters: { prompt: 'login' } })).url);
+    expect(oidc.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(oidc.searchParams.get('prompt')).toBe('login');
+    await expect(auth.createAuthorizationRequest({ parameters: { state: 'mine' } })).rejects.toThrow(/set by the library/);
+    await moduleRef.close();
+  });
+});
