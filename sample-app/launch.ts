@@ -1,27 +1,23 @@
 import 'reflect-metadata';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import type { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { startEmbeddedPlatform } from './embedded-platform.js';
 import { bootstrap } from './src/main.js';
 
 /**
  * Starts the sample app. Without PLATFORM_BASE_URL it first starts the embedded platform emulator, registers a
- * fresh integration and points the app at it, so a fresh clone runs with no platform account.
+ * fresh integration (and, unless `--once`, a user client for sign-in) and points the app at it, so a fresh clone
+ * runs with no platform account.
  * `--once`: one authenticated call end to end, then exit (0 on success).
  */
 const once = process.argv.includes('--once');
+const requestedPort = once ? 0 : Number(process.env.PORT ?? 3000);
 let emulator: PlatformEmulator | undefined;
 
-if (!process.env.PLATFORM_BASE_URL) {
-  emulator = await PlatformEmulator.start();
-  const integration = await emulator.createIntegration({ name: 'sample-app' });
-  Object.assign(process.env, integration.env);
-  console.log(
-    `Embedded platform emulator on ${emulator.url} (integration ${integration.machineId}, thumbprint ${integration.thumbprint}).`,
-  );
-}
+if (!process.env.PLATFORM_BASE_URL) emulator = await startEmbeddedPlatform(once ? undefined : requestedPort);
 
-const app = await bootstrap(once ? 0 : undefined);
+const app = await bootstrap(requestedPort);
 const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
 const base = `http://127.0.0.1:${port}`;
 
@@ -44,7 +40,13 @@ if (once) {
   console.log(`Sample app listening on ${base}. Try:
   curl -s ${base}/health
   curl -s -X POST ${base}/messages -H 'Content-Type: application/json' -d '{"to":"someone","text":"hello"}'
-  curl -s ${base}/billing
+  curl -s ${base}/billing${
+    process.env.PLATFORM_USER_CLIENT_ID
+      ? `
+Sign in as a user in a browser: open ${base}/login, pick a test user and approve; you land on ${base}/me,
+which calls the platform as that user (${base}/logout signs out).`
+      : ''
+  }
 Ctrl+C stops it.`);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => void shutdown());

@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
-import { ConfigModule } from '@nestjs/config';
+import { ConditionalModule, ConfigModule } from '@nestjs/config';
 import { PlatformAuthModule, platformAuthConfig } from 'nestjs-platform-auth';
 import { HealthModule } from './health/health.module.js';
 import { MessagingModule } from './messaging/messaging.module.js';
+import { UserModule } from './user/user.module.js';
 
 /**
  * The reference integration: configuration from the environment (PLATFORM_* variables), the platform module set
- * up in one line, and feature modules that inject its authenticated HttpService.
+ * up in one line, and feature modules that inject its authenticated HttpService. User sign-in (`/login`, `/me`)
+ * is there when PLATFORM_USER_CLIENT_ID is set.
  */
 @Module({
   imports: [
@@ -14,6 +16,7 @@ import { MessagingModule } from './messaging/messaging.module.js';
     PlatformAuthModule.forRootAsync({ ...platformAuthConfig.asProvider(), isGlobal: true }),
     MessagingModule,
     HealthModule,
+    ConditionalModule.registerWhen(UserModule, 'PLATFORM_USER_CLIENT_ID'),
   ],
 })
 export class AppModule {}

@@ -98,10 +98,14 @@ describe('start-up validation of user sign-in', () => {
     const plain = new URL((await auth.createAuthorizationRequest()).url);
     expect(plain.pathname).toBe('/oauth/authorize');
     expect(plain.searchParams.has('scope')).toBe(false);
-    const oidc = new URL((await auth.createAuthorizationRequest({ scope: 'openid', parameters: { prompt: 'login' } })).url);
+    const oidc = new URL(
+      (await auth.createAuthorizationRequest({ scope: 'openid', parameters: { prompt: 'login' } })).url,
+    );
     expect(oidc.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(oidc.searchParams.get('prompt')).toBe('login');
-    await expect(auth.createAuthorizationRequest({ parameters: { state: 'mine' } })).rejects.toThrow(/set by the library/);
+    await expect(auth.createAuthorizationRequest({ parameters: { state: 'mine' } })).rejects.toThrow(
+      /set by the library/,
+    );
     await moduleRef.close();
   });
 });

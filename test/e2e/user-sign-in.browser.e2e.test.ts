@@ -1,0 +1,115 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { startEmbeddedPlatform } from '../../sample-app/embedded-platform.js';
+
+/** The flags of COMMON.md: Debian's Chromium, headless, nothing fetched from the network. */
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const saved = { ...process.env };
+const userDataDir = mkdtempSync(join(tmpdir(), 'platform-auth-chromium-'));
+/** Screenshots go here: the OS temp directory, never the repository. */
+const artifactDir = mkdtempSync(join(tmpdir(), 'platform-auth-e2e-artifacts-'));
+let platform: PlatformEmulator;
+let app: INestApplication;
+let browser: BrowserContext;
+let base: string;
+
+/** A port nobody listens on right now: the redirect URI must be registered before the app starts. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  platform = await startEmbeddedPlatform(port, () => undefined);
+  // Imported once the environment names a user client, which is what makes the sample app load its user module.
+  const { AppModule } = await import('../../sample-app/src/app.module.js');
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  app = moduleRef.createNestApplication({ logger: false });
+  await app.listen(port, '127.0.0.1');
+  base = `http://127.0.0.1:${port}`;
+  browser = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await platform?.close();
+  process.env = saved;
+  rmSync(userDataDir, { recursive: true, force: true });
+  rmSync(artifactDir, { recursive: true, force: true });
+});
+
+describe('user sign-in in a real browser (headless Chromium)', () => {
+  it('opens /login, signs in on the emulator page, lands on /me and sees the user', async () => {
+    const page = await browser.newPage();
+    // A CSP that blocked the page's own style or form would show here (a missing favicon would not).
+    const blocked: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy|Refused to/i.test(message.text())) blocked.push(message.text());
+    });
+
+    await page.goto(`${base}/login`);
+    expect(page.url().startsWith(platform.authorizeUrl + '?')).toBe(true);
+    await expect(page.title()).resolves.toBe('Sign in to the platform');
+    await page.getByLabel('Bob Example').check();
+    await page.screenshot({ path: join(artifactDir, 'sign-in-page.png') });
+
+    await Promise.all([page.waitForURL(`${base}/me`), page.getByRole('button', { name: 'Approve' }).click()]);
+    const body = JSON.parse((await page.locator('body').innerText()).trim()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      platformStatus: 200,
+      user: { sub: 'user-bob', name: 'Bob Example', clientId: 'sample-app' },
+    });
+
+    // The session is an HttpOnly cookie the page cannot read; the transaction cookie is gone.
+    const cookies = await browser.cookies(base);
+    expect(cookies.map((c) => c.name)).toEqual(['platform_user_session']);
+    expect(cookies[0]).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
+    await expect(page.evaluate(() => document.cookie)).resolves.toBe('');
+    expect(blocked).toEqual([]);
+    expect(platform.userJournal.map((r) => `${r.step}:${r.verdict}`)).toEqual([
+      'authorize:accepted',
+      'sign-in:accepted',
+      'token:accepted',
+      'me:accepted',
+    ]);
+  }, 60_000);
+
+  it('after Deny, the callback says access_denied and /me stays closed', async () => {
+    await browser.clearCookies();
+    const page = await browser.newPage();
+    await page.goto(`${base}/login`);
+    const response = await Promise.all([
+      page.waitForURL(/\/callback\?/),
+      page.getByRole('button', { name: 'Deny' }).click(),
+    ]).then(() => page.locator('body').innerText());
+    expect(JSON.parse(response)).toMatchObject({ error: 'access_denied' });
+    const me = await page.goto(`${base}/me`);
+    expect(me?.status()).toBe(401);
+  }, 60_000);
+});
