@@ -124,6 +124,42 @@ describe.concurrent('platform-auth emulator', () => {
     expect(await cli.exit).toEqual({ code: 0, signal: null });
   });
 
+  it('registers a user client with --user-client and serves its sign-in page', async () => {
+    const cli = start(['emulator', '--json', '--user-client', 'web-app=http://127.0.0.1:9/callback']);
+    let report: { userSignIn?: { authorizeUrl: string; clientId: string }; env: Record<string, string> } | undefined;
+    await cli.until((stdout) => {
+      try {
+        report = JSON.parse(stdout) as typeof report;
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(report!.userSignIn).toMatchObject({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
+    expect(report!.env).toMatchObject({
+      PLATFORM_USER_CLIENT_ID: 'web-app',
+      PLATFORM_USER_REDIRECT_URI: 'http://127.0.0.1:9/callback',
+    });
+    const page = new URL(report!.userSignIn!.authorizeUrl);
+    for (const [name, value] of Object.entries({
+      response_type: 'code',
+      client_id: 'web-app',
+      redirect_uri: 'http://127.0.0.1:9/callback',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }))
+      page.searchParams.set(name, value);
+    expect((await fetch(page)).status).toBe(200);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toEqual({ code: 0, signal: null });
+  });
+
+  it('refuses a malformed --user-client with a usage error', async () => {
+    const result = await runCli(['emulator', '--user-client', 'web-app']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--user-client takes ID=REDIRECT_URI');
+  });
+
   it('exits 1 naming the port when it is in use', async () => {
     const busy = await PlatformEmulator.start();
     try {

@@ -90,7 +90,7 @@ describe('user sign-in in a real browser (headless Chromium)', () => {
     const cookies = await browser.cookies(base);
     expect(cookies.map((c) => c.name)).toEqual(['platform_user_session']);
     expect(cookies[0]).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
-    await expect(page.evaluate(() => document.cookie)).resolves.toBe('');
+    await expect(page.evaluate('document.cookie')).resolves.toBe('');
     expect(blocked).toEqual([]);
     expect(platform.userJournal.map((r) => `${r.step}:${r.verdict}`)).toEqual([
       'authorize:accepted',

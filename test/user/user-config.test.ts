@@ -19,7 +19,7 @@ const valid: PlatformUserAuthOptions = {
 
 async function startUp(options: Partial<PlatformUserAuthOptions>): Promise<PlatformAuthConfigError> {
   const error = await Test.createTestingModule({
-    imports: [PlatformUserAuthModule.forRoot({ ...valid, ...options } as PlatformUserAuthOptions)],
+    imports: [PlatformUserAuthModule.forRoot({ ...valid, ...options })],
   })
     .compile()
     .then(

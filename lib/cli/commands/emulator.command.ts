@@ -1,10 +1,11 @@
 import { PlatformEmulator } from '../../testing/platform.emulator.js';
 import { CommandFailure, integerOption, type Command, type CommandContext } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
+import { userClientOption } from './user-client-option.util.js';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
-  synopsis: '[--port N]',
+  synopsis: '[--port N] [--user-client ID=URI[,URI…]]',
   description: [
     'Runs the platform emulator of nestjs-platform-auth/testing on 127.0.0.1 with a freshly registered system',
     'integration, and prints the PLATFORM_* variables that point an application at it (PEM values on one line with',
@@ -17,6 +18,11 @@ export const emulatorCommand: Command = {
       placeholder: 'N',
       description: 'port to listen on, 0 to 65535; default 0, a free port chosen by the system',
     },
+    'user-client': {
+      type: 'string',
+      placeholder: 'ID=URI[,URI…]',
+      description: 'registers a public client for user sign-in with these exact redirect URIs',
+    },
   },
   run,
 };
@@ -25,10 +31,16 @@ const INTEGRATION_NAME = 'platform-auth emulator';
 
 async function run(context: CommandContext): Promise<number> {
   const port = integerOption(context, 'port', { min: 0, max: 65535, fallback: 0 });
+  const userClient = userClientOption(context);
   const emulator = await start(port);
   try {
     const integration = await emulator.createIntegration({ name: INTEGRATION_NAME });
     const env = Object.fromEntries(Object.entries(integration.env).map(([name, value]) => [name, singleLine(value)]));
+    if (userClient) {
+      emulator.registerUserClient(userClient);
+      env.PLATFORM_USER_CLIENT_ID = userClient.clientId;
+      env.PLATFORM_USER_REDIRECT_URI = userClient.redirectUris[0];
+    }
     const out = context.out;
     if (out.json) {
       out.printJson({
@@ -42,6 +54,7 @@ async function run(context: CommandContext): Promise<number> {
           status: integration.status,
           permissions: integration.permissions,
         },
+        userSignIn: userClient ? { authorizeUrl: emulator.authorizeUrl, ...userClient } : undefined,
         env,
       });
     } else {
@@ -55,6 +68,9 @@ async function run(context: CommandContext): Promise<number> {
           ['thumbprint', integration.thumbprint],
           ['permissions', integration.permissions.join(', ')],
           ['placeholder API', 'POST /api/messages, GET /api/billing (placeholders: the real paths are not published)'],
+          ...(userClient
+            ? [['user sign-in', `${emulator.authorizeUrl}, client ${userClient.clientId}, GET /api/me`] as const]
+            : []),
         ],
         '  ',
       );
