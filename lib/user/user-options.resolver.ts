@@ -1,6 +1,6 @@
 import { hkdfSync } from 'node:crypto';
-import { ConfigReport, quotable } from '../options/config.report.js';
-import { isLoopbackHost, parseHttpUrl } from '../options/options.resolver.js';
+import { ConfigReport } from '../options/config.report.js';
+import { parseHttpUrl } from '../options/options.resolver.js';
 import {
   DEFAULT_AUTHORIZE_PATH,
   DEFAULT_SESSION_LIFETIME_SECONDS,
@@ -82,25 +82,12 @@ function checkRedirectUri(value: unknown, report: ConfigReport): string | undefi
     report.problem('redirectUri', 'is required (the callback URL registered with the client)');
     return undefined;
   }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    const shown = quotable(value);
-    report.problem('redirectUri', shown === undefined ? 'is not an absolute URL' : `'${shown}' is not an absolute URL`);
+  if (!parseHttpUrl(value, 'redirectUri', report, false)) return undefined;
+  if (value.includes('#')) {
+    report.problem('redirectUri', 'must not contain a fragment (RFC 6749 §3.1.2)');
     return undefined;
   }
-  if (url.hash || value.includes('#')) report.problem('redirectUri', 'must not contain a fragment (RFC 6749 §3.1.2)');
-  else if (url.username || url.password) report.problem('redirectUri', 'must not contain credentials');
-  else if (url.protocol === 'http:' && !isLoopbackHost(url.hostname))
-    report.problem(
-      'redirectUri',
-      `'${url.origin}' uses http: off loopback; the authorization code would travel in clear text, use https:`,
-    );
-  else if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    report.problem('redirectUri', `uses ${url.protocol}; only https: (or http: on loopback) is accepted`);
-  else return value;
-  return undefined;
+  return value;
 }
 
 function checkSecret(value: unknown, report: ConfigReport): Uint8Array | undefined {

@@ -8,6 +8,8 @@ export interface ScriptedTokenServer {
   url: string;
   /** Assertions received, in order (the `token` form field). */
   assertions: string[];
+  /** Every form received, in order (user grants: code, code_verifier, refresh_token). */
+  forms: URLSearchParams[];
   /** Access tokens this server issued, for leak checks. */
   issued: string[];
   requests: number;
@@ -46,6 +48,7 @@ export async function startScriptedTokenServer(): Promise<ScriptedTokenServer> {
   const state: ScriptedTokenServer = {
     url: '',
     assertions: [],
+    forms: [],
     issued: [],
     requests: 0,
     maxConcurrent: 0,
@@ -65,6 +68,7 @@ export async function startScriptedTokenServer(): Promise<ScriptedTokenServer> {
     req.on('end', () => {
       state.requests += 1;
       const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      state.forms.push(form);
       const token = form.get('token');
       if (token) state.assertions.push(token);
       (state.replies.shift() ?? state.fallback)(res, req);

@@ -2,14 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isUserAuthError, type UserAuthError, type UserAuthFailure } from 'nestjs-platform-auth/user';
 import { PlatformAuthError } from 'nestjs-platform-auth';
 import { expectNoSecrets } from '../support/leak-check.js';
-import {
-  REDIRECT_URI,
-  signIn,
-  startRecordingTokenServer,
-  startUserFixture,
-  type RecordingTokenServer,
-  type UserFixture,
-} from './user-test-kit.js';
+import { json, startScriptedTokenServer, type ScriptedTokenServer } from '../support/scripted-token-server.js';
+import { REDIRECT_URI, signIn, startUserFixture, type UserFixture } from './user-test-kit.js';
 
 /** The error `promise` rejects with, checked to be a UserAuthError of `reason` that shows none of `secrets`. */
 async function failure(
@@ -206,9 +200,9 @@ describe('sign-in failures against the emulator', () => {
 
 describe('strict token response validation (a scripted token endpoint that records the verifier)', () => {
   let fx: UserFixture;
-  let server: RecordingTokenServer;
+  let server: ScriptedTokenServer;
   beforeEach(async () => {
-    server = await startRecordingTokenServer(() => undefined);
+    server = await startScriptedTokenServer();
     fx = await startUserFixture({ tokenPath: '/token' });
   });
   afterEach(async () => {
@@ -222,7 +216,7 @@ describe('strict token response validation (a scripted token endpoint that recor
     try {
       const { url, transaction } = await scripted.auth.createAuthorizationRequest();
       const callback = await signIn(fx.platform, url.replace(server.url, fx.platform.url));
-      server.reply = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      server.replies.push((res) => json(res, 200, body));
       const result = await scripted.auth.completeAuthorization(callback, transaction).catch((e: unknown) => {
         const form = server.forms.at(-1)!;
         expect(form.get('grant_type')).toBe('authorization_code');

@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Test } from '@nestjs/testing';
 import { expect } from 'vitest';
 import { FakeClock, PlatformEmulator, type PlatformEmulatorOptions } from 'nestjs-platform-auth/testing';
@@ -92,33 +90,4 @@ export async function signIn(
 ): Promise<string> {
   const { requestId } = await openSignInPage(authorizeUrl);
   return decide(platform, requestId, decision, user);
-}
-
-export interface RecordingTokenServer {
-  url: string;
-  /** Form bodies received, in order. */
-  forms: URLSearchParams[];
-  reply: (res: ServerResponse) => void;
-  close(): Promise<void>;
-}
-
-/** A token endpoint on loopback that records every form (code verifiers included, for leak checks) and answers as scripted. */
-export async function startRecordingTokenServer(reply: (res: ServerResponse) => void): Promise<RecordingTokenServer> {
-  const state: RecordingTokenServer = { url: '', forms: [], reply, close: async () => undefined };
-  const server = createServer((req: IncomingMessage, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      state.forms.push(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
-      state.reply(res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return state;
 }
