@@ -3,7 +3,6 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { startEmbeddedPlatform } from './embedded-platform.js';
-import { bootstrap } from './src/main.js';
 
 /**
  * Starts the sample app. Without PLATFORM_BASE_URL it first starts the embedded platform emulator, registers a
@@ -17,6 +16,8 @@ let emulator: PlatformEmulator | undefined;
 
 if (!process.env.PLATFORM_BASE_URL) emulator = await startEmbeddedPlatform(once ? undefined : requestedPort);
 
+// Imported only now: the app module decides at import whether user sign-in is configured.
+const { bootstrap } = await import('./src/main.js');
 const app = await bootstrap(requestedPort);
 const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
 const base = `http://127.0.0.1:${port}`;

@@ -16,7 +16,10 @@ import { UserModule } from './user/user.module.js';
     PlatformAuthModule.forRootAsync({ ...platformAuthConfig.asProvider(), isGlobal: true }),
     MessagingModule,
     HealthModule,
-    ConditionalModule.registerWhen(UserModule, 'PLATFORM_USER_CLIENT_ID'),
+    // A function, not the variable's name: with a name, ConditionalModule treats an unset variable as true.
+    ConditionalModule.registerWhen(UserModule, (env) => Boolean(env.PLATFORM_USER_CLIENT_ID?.trim()), {
+      debug: false,
+    }),
   ],
 })
 export class AppModule {}

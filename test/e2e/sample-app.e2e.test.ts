@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { INestApplication } from '@nestjs/common';
@@ -74,6 +74,36 @@ describe('the README demo command', () => {
     expect(stdout).toMatch(/Embedded platform emulator on http:\/\/127\.0\.0\.1:\d+/);
     expect(stdout).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/messages -> 202 \{"accepted":true/);
   }, 90_000);
+});
+
+describe('the README start command', () => {
+  it('`npm start` (its launcher, built by the demo test above) prints how to sign in as a user in a browser', async () => {
+    const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
+    // Port 0 would leave the redirect URI unknown before start-up; a high fixed one is free on a test machine.
+    const port = String(40_000 + (process.pid % 20_000));
+    const child = spawn(process.execPath, ['sample-app/dist/launch.js'], {
+      cwd: root,
+      env: { ...env, PORT: port },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.setEncoding('utf8');
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: string) => {
+          stdout += chunk;
+          if (stdout.includes('Ctrl+C stops it.')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`the launcher exited (${code}):\n${stdout}`)));
+      });
+      expect(stdout).toContain(`open http://127.0.0.1:${port}/login, pick a test user and approve`);
+      const login = await fetch(`http://127.0.0.1:${port}/login`, { redirect: 'manual' });
+      expect(login.status).toBe(302);
+      expect(login.headers.get('location')).toMatch(/\/loginservice\/connect\/authorize\?response_type=code&/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 60_000);
 });
 
 describe('shutdown', () => {
