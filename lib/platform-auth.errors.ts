@@ -57,7 +57,7 @@ export interface TokenExchangeErrorDetails {
   /** Attempts made within this exchange (1 when not retried). */
   readonly attempts: number;
   readonly retried: boolean;
-  /** Likely cause and fix, in terms of the seed's section 7. */
+  /** Likely cause and fix, in terms of docs/platform-contract.md#failure-causes. */
   readonly hint: string;
   /** Platform clock minus local clock, in seconds, when the platform sent a `Date` header. */
   readonly clockOffsetSeconds?: number;

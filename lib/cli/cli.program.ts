@@ -27,7 +27,7 @@ const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     load: async () => (await import('./commands/thumbprint.command.js')).thumbprintCommand,
   },
   assertion: {
-    summary: 'build a client assertion from the PLATFORM_* variables and check it against seed 5.4, offline',
+    summary: 'build a client assertion from the PLATFORM_* variables and check it against the assertion rules, offline',
     load: async () => (await import('./commands/assertion.command.js')).assertionCommand,
   },
   token: {

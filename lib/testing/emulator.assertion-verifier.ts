@@ -56,7 +56,7 @@ interface AssertionClaimsShape {
 const NUMERIC_DATE_CLAIMS = ['iat', 'nbf', 'exp'] as const;
 
 /**
- * Checks a client assertion against every rule of seed section 5.4, in a fixed order (the one of
+ * Checks a client assertion against every rule of docs/platform-contract.md#assertion, in a fixed order (the one of
  * `TokenRequestRule`), and stops at the first rule broken. The signature is verified with jose against the
  * registered certificate's key, independently of the library's signer.
  */

@@ -20,7 +20,7 @@ interface PlaceholderRoute {
 }
 
 /**
- * PLACEHOLDERS. The seed does not publish the paths, methods or payloads of the messaging and billing APIs; these
+ * PLACEHOLDERS. The platform does not publish the paths, methods or payloads of the messaging and billing APIs; these
  * two routes exist only so that tests can exercise bearer tokens and the two permissions end to end.
  */
 export const PLACEHOLDER_ROUTES: ReadonlyMap<string, PlaceholderRoute> = new Map<string, PlaceholderRoute>([
@@ -28,7 +28,7 @@ export const PLACEHOLDER_ROUTES: ReadonlyMap<string, PlaceholderRoute> = new Map
   ['/api/billing', { method: 'GET', permission: 'Retrieve billing data', handle: placeholderBilling }],
 ]);
 
-/** The protected side of the platform (seed 4.3): every route wants `Authorization: Bearer <access token>`. */
+/** The protected side of the platform (docs/platform-contract.md#platform-apis): every route wants a bearer token. */
 export class PlaceholderApi {
   constructor(
     private readonly tokens: AccessTokenStore,

@@ -48,7 +48,10 @@ export interface TokenEndpointSettings {
   readonly userGrants?: UserGrants;
 }
 
-/** `POST /loginservice/connect/token` (seed 4.1): the form checks, then the assertion, then a new access token. */
+/**
+ * `POST /loginservice/connect/token` (docs/platform-contract.md#token-exchange): the form checks, then the assertion,
+ * then a new access token.
+ */
 export class TokenEndpoint {
   constructor(private readonly settings: TokenEndpointSettings) {}
 

@@ -1,6 +1,6 @@
 import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 
-/** The two permissions a system integration can hold (seed section 2). */
+/** The two permissions a system integration can hold (docs/platform-contract.md#system-integration). */
 export type IntegrationPermission = 'Send message' | 'Retrieve billing data';
 
 export interface PlatformEmulatorOptions {
@@ -10,7 +10,7 @@ export interface PlatformEmulatorOptions {
   port?: number;
   /** The `aud` the token endpoint expects. Default: the host of `url` (`127.0.0.1:PORT`), the library's default. */
   audience?: string;
-  /** `expires_in` of issued access tokens. Default 600 (seed 5.5: about ten minutes). */
+  /** `expires_in` of issued access tokens. Default 600 (about ten minutes, docs/platform-contract.md#access-tokens). */
   tokenLifetimeSeconds?: number;
   /** HTTP status of `invalid_client` errors. Default 400; RFC 6749 §5.2 also allows 401. */
   invalidClientStatus?: number;

@@ -31,9 +31,9 @@ const DEFAULT_JOURNAL_LIMIT = 1000;
 const LISTEN_BACKLOG = 4096;
 
 /**
- * The platform's side of the seed, on a real HTTP server on loopback: a registry of system integrations, the token
- * endpoint with every rule of section 5.4, access tokens checked by placeholder protected routes, and controls for
- * tests (clock offset, one-shot faults, a journal, counters). Every instance is independent of every other.
+ * The platform's side of docs/platform-contract.md, on a real HTTP server on loopback: a registry of system
+ * integrations, the token endpoint with every assertion rule, access tokens checked by placeholder protected routes,
+ * and controls for tests (clock offset, one-shot faults, a journal, counters). Every instance is independent of every other.
  *
  * ```ts
  * const platform = await PlatformEmulator.start();
@@ -388,7 +388,7 @@ function checkOptions(options: PlatformEmulatorOptions): void {
   if (options.audience !== undefined && options.audience.trim() === '') throw new Error('audience must not be empty');
 }
 
-/** Seed 4.1: `expires_in` is an integer number of seconds. */
+/** docs/platform-contract.md#exchange-response: `expires_in` is an integer number of seconds. */
 function checkTokenLifetime(seconds: number, setting: string): void {
   if (!Number.isInteger(seconds) || seconds < 1)
     throw new Error(`${setting} must be a whole number of seconds, at least 1, got ${String(seconds)}`);

@@ -11,7 +11,7 @@ export interface SelfSignedCredentialsOptions {
   notBefore?: Date;
   /** End of validity. Default: `notBefore` plus `days`. */
   notAfter?: Date;
-  /** Validity in days when `notAfter` is not given. Default 365 (seed 5.2). */
+  /** Validity in days when `notAfter` is not given. Default 365 (docs/platform-contract.md#keys-and-certificates). */
   days?: number;
   /** RSA modulus size. Default 2048. */
   modulusLength?: number;
@@ -38,8 +38,8 @@ const subtle = webcrypto.subtle;
 const cryptoProvider = webcrypto as never;
 
 /**
- * An RSA key and a self-signed certificate for it, made in memory in the shapes of seed 5.2 (RSA-2048, 365 days).
- * The command line's `keygen` writes them to files; tests use them through `createTestCredentials`.
+ * An RSA key and a self-signed certificate for it, made in memory in the shapes of
+ * docs/platform-contract.md#keys-and-certificates (RSA-2048, 365 days). The command line's `keygen` writes them to files; tests use them through `createTestCredentials`.
  */
 export async function createSelfSignedCredentials(
   options: SelfSignedCredentialsOptions = {},

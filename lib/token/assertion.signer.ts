@@ -7,7 +7,7 @@ import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js'
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 
-/** The claims of a client assertion, exactly those of seed section 5.4, in that order. */
+/** The claims of a client assertion, exactly those of docs/platform-contract.md#claims, in that order. */
 export interface AssertionClaims {
   jti: string;
   iss: string;
@@ -26,7 +26,7 @@ export interface CreateAssertionOptions {
 const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
-/** Builds and signs the client assertion (seed 5.4) exchanged for an access token. */
+/** Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. */
 @Injectable()
 export class AssertionSigner {
   constructor(

@@ -61,7 +61,7 @@ export function isSkewed(offsetSeconds: number | undefined): offsetSeconds is nu
   return offsetSeconds !== undefined && Math.abs(offsetSeconds) > CLOCK_SKEW_TOLERANCE_SECONDS;
 }
 
-/** The likely cause of a refused exchange, in the terms of the seed's section 7. */
+/** The likely cause of a refused exchange, in the terms of docs/platform-contract.md#failure-causes. */
 export function hintForRejection(
   status: number,
   oauthError: string | undefined,

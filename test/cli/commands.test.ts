@@ -202,7 +202,7 @@ describe.concurrent('platform-auth thumbprint', () => {
 });
 
 describe.concurrent('platform-auth assertion', () => {
-  it("checks every rule of seed 5.4 on the module's assertion without printing it", async () => {
+  it("checks every assertion rule on the module's assertion without printing it", async () => {
     const result = await runCli(['assertion'], env());
     expect(result.code).toBe(0);
     for (const rule of [

@@ -14,8 +14,8 @@ export interface AssertionParts {
 }
 
 /**
- * Builds client assertions with jose directly, so a test can break exactly one rule of seed 5.4 at a time; the
- * library's signer is deliberately not used here.
+ * Builds client assertions with jose directly, so a test can break exactly one rule of
+ * docs/platform-contract.md#assertion at a time; the library's signer is deliberately not used here.
  */
 export class AssertionFactory {
   readonly privateKey: KeyObject;
@@ -59,7 +59,7 @@ export interface TokenResponse {
   body: Record<string, unknown>;
 }
 
-/** POSTs a token request form, the way the seed's section 4.1 describes it. */
+/** POSTs a token request form, the way docs/platform-contract.md#token-exchange describes it. */
 export async function requestToken(
   platform: PlatformEmulator,
   token: string | undefined,

@@ -72,7 +72,7 @@ describe('token endpoint: a valid assertion', () => {
     });
   });
 
-  it('is accepted base64-wrapped (the seed sends the JWT "Base64-encoded"), by default', async () => {
+  it('is accepted base64-wrapped (an open point of the contract: tokenEncoding base64), by default', async () => {
     const jwt = await assertions.sign({ nowMs: clock.now() });
     const response = await requestToken(platform, Buffer.from(jwt).toString('base64'));
     expect(response.status).toBe(200);
@@ -249,7 +249,7 @@ describe('token endpoint: request rules', () => {
   });
 });
 
-describe('token endpoint: assertion rules (seed 5.4)', () => {
+describe('token endpoint: assertion rules (docs/platform-contract.md#assertion)', () => {
   const cases: Array<{
     rule: TokenRequestRule;
     name: string;

@@ -19,7 +19,7 @@ beforeAll(async () => {
   credentials = await createTestCredentials({ notBefore: new Date(0), notAfter: new Date(Date.UTC(9999, 0)) });
 });
 
-describe('property: every assertion satisfies every rule of seed 5.4', () => {
+describe('property: every assertion satisfies every assertion rule of the platform contract', () => {
   it('for any clock value and any accepted lifetime', async () => {
     const publicKey = new X509Certificate(credentials.certificatePem).publicKey;
     const signers = new Map<number, { signer: AssertionSigner; clock: FakeClock }>();

@@ -8,7 +8,7 @@ import {
 } from 'nestjs-platform-auth/testing';
 import { createProvider } from '../support/token-provider-harness.js';
 
-/** Each failure cause of the seed's section 7, provoked against the emulator: the README's troubleshooting rows. */
+/** Each cause of docs/platform-contract.md#failure-causes, provoked against the emulator (README troubleshooting rows). */
 let platform: PlatformEmulator;
 let integration: EmulatedIntegration;
 let stranger: TestCredentials;

@@ -30,7 +30,7 @@ function decodePart(part: string): Record<string, unknown> {
 }
 
 describe('AssertionSigner.createAssertion', () => {
-  it('produces header and claims exactly per seed 5.4, signed RS256 verifiably with the certificate', async () => {
+  it('produces header and claims exactly per the platform contract, signed RS256 verifiably with the certificate', async () => {
     const jwt = await signer().createAssertion();
     const parts = jwt.split('.');
     expect(parts).toHaveLength(3);

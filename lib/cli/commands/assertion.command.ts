@@ -15,8 +15,9 @@ export const assertionCommand: Command = {
   synopsis: '[--raw] [--env-file FILE]',
   description: [
     "Builds a client assertion with the module's own AssertionSigner, from the same PLATFORM_* variables, and",
-    'prints its decoded header and claims with every rule of seed 5.4 checked locally, the signature verified',
-    'against the certificate: an offline replacement for an online JWT debugger. Nothing is sent anywhere.',
+    'prints its decoded header and claims with every rule of docs/platform-contract.md#assertion checked locally,',
+    'the signature verified against the certificate: an offline replacement for an online JWT debugger. Nothing is',
+    'sent anywhere.',
   ].join('\n'),
   options: {
     raw: {
@@ -52,7 +53,7 @@ async function run(context: CommandContext): Promise<number> {
     out.print(jwt);
     const expiry = typeof claims.exp === 'number' ? ` until ${isoSeconds(claims.exp)}` : '';
     out.note(
-      `This assertion can be exchanged for an access token${expiry}: treat it as a secret, never paste it into an online JWT debugger (seed 5.4).`,
+      `This assertion can be exchanged for an access token${expiry}: treat it as a secret, never paste it into an online JWT debugger.`,
     );
     for (const check of checks.filter((c) => c.status === 'fail')) out.note(`✗ ${check.label}: ${check.detail}`);
     return ok ? 0 : 1;
@@ -75,7 +76,7 @@ async function run(context: CommandContext): Promise<number> {
     '  ',
   );
   out.print();
-  out.print(out.style.bold('Seed 5.4 rules, checked locally'));
+  out.print(out.style.bold('Assertion rules, checked locally'));
   const all = [...checks, ...warningChecks(config.warnings)];
   printChecks(out, all);
   out.print();
@@ -83,7 +84,7 @@ async function run(context: CommandContext): Promise<number> {
   return ok ? 0 : 1;
 }
 
-/** Each rule of seed 5.4 against the decoded JWT, independently of how the signer built it. */
+/** Each rule of docs/platform-contract.md#assertion against the decoded JWT, however the signer built it. */
 async function checkAssertion(
   jwt: string,
   header: ProtectedHeaderParameters,

@@ -20,7 +20,7 @@ export const doctorCommand: Command = {
   name: 'doctor',
   synopsis: '[--env-file FILE]',
   description: [
-    'Checks everything seed section 7 names as a cause of failure, one line each with its fix: the private key',
+    'Checks every cause of docs/platform-contract.md#failure-causes, one line each with its fix: the private key',
     '(loads, RSA-2048), the certificate (parses, matches the key, validity and days left), the thumbprint, machineId,',
     'audience and base URL (https; http only on loopback), then the token endpoint (reachable), the clock (offset from',
     "the platform's Date header, more than 30 s fails) and one real token exchange, whose refusal is translated into",
@@ -90,7 +90,7 @@ async function run(context: CommandContext): Promise<number> {
   if (out.json) {
     out.printJson({ ok: counts.failed === 0, checks, summary: counts });
   } else {
-    out.print('Checking the system integration configured by the PLATFORM_* variables (seed sections 5 and 7):');
+    out.print('Checking the system integration configured by the PLATFORM_* variables (docs/platform-contract.md):');
     out.print();
     printChecks(out, checks);
     out.print();

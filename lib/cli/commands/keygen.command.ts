@@ -24,8 +24,9 @@ export const keygenCommand: Command = {
   name: 'keygen',
   synopsis: '[--out DIR] [--days N] [--name CN]',
   description: [
-    `Generates the key pair of seed section 5.2: an RSA-2048 private key (PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600)`,
-    `and a self-signed X.509 certificate for it (PEM, ${CERTIFICATE_FILE}) to upload in the Administration Portal.`,
+    'Generates the key pair of docs/platform-contract.md#keys-and-certificates: an RSA-2048 private key',
+    `(PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600) and a self-signed X.509 certificate for it (PEM,`,
+    `${CERTIFICATE_FILE}) to upload in the Administration Portal.`,
     'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
   ].join('\n'),
   options: {

@@ -7,8 +7,9 @@ export const tokenCommand: Command = {
   name: 'token',
   synopsis: '[--show-token] [--env-file FILE]',
   description: [
-    "Performs one token exchange (seed 4.1) with the module's AssertionSigner and TokenProvider, configured by the",
-    "PLATFORM_* variables, and reports the token type, expires_in, the platform's clock offset and the timing.",
+    "Performs one token exchange (docs/platform-contract.md#token-exchange) with the module's AssertionSigner and",
+    "TokenProvider, configured by the PLATFORM_* variables, and reports the token type, expires_in, the platform's",
+    'clock offset and the timing.',
     'On failure it prints the TokenExchangeError fields: reason, status, OAuth error and description, and the hint.',
     'Neither the assertion nor the access token is printed, unless --show-token asks for the token.',
   ].join('\n'),
