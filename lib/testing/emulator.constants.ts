@@ -9,7 +9,7 @@ export const CLIENT_CERTIFICATE_GRANT = 'clientcertificate';
 export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
 /** "About ten minutes", the platform's stated access token lifetime. */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 600;
-/** Seed 4.2: the interactive user authorization endpoint. */
+/** The interactive user authorization endpoint (docs/platform-contract.md#user-sign-in). */
 export const AUTHORIZE_PATH = '/loginservice/connect/authorize';
 /** PLACEHOLDER: who the bearer of a user token is (the platform's user APIs are not published). */
 export const ME_PATH = '/api/me';

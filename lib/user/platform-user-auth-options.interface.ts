@@ -18,9 +18,9 @@ export interface PlatformUserAuthOptions {
    * transaction and session values; every replica of the app must share it.
    */
   stateSecret: string | Uint8Array;
-  /** Default `/loginservice/connect/authorize` (seed 4.2). */
+  /** Default `/loginservice/connect/authorize` (docs/platform-contract.md#user-sign-in). */
   authorizePath?: string;
-  /** Default `/loginservice/connect/token`: an assumption, the seed does not name the user token endpoint. */
+  /** Default `/loginservice/connect/token`: an assumption, see docs/platform-contract.md#user-sign-in. */
   tokenPath?: string;
   /**
    * The `iss` the platform puts into authorization responses (RFC 9207), when it does. Default: `baseUrl`.
