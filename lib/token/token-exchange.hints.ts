@@ -22,7 +22,7 @@ const DESCRIPTION_HINTS: ReadonlyArray<[RegExp, string]> = [
   ],
   [
     /\bthumbprint\b|\biss\b/i,
-    'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.',
+    'Unregistered certificate: the platform knows no certificate with this thumbprint (iss); register the configured certificate on the system integration in the portal, or, when thumbprint (PLATFORM_CERT_THUMBPRINT) is set, check it against the one the portal shows.',
   ],
   [/\bcertificate\b/i, INVALID_CERTIFICATE],
   [
