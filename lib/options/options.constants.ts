@@ -16,7 +16,6 @@ export const MIN_TOKEN_LIFETIME_SECONDS = 10;
 export const MIN_RSA_MODULUS_BITS = 2048;
 export const EXPECTED_RSA_MODULUS_BITS = 2048;
 export const CERTIFICATE_EXPIRY_WARNING_DAYS = 30;
-export const CLOCK_SKEW_TOLERANCE_SECONDS = 30;
 /**
  * `iat` and `nbf` are back-dated by this much, so a platform clock up to this far behind still accepts the assertion;
  * `exp` stays within the lifetime, so the assertion lives `assertionLifetimeSeconds - margin` past now.

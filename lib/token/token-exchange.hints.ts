@@ -1,4 +1,4 @@
-import { CLOCK_SKEW_TOLERANCE_SECONDS } from '../options/options.constants.js';
+import { DEFAULT_CLOCK_MARGIN_SECONDS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { AttemptFailure } from './token-exchange.client.js';
 import { MAX_RETRY_AFTER_BACKOFF_MS } from './token.cache.js';
@@ -54,11 +54,18 @@ const ERROR_HINTS: Record<string, string> = {
 
 export function describeClockSkew(offsetSeconds: number): string {
   const direction = offsetSeconds > 0 ? 'ahead of' : 'behind';
-  return `The platform's clock is ${Math.abs(offsetSeconds)} s ${direction} the local clock (platform Date header); synchronise the system time (NTP) or set correctClockSkew: true.`;
+  return `The platform's clock is ${Math.abs(offsetSeconds)} s ${direction} the local clock (platform Date header), more than the clock margin tolerates; synchronise the system time (NTP), or set correctClockSkew: true (PLATFORM_CORRECT_CLOCK_SKEW) or a larger clockMarginSeconds (PLATFORM_CLOCK_MARGIN_SECONDS).`;
 }
 
-export function isSkewed(offsetSeconds: number | undefined): offsetSeconds is number {
-  return offsetSeconds !== undefined && Math.abs(offsetSeconds) > CLOCK_SKEW_TOLERANCE_SECONDS;
+/**
+ * Whether the platform's clock is further off than the assertion's clock margin tolerates, the one rule the
+ * exchange's hints and `doctor` share.
+ */
+export function isSkewed(
+  offsetSeconds: number | undefined,
+  toleranceSeconds = DEFAULT_CLOCK_MARGIN_SECONDS,
+): offsetSeconds is number {
+  return offsetSeconds !== undefined && Math.abs(offsetSeconds) > toleranceSeconds;
 }
 
 /** The likely cause of a refused exchange, in the terms of the seed's section 7. */
@@ -67,9 +74,10 @@ export function hintForRejection(
   oauthError: string | undefined,
   description: string | undefined,
   clockOffsetSeconds: number | undefined,
+  clockToleranceSeconds?: number,
 ): string {
   const parts: string[] = [];
-  if (isSkewed(clockOffsetSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
+  if (isSkewed(clockOffsetSeconds, clockToleranceSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
   const fromDescription = description
     ? DESCRIPTION_HINTS.find(([pattern]) => pattern.test(description))?.[1]
     : undefined;

@@ -187,7 +187,7 @@ describe.concurrent('platform-auth emulator', () => {
         '--token-lifetime',
         '120',
         '--clock-offset',
-        '2',
+        '-3',
       ]);
       await cli.until((stdout) => stdout.trim().endsWith('}'));
       const report = JSON.parse(cli.stdout()) as {
@@ -196,7 +196,7 @@ describe.concurrent('platform-auth emulator', () => {
         integration: { machineId: string; thumbprint: string; certificate: string };
         env: Record<string, string>;
       };
-      expect(report).toMatchObject({ clockOffsetSeconds: 2, tokenLifetimeSeconds: 120 });
+      expect(report).toMatchObject({ clockOffsetSeconds: -3, tokenLifetimeSeconds: 120 });
       expect(report.integration).toMatchObject({ machineId: 'my-integration', certificate });
       expect(report.integration.thumbprint).toMatch(/^[0-9A-F]{40}$/);
       expect(report.env).toEqual({
@@ -209,6 +209,8 @@ describe.concurrent('platform-auth emulator', () => {
       const doctor = await runCli(['doctor', '--json'], report.env);
       const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks;
       expect(doctor.code).toBe(0);
+      // doctor's clock check and the exchange agree: 3 s behind is within the default 60 s clock margin.
+      expect(checks.find((check) => check.id === 'clock')?.detail).toMatch(/platform -[234] s .*tolerates ±60 s/);
       expect(checks.find((check) => check.id === 'exchange')?.detail).toContain('expires_in 120 s');
       expect(checks.find((check) => check.id === 'thumbprint')?.detail).toContain(report.integration.thumbprint);
 

@@ -1,5 +1,6 @@
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
-import { CLOCK_SKEW_TOLERANCE_SECONDS, DEFAULT_TOKEN_PATH } from '../../options/options.constants.js';
+import { DEFAULT_CLOCK_MARGIN_SECONDS, DEFAULT_TOKEN_PATH } from '../../options/options.constants.js';
+import { effectiveClockMargin } from '../../token/assertion.signer.js';
 import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
 import { describeClockSkew, isSkewed } from '../../token/token-exchange.hints.js';
 import type { CheckResult, Command, CommandContext } from '../cli.command.js';
@@ -22,7 +23,7 @@ export const doctorCommand: Command = {
     'Checks everything seed section 7 names as a cause of failure, one line each with its fix: the private key',
     '(loads, RSA-2048), the certificate (parses, matches the key, validity and days left), the thumbprint, machineId,',
     'audience and base URL (https; http only on loopback), then the token endpoint (reachable), the clock (offset from',
-    "the platform's Date header, more than 30 s fails) and one real token exchange, whose refusal is translated into",
+    "the platform's Date header; beyond the clock margin, 60 s by default, fails) and one real token exchange, whose refusal is translated into",
     "its likely cause. The configuration checks are the module's own start-up checks. Exit code 1 when any fails.",
   ].join('\n'),
   options: { ...ENV_FILE_OPTION },
@@ -78,7 +79,8 @@ async function platformChecks(
     ];
   }
   const probe = await probeEndpoint(tokenUrl, PROBE_TIMEOUT_MS);
-  const checks = [endpointCheck(tokenUrl, probe), clockCheck(probe)];
+  const tolerance = config ? effectiveClockMargin(config) : DEFAULT_CLOCK_MARGIN_SECONDS;
+  const checks = [endpointCheck(tokenUrl, probe), clockCheck(probe, tolerance)];
   if (!probe.reachable) {
     checks.push(check('exchange', 'skip', 'Token exchange', 'not attempted: the token endpoint is unreachable'));
   } else if (!config) {
@@ -130,7 +132,8 @@ function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
   );
 }
 
-function clockCheck(probe: ProbeResult): CheckResult {
+/** The exchange's own rule: the assertion's clock margin is the tolerance (`isSkewed`, shared with its hints). */
+function clockCheck(probe: ProbeResult, toleranceSeconds: number): CheckResult {
   if (!probe.reachable) return check('clock', 'skip', 'Clock', 'not checked: the platform did not answer');
   if (probe.clockOffsetMs === undefined) {
     return check(
@@ -142,8 +145,8 @@ function clockCheck(probe: ProbeResult): CheckResult {
     );
   }
   const offset = Math.round(probe.clockOffsetMs / 1000);
-  const detail = `platform ${signedSeconds(offset)} against the local clock (Date header; tolerance ±${CLOCK_SKEW_TOLERANCE_SECONDS} s)`;
-  return isSkewed(offset)
+  const detail = `platform ${signedSeconds(offset)} against the local clock (Date header; the clock margin tolerates ±${toleranceSeconds} s)`;
+  return isSkewed(offset, toleranceSeconds)
     ? check('clock', 'fail', 'Clock', detail, describeClockSkew(offset))
     : check('clock', 'pass', 'Clock', detail);
 }
