@@ -12,7 +12,8 @@ export const DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS = 60;
 /** Platform contract, "Access tokens": about ten minutes is the stated lifetime; used when `expires_in` is absent. */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 600;
 export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
-export const MIN_TOKEN_LIFETIME_SECONDS = 10;
+/** Shortest time between two exchanges of one token cache, whatever `expires_in` says: a guard against storms. */
+export const MIN_EXCHANGE_INTERVAL_MS = 1_000;
 export const MIN_RSA_MODULUS_BITS = 2048;
 export const EXPECTED_RSA_MODULUS_BITS = 2048;
 export const CERTIFICATE_EXPIRY_WARNING_DAYS = 30;
