@@ -62,7 +62,7 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
     if (!(error instanceof TokenExchangeError)) throw error;
     return { ok: false, error, durationMs: Math.round(performance.now() - startedAt), warnings };
   } finally {
-    provider.onModuleDestroy();
+    provider.onApplicationShutdown();
   }
 }
 

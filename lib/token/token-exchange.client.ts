@@ -245,8 +245,8 @@ export class TokenExchangeClient {
         typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in)
           ? Number(fields.expires_in)
           : fields.expires_in;
-      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-        return invalid(`expires_in must be a positive number of seconds`);
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 1) {
+        return invalid(`expires_in must be a positive number of seconds, at least 1`);
       }
       // expires_in is authoritative however short: storms are prevented by single flight and the minimum interval
       // between exchanges, not by refusing a platform that issues short-lived tokens.

@@ -158,7 +158,7 @@ function hintForFailure(
 export function hintForInvalidResponse(answeredJson: boolean | undefined): string {
   return answeredJson
     ? "The token endpoint answered JSON that is not a valid token response (see the summary for the field); the URL reached a JSON service, so check with the platform's operators what it returns, or tokenPath if it points at another JSON endpoint."
-    : "The endpoint did not answer with JSON: something other than the token endpoint answered (a proxy, a web page); check that baseUrl and tokenPath point at the platform's token endpoint.";
+    : "The answer was not a JSON token response the client could read: typically something other than the token endpoint answered (a proxy, a web page); check that baseUrl and tokenPath point at the platform's token endpoint.";
 }
 
 /** The host named, and for a name that does not resolve, DNS rather than firewalls as the first suspect. */

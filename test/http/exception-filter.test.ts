@@ -94,4 +94,20 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     expect(await response.json()).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
     expect(logger.lines).toEqual([expect.stringMatching(/^ERROR 503 answered/)]);
   });
+
+  it('answers 503 with the Retry-After the platform asked for', async () => {
+    const platform = await PlatformEmulator.start();
+    closing.push(() => platform.close());
+    const integration = await platform.createIntegration();
+    platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '7' } });
+    const { url } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxDelayMs: 1_000 } });
+
+    const response = await fetch(`${url}/billing`);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('7');
+    // Callers that come during the back-off are told how long is left.
+    const again = await fetch(`${url}/billing`);
+    expect(again.status).toBe(503);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThanOrEqual(6);
+  });
 });
