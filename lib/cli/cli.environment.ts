@@ -49,7 +49,9 @@ export function configurationEnv(context: CommandContext): Env {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new CommandFailure(`cannot read ${given === undefined ? '' : '--env-file '}'${path}': ${describeFsError(error)}`);
+    throw new CommandFailure(
+      `cannot read ${given === undefined ? '' : '--env-file '}'${path}': ${describeFsError(error)}`,
+    );
   }
   const fromFile = parseEnv(text);
   const applied = Object.keys(fromFile).filter((name) => context.env[name] === undefined);

@@ -182,7 +182,9 @@ function printGeneralHelp(out: Output): void {
   out.print(
     'PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY, PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or',
   );
-  out.print('PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE, from the environment and ./.env when it exists\n(--env-file FILE reads another file, --no-env-file none).');
+  out.print(
+    'PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE, from the environment and ./.env when it exists\n(--env-file FILE reads another file, --no-env-file none).',
+  );
   out.print(
     'Keys, passphrases, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).',
   );

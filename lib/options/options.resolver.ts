@@ -116,10 +116,17 @@ export function resolvePlatformAuthOptions(
   requireNumber(retry.maxTotalMs, 'retry.maxTotalMs', 0, report);
 
   const correctClockSkew = options.correctClockSkew ?? false;
-  if (typeof correctClockSkew !== 'boolean') report.problem('correctClockSkew', mustBe('true or false', correctClockSkew));
+  if (typeof correctClockSkew !== 'boolean')
+    report.problem('correctClockSkew', mustBe('true or false', correctClockSkew));
   const clockMarginSeconds = options.clockMarginSeconds ?? DEFAULT_CLOCK_MARGIN_SECONDS;
-  if (typeof clockMarginSeconds !== 'number' || !(clockMarginSeconds >= 0 && clockMarginSeconds <= MAX_CLOCK_MARGIN_SECONDS))
-    report.problem('clockMarginSeconds', mustBe(`a number of seconds from 0 to ${MAX_CLOCK_MARGIN_SECONDS}`, clockMarginSeconds));
+  if (
+    typeof clockMarginSeconds !== 'number' ||
+    !(clockMarginSeconds >= 0 && clockMarginSeconds <= MAX_CLOCK_MARGIN_SECONDS)
+  )
+    report.problem(
+      'clockMarginSeconds',
+      mustBe(`a number of seconds from 0 to ${MAX_CLOCK_MARGIN_SECONDS}`, clockMarginSeconds),
+    );
   const startupCheck = options.startupCheck ?? 'off';
   if (startupCheck !== 'off' && startupCheck !== 'warn' && startupCheck !== 'fail')
     report.problem('startupCheck', mustBe("'off', 'warn' or 'fail'", startupCheck));

@@ -3,13 +3,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
-import {
-  describeClockSkew,
-  exchangeError,
-  isSkewed,
-  offsetSeconds,
-  type HintContext,
-} from './token-exchange.hints.js';
+import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
 
 export type ExchangeAttemptsConfig = Pick<

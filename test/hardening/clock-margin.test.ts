@@ -22,7 +22,9 @@ async function exchangeWithPlatformClock(
   closing.push(() => platform.close());
   const integration = await platform.createIntegration();
   const moduleRef = await Test.createTestingModule({
-    imports: [PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 }, ...module })],
+    imports: [
+      PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 }, ...module }),
+    ],
   }).compile();
   closing.push(() => moduleRef.close());
   const error = await moduleRef

@@ -169,7 +169,11 @@ describe('a 200 that is not a token response is refused, not retried, not cached
     ['expires_in 0', (s) => tokenReply(s, { expires_in: 0 }), /expires_in must be a positive number/],
     ['expires_in "NaN"', (s) => tokenReply(s, { expires_in: 'NaN' }), /expires_in must be a positive number/],
     ['expires_in true', (s) => tokenReply(s, { expires_in: true }), /expires_in must be a positive number/],
-    ['expires_in 0.001', (s) => tokenReply(s, { expires_in: 0.001 }), /expires_in must be a positive number .*at least 1/],
+    [
+      'expires_in 0.001',
+      (s) => tokenReply(s, { expires_in: 0.001 }),
+      /expires_in must be a positive number .*at least 1/,
+    ],
   ];
   /** Answers the client could not read as JSON: a wrong URL is the likely cause, so the hint names baseUrl. */
   const notJson = new Set(['HTML', 'text', 'a 10 MB body']);

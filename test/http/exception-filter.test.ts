@@ -80,7 +80,9 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     });
     // The hint and the platform's words stay in the operators' log.
     expect(body).not.toContain('thumbprint');
-    expect(logger.lines).toEqual([expect.stringMatching(/^ERROR 502 answered for a failed token exchange: .*certificate/)]);
+    expect(logger.lines).toEqual([
+      expect.stringMatching(/^ERROR 502 answered for a failed token exchange: .*certificate/),
+    ]);
   });
 
   it('answers 503 when the platform cannot be reached', async () => {

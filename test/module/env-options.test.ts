@@ -77,7 +77,9 @@ describe('production options from the environment', () => {
       (reason: unknown) => reason,
     );
     expect(error).toBeInstanceOf(PlatformAuthConfigError);
-    expect((error as PlatformAuthConfigError).problems.map((problem) => `${problem.setting}: ${problem.message}`)).toEqual(
+    expect(
+      (error as PlatformAuthConfigError).problems.map((problem) => `${problem.setting}: ${problem.message}`),
+    ).toEqual(
       expect.arrayContaining([
         "exchangeTimeoutMs (PLATFORM_EXCHANGE_TIMEOUT_MS): must be a finite number, at least 1, got '10s'",
         "correctClockSkew (PLATFORM_CORRECT_CLOCK_SKEW): must be true or false, got 'flase'",

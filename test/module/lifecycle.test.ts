@@ -67,7 +67,11 @@ async function createApp(options: PlatformAuthOptions): Promise<{ app: INestAppl
 describe('start-up check', () => {
   it("'fail' stops the start-up when no token can be acquired (wrong machineId)", async () => {
     const { emulator, integration } = await platform();
-    const { app } = await createApp({ ...integration.moduleOptions, machineId: 'not-registered', startupCheck: 'fail' });
+    const { app } = await createApp({
+      ...integration.moduleOptions,
+      machineId: 'not-registered',
+      startupCheck: 'fail',
+    });
     const failure = await app.init().then(
       () => undefined,
       (error: unknown) => error,

@@ -39,7 +39,9 @@ let packedFiles: string[];
 /** A README block between `<!-- quick-start:NAME -->` and `<!-- /quick-start -->`, verbatim: the docs are the test. */
 function quickStart(name: string): string {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const block = new RegExp(`<!-- quick-start:${name.replace('.', '\\.')} -->\\s*\`\`\`\\w*\\n([\\s\\S]*?)\`\`\`\\s*<!-- /quick-start -->`);
+  const block = new RegExp(
+    `<!-- quick-start:${name.replace('.', '\\.')} -->\\s*\`\`\`\\w*\\n([\\s\\S]*?)\`\`\`\\s*<!-- /quick-start -->`,
+  );
   const match = block.exec(readme);
   if (!match) throw new Error(`README.md has no quick-start block '${name}'`);
   return match[1];
@@ -76,7 +78,12 @@ function installIntoFreshApp(): void {
   execFileSync('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
   writeFileSync(
     join(app, 'package.json'),
-    JSON.stringify({ name: 'fresh-app', private: true, type: 'module', dependencies: { 'nestjs-platform-auth': tarball } }),
+    JSON.stringify({
+      name: 'fresh-app',
+      private: true,
+      type: 'module',
+      dependencies: { 'nestjs-platform-auth': tarball },
+    }),
   );
   mkdirSync(join(app, 'src'));
   writeFileSync(join(app, 'tsconfig.json'), quickStart('tsconfig.json'));
@@ -134,9 +141,9 @@ describe('npm pack from a clean tree, installed into a fresh app', () => {
         'package.json',
       ]),
     );
-    expect(packedFiles.filter((file) => /^(lib|test|sample-app|bench|tools)\//.test(file) || file.endsWith('.env'))).toEqual(
-      [],
-    );
+    expect(
+      packedFiles.filter((file) => /^(lib|test|sample-app|bench|tools)\//.test(file) || file.endsWith('.env')),
+    ).toEqual([]);
     // Every relative link of the README resolves inside the package.
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const links = [...readme.matchAll(/\]\((?!https?:|#)([^)#]+)/g)].map((match) => match[1]);

@@ -7,21 +7,24 @@ import { createProvider } from '../support/token-provider-harness.js';
 const start = usePlatformFixtures();
 
 describe('a platform that issues short-lived tokens', () => {
-  it.each([1, 3, 9])('works with expires_in %i s, renewing at the usual fraction and never storming', async (lifetime) => {
-    const f = await start({ emulator: { tokenLifetimeSeconds: lifetime }, autoAdvance: false });
-    for (let second = 0; second < 20; second += 1) {
-      const response = await fetch(`${f.platform.url}/api/billing`, {
-        headers: { Authorization: `Bearer ${await f.tokens.getAccessToken()}` },
-      });
-      expect(response.status).toBe(200);
-      f.clock.advance(1_000);
-    }
-    const { accepted, rejected } = f.platform.counters.exchanges;
-    expect(rejected).toBe(0);
-    // About one exchange per half lifetime (renewal at 50 %), bounded by the minimum interval between exchanges.
-    expect(accepted).toBeGreaterThanOrEqual(Math.floor(20 / lifetime));
-    expect(accepted).toBeLessThanOrEqual(21);
-  });
+  it.each([1, 3, 9])(
+    'works with expires_in %i s, renewing at the usual fraction and never storming',
+    async (lifetime) => {
+      const f = await start({ emulator: { tokenLifetimeSeconds: lifetime }, autoAdvance: false });
+      for (let second = 0; second < 20; second += 1) {
+        const response = await fetch(`${f.platform.url}/api/billing`, {
+          headers: { Authorization: `Bearer ${await f.tokens.getAccessToken()}` },
+        });
+        expect(response.status).toBe(200);
+        f.clock.advance(1_000);
+      }
+      const { accepted, rejected } = f.platform.counters.exchanges;
+      expect(rejected).toBe(0);
+      // About one exchange per half lifetime (renewal at 50 %), bounded by the minimum interval between exchanges.
+      expect(accepted).toBeGreaterThanOrEqual(Math.floor(20 / lifetime));
+      expect(accepted).toBeLessThanOrEqual(21);
+    },
+  );
 });
 
 describe('a base URL whose host does not resolve', () => {

@@ -241,4 +241,3 @@ function readConfiguredCertificate(options: PlatformAuthOptions): X509Certificat
     return undefined;
   }
 }
-

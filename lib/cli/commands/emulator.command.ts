@@ -259,7 +259,9 @@ function report(
   out.print();
   for (const [name, value] of Object.entries(registration.env)) out.print(`export ${name}=${shellQuote(value)}`);
   out.print();
-  out.print("Then, in another terminal: 'npx platform-auth doctor' checks everything, 'npx platform-auth token' exchanges.");
+  out.print(
+    "Then, in another terminal: 'npx platform-auth doctor' checks everything, 'npx platform-auth token' exchanges.",
+  );
   out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
 }
 
