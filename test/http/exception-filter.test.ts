@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Controller, Get, Module, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -7,18 +7,7 @@ import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformAuthExceptionFilter, PlatformAuthModule, PlatformHttpService } from 'nestjs-platform-auth';
 import { createTestCredentials, PlatformEmulator } from 'nestjs-platform-auth/testing';
-
-class CapturingLogger implements LoggerService {
-  readonly lines: string[] = [];
-  /** Nest's start-up lines (routes mapped, …): not what these tests are about. */
-  log(): void {}
-  error(message: unknown): void {
-    this.lines.push(`ERROR ${String(message)}`);
-  }
-  warn(message: unknown): void {
-    this.lines.push(`WARN ${String(message)}`);
-  }
-}
+import { CapturingLogger } from '../support/capturing-logger.js';
 
 @Controller()
 class BillingController {
@@ -80,9 +69,10 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     });
     // The hint and the platform's words stay in the operators' log.
     expect(body).not.toContain('thumbprint');
-    expect(logger.lines).toEqual([
-      expect.stringMatching(/^ERROR 502 answered for a failed token exchange: .*certificate/),
+    expect(logger.messages('error')).toEqual([
+      expect.stringMatching(/^502 answered for a failed token exchange: .*certificate/),
     ]);
+    expect(logger.messages('warn')).toEqual([]);
   });
 
   it('answers 503 when the platform cannot be reached', async () => {
@@ -94,7 +84,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     const response = await fetch(`${url}/billing`);
     expect(response.status).toBe(503);
     expect(await response.json()).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
-    expect(logger.lines).toEqual([expect.stringMatching(/^ERROR 503 answered/)]);
+    expect(logger.messages('error')).toEqual([expect.stringMatching(/^503 answered/)]);
   });
 
   it('answers 503 with the Retry-After the platform asked for', async () => {

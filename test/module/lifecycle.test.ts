@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { get } from 'node:http';
-import { Controller, Get, Module, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { firstValueFrom } from 'rxjs';
@@ -12,17 +12,7 @@ import {
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
-
-class CapturingLogger implements LoggerService {
-  readonly warnings: string[] = [];
-  log(): void {}
-  error(message: unknown): void {
-    this.warnings.push(`ERROR ${String(message)}`);
-  }
-  warn(message: unknown): void {
-    this.warnings.push(String(message));
-  }
-}
+import { CapturingLogger } from '../support/capturing-logger.js';
 
 @Controller()
 class BillingController {
@@ -87,7 +77,7 @@ describe('start-up check', () => {
     const warned = await createApp({ ...integration.moduleOptions, machineId: 'not-registered', startupCheck: 'warn' });
     await warned.app.init();
     await warned.app.close();
-    expect(warned.logger.warnings).toEqual([
+    expect(warned.logger.messages('warn')).toEqual([
       expect.stringMatching(/^Start-up check: no token could be acquired; the application starts anyway\./),
     ]);
 
@@ -126,6 +116,7 @@ describe('graceful shutdown', () => {
 
     expect(await inFlight).toEqual({ status: 200, body: '200' });
     await closed;
-    expect(logger.warnings).toEqual([]);
+    expect(logger.messages('warn')).toEqual([]);
+    expect(logger.messages('error')).toEqual([]);
   });
 });
