@@ -16,6 +16,7 @@ export type {
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
+export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';

@@ -63,6 +63,8 @@ export interface TokenExchangeErrorDetails {
   readonly clockOffsetSeconds?: number;
   /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
   readonly networkCode?: string;
+  /** When the platform asked to wait (`Retry-After`) or callers are held back, how long, in whole seconds. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** The token exchange failed. Fields, not the message, are the contract. */
@@ -79,6 +81,7 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   declare readonly hint: string;
   declare readonly clockOffsetSeconds?: number;
   declare readonly networkCode?: string;
+  declare readonly retryAfterSeconds?: number;
 
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);
@@ -93,6 +96,7 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
       hint,
       clockOffsetSeconds,
       networkCode,
+      retryAfterSeconds,
     } = details;
     Object.assign(this, {
       reason,
@@ -104,6 +108,7 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
       hint,
       clockOffsetSeconds,
       networkCode,
+      retryAfterSeconds,
     });
   }
 }

@@ -16,7 +16,7 @@ export interface CertificateInfo {
   readonly notBefore: string;
   readonly notAfter: string;
   readonly state: 'valid' | 'expired' | 'not-yet-valid';
-  /** Whole days until `notAfter`; negative once expired. */
+  /** Days until `notAfter`, rounded: a certificate made for 10 days shows 10, not 9 days and 23 hours. */
   readonly daysToExpiry: number;
   readonly publicKey: { readonly type: string; readonly bits?: number };
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
@@ -7,7 +7,9 @@ import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.er
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import {
   CommandFailure,
+  UsageError,
   describeFsError,
+  flag,
   stringOption,
   type CheckResult,
   type CommandContext,
@@ -16,26 +18,47 @@ import {
 } from './cli.command.js';
 import { printChecks, type Output } from './cli.output.js';
 
+/** Read when present and no --env-file is given, as ConfigModule.forRoot() does by default. */
+export const DEFAULT_ENV_FILE = '.env';
+
 export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
   'env-file': {
     type: 'string',
     placeholder: 'FILE',
     description:
-      'also read the PLATFORM_* variables from this .env file; variables already set in the environment win, as with node --env-file',
+      'read the PLATFORM_* variables from this .env file (default: ./.env when it exists, as ConfigModule does); variables already set in the environment win',
+  },
+  'no-env-file': {
+    type: 'boolean',
+    description: 'read the environment only, not ./.env',
   },
 };
 
-/** The environment the module would see: the process's, plus an `--env-file` when one is given. */
+/**
+ * The environment the module would see: the process's, plus `--env-file`, or `./.env` when it exists (ConfigModule's
+ * default), which is said on stderr so that nobody wonders where a value came from.
+ */
 export function configurationEnv(context: CommandContext): Env {
-  const path = stringOption(context, 'env-file');
-  if (path === undefined) return context.env;
+  const given = stringOption(context, 'env-file');
+  if (given !== undefined && flag(context, 'no-env-file'))
+    throw new UsageError('--env-file and --no-env-file exclude each other');
+  if (flag(context, 'no-env-file')) return context.env;
+  const path = resolve(context.cwd, given ?? DEFAULT_ENV_FILE);
+  if (given === undefined && !existsSync(path)) return context.env;
   let text: string;
   try {
-    text = readFileSync(resolve(context.cwd, path), 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new CommandFailure(`cannot read --env-file '${path}': ${describeFsError(error)}`);
+    throw new CommandFailure(
+      `cannot read ${given === undefined ? '' : '--env-file '}'${path}': ${describeFsError(error)}`,
+    );
   }
-  return { ...parseEnv(text), ...context.env };
+  const fromFile = parseEnv(text);
+  const applied = Object.keys(fromFile).filter((name) => context.env[name] === undefined);
+  context.out.note(
+    `Read ${applied.length} variable${applied.length === 1 ? '' : 's'} from ${path}${given === undefined ? ' (the default, as ConfigModule; --no-env-file to skip)' : ''}; variables already set in the environment win.`,
+  );
+  return { ...fromFile, ...context.env };
 }
 
 export type Configuration =

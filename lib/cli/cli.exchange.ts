@@ -53,7 +53,8 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
       // the few milliseconds of signing, which rounding to whole seconds removes.
       expiresInSeconds: Math.round((token.expiresAt.getTime() - requestedAt) / 1000),
       expiresAt: token.expiresAt,
-      clockOffsetSeconds: offsetMs === undefined ? undefined : Math.round(offsetMs / 1000),
+      // `|| 0`: a -0 from rounding -0.4 s would print as '-0'.
+      clockOffsetSeconds: offsetMs === undefined ? undefined : Math.round(offsetMs / 1000) || 0,
       durationMs: Math.round(performance.now() - startedAt),
       warnings,
     };
@@ -61,7 +62,7 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
     if (!(error instanceof TokenExchangeError)) throw error;
     return { ok: false, error, durationMs: Math.round(performance.now() - startedAt), warnings };
   } finally {
-    provider.onModuleDestroy();
+    provider.onApplicationShutdown();
   }
 }
 

@@ -108,7 +108,7 @@ function parseCommandLine(command: Command, args: readonly string[]) {
   );
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    parsed = parseArgs({ args: [...args], options, strict: true, allowPositionals: true });
+    parsed = parseArgs({ args: joinNegativeValues(args, specs), options, strict: true, allowPositionals: true });
   } catch (error) {
     // Node's first sentence names the option; the rest is advice about '--' that does not apply here.
     throw new UsageError((error as Error).message.split('. ')[0]);
@@ -123,6 +123,23 @@ function parseCommandLine(command: Command, args: readonly string[]) {
     }
   }
   return parsed;
+}
+
+/**
+ * `--clock-offset -3` as `--clock-offset=-3`: parseArgs takes a value that starts with a dash for a mistyped option,
+ * but a negative number after an option that takes a value can only be that value.
+ */
+function joinNegativeValues(args: readonly string[], specs: Readonly<Record<string, OptionSpec>>): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < args.length; index++) {
+    const name = args[index].startsWith('--') ? args[index].slice(2) : undefined;
+    const next = args[index + 1];
+    if (name && specs[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`--${name}=${next}`);
+      index++;
+    } else joined.push(args[index]);
+  }
+  return joined;
 }
 
 function reportError(out: Output, error: unknown, commandName: string | undefined): number {
@@ -165,7 +182,9 @@ function printGeneralHelp(out: Output): void {
   out.print(
     'PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY, PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or',
   );
-  out.print('PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE (or from a file: --env-file .env).');
+  out.print(
+    'PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE, from the environment and ./.env when it exists\n(--env-file FILE reads another file, --no-env-file none).',
+  );
   out.print(
     'Keys, passphrases, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).',
   );

@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --
+// The '--' ends Node's own options: Node 20 would otherwise take '--env-file FILE' anywhere on the command line as
+// its own flag and exit 9 when FILE is missing, before this program could parse it.
 // First, before anything that loads the library: its Nest-decorated classes record metadata through it.
 import 'reflect-metadata';
 import { runCli } from './cli.program.js';

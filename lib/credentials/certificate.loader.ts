@@ -75,7 +75,8 @@ export function certificateValidity(certificate: X509Certificate, nowMs: number)
     notBeforeMs,
     notAfterMs,
     state: nowMs < notBeforeMs ? 'not-yet-valid' : nowMs > notAfterMs ? 'expired' : 'valid',
-    daysToExpiry: Math.floor((notAfterMs - nowMs) / DAY_MS),
+    // Rounded: a certificate made for 10 days shows 10, not 9 days and 23 hours.
+    daysToExpiry: Math.round((notAfterMs - nowMs) / DAY_MS),
   };
 }
 
@@ -95,7 +96,7 @@ export function checkValidity(certificate: X509Certificate, option: string, nowM
   } else if (notAfterMs - nowMs < CERTIFICATE_EXPIRY_WARNING_DAYS * DAY_MS) {
     report.warn(
       option,
-      `expires in ${daysToExpiry} day(s) (${new Date(notAfterMs).toISOString()}); plan the rotation now`,
+      `expires in ${daysToExpiry} day${daysToExpiry === 1 ? '' : 's'} (${new Date(notAfterMs).toISOString()}); plan the rotation now`,
     );
   }
 }

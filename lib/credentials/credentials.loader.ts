@@ -44,7 +44,7 @@ export function loadCredentials(
   if (privateKey && certificate && !certificate.x509.checkPrivateKey(privateKey)) {
     report.problem(
       certificate.source,
-      'the certificate does not match the private key (it was made from another key); upload or configure the certificate generated from this key',
+      `the certificate (${describeSource(sources, 'certificate')}) does not match the private key (${describeSource(sources, 'privateKey')}): it was made from another key; configure the pair keygen wrote together, or the certificate registered for this key`,
     );
   }
   if (certificate) checkValidity(certificate.x509, certificate.source, nowMs, report);
@@ -89,4 +89,10 @@ function resolveThumbprint(
     return undefined;
   }
   return configured;
+}
+
+/** Where a credential came from, as a user recognises it: the file's path, or the option holding the PEM text. */
+function describeSource(sources: CredentialSources, kind: 'certificate' | 'privateKey'): string {
+  const path = kind === 'certificate' ? sources.certificatePath : sources.privateKeyPath;
+  return path !== undefined ? `file ${path}` : `${kind} PEM text`;
 }

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import {
   AxiosHeaders,
   getAdapter,
@@ -69,7 +69,7 @@ function respondingUrl(response: AxiosResponse | undefined, config: InternalAxio
  * response, as if the first 401 had never happened.
  */
 @Injectable()
-export class PlatformAuthInterceptor implements OnModuleDestroy {
+export class PlatformAuthInterceptor implements OnApplicationShutdown {
   private readonly registrations = new Map<AxiosInstance, readonly number[]>();
   /** Per `baseURL`: whether it is allowed. A relative URL always resolves to its base's origin (see `resolveRequestUrl`). */
   private readonly allowedBases = new Map<string, boolean>();
@@ -117,7 +117,8 @@ export class PlatformAuthInterceptor implements OnModuleDestroy {
     this.registrations.delete(instance);
   }
 
-  onModuleDestroy(): void {
+  /** At application shutdown, after Nest's drain: requests of handlers still running keep their token. */
+  onApplicationShutdown(): void {
     for (const instance of [...this.registrations.keys()]) this.detach(instance);
   }
 

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import axios, { type AxiosInstance } from 'axios';
 import { PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
@@ -22,7 +22,7 @@ export class PlatformHttpService extends HttpService {
  * instance or agents), the interceptor installed once, and both torn down on shutdown.
  */
 @Injectable()
-export class PlatformHttpHost implements OnModuleDestroy {
+export class PlatformHttpHost implements OnApplicationShutdown {
   readonly httpService: PlatformHttpService;
   private readonly agents = createOpaqueAgents();
   private readonly detachInterceptor: () => void;
@@ -33,7 +33,8 @@ export class PlatformHttpHost implements OnModuleDestroy {
     this.httpService = new PlatformHttpService(instance);
   }
 
-  onModuleDestroy(): void {
+  /** At application shutdown, after Nest's drain, like the token provider: in-flight platform calls complete. */
+  onApplicationShutdown(): void {
     this.detachInterceptor();
     this.agents.httpAgent.destroy();
     this.agents.httpsAgent.destroy();

@@ -12,11 +12,18 @@ export const DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS = 60;
 /** Platform contract, "Access tokens": about ten minutes is the stated lifetime; used when `expires_in` is absent. */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 600;
 export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
-export const MIN_TOKEN_LIFETIME_SECONDS = 10;
+/** Shortest time between two exchanges of one token cache, whatever `expires_in` says: a guard against storms. */
+export const MIN_EXCHANGE_INTERVAL_MS = 1_000;
 export const MIN_RSA_MODULUS_BITS = 2048;
 export const EXPECTED_RSA_MODULUS_BITS = 2048;
 export const CERTIFICATE_EXPIRY_WARNING_DAYS = 30;
-export const CLOCK_SKEW_TOLERANCE_SECONDS = 30;
+/**
+ * `iat` and `nbf` are back-dated by this much, so a platform clock up to this far behind still accepts the assertion;
+ * `exp` stays within the lifetime, so the assertion lives `assertionLifetimeSeconds - margin` past now.
+ */
+export const DEFAULT_CLOCK_MARGIN_SECONDS = 60;
+/** Beyond this the assertion would live shorter past now than the margin it tolerates behind. */
+export const MAX_CLOCK_MARGIN_SECONDS = 120;
 
 export const DEFAULT_EXCHANGE_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
@@ -32,4 +39,24 @@ export const PLATFORM_AUTH_ENV = {
   certificatePath: 'PLATFORM_CERTIFICATE_PATH',
   thumbprint: 'PLATFORM_CERT_THUMBPRINT',
   audience: 'PLATFORM_AUDIENCE',
+  thumbprintAlgorithm: 'PLATFORM_THUMBPRINT_ALGORITHM',
+  allowedOrigins: 'PLATFORM_ALLOWED_ORIGINS',
+  correctClockSkew: 'PLATFORM_CORRECT_CLOCK_SKEW',
+  clockMarginSeconds: 'PLATFORM_CLOCK_MARGIN_SECONDS',
+  startupCheck: 'PLATFORM_STARTUP_CHECK',
+  exchangeTimeoutMs: 'PLATFORM_EXCHANGE_TIMEOUT_MS',
+  'retry.maxTotalMs': 'PLATFORM_RETRY_MAX_TOTAL_MS',
+  refreshBeforeExpirySeconds: 'PLATFORM_REFRESH_BEFORE_EXPIRY_SECONDS',
 } as const;
+
+/** How each variable's text becomes an option value; the ones not listed are taken as text. */
+export type EnvValueKind = 'number' | 'boolean' | 'list';
+
+export const PLATFORM_AUTH_ENV_KINDS: Readonly<Partial<Record<keyof typeof PLATFORM_AUTH_ENV, EnvValueKind>>> = {
+  allowedOrigins: 'list',
+  correctClockSkew: 'boolean',
+  clockMarginSeconds: 'number',
+  exchangeTimeoutMs: 'number',
+  'retry.maxTotalMs': 'number',
+  refreshBeforeExpirySeconds: 'number',
+};

@@ -4,7 +4,9 @@ import {
   DEFAULT_MAX_RESPONSE_BYTES,
   DEFAULT_REFRESH_BEFORE_EXPIRY_SECONDS,
   DEFAULT_TOKEN_PATH,
+  DEFAULT_CLOCK_MARGIN_SECONDS,
   MAX_ASSERTION_LIFETIME_SECONDS,
+  MAX_CLOCK_MARGIN_SECONDS,
 } from './options.constants.js';
 import type { ConfigProblem } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
@@ -30,6 +32,8 @@ export interface ResolvedPlatformAuthConfig {
   readonly retry: Required<RetryOptions>;
   readonly failureBackoffMs: number;
   readonly correctClockSkew: boolean;
+  readonly clockMarginSeconds: number;
+  readonly startupCheck: 'off' | 'warn' | 'fail';
   readonly warnings: readonly ConfigProblem[];
 }
 
@@ -40,6 +44,15 @@ const DEFAULT_RETRY: Required<RetryOptions> = {
   maxTotalMs: 30_000,
 };
 const DEFAULT_FAILURE_BACKOFF_MS = 1_000;
+
+/**
+ * The one base URL rule, worded once for start-up, the CLI and the docs: the base URL is the platform's origin, and
+ * the token endpoint lies at `tokenPath` below it. A path would be silently dropped by some clients and kept by
+ * others, and the exchange would fail only at the first request with a 404.
+ */
+export function baseUrlPathProblem(url: URL): string {
+  return `has the path '${url.pathname}'; remove the path: the base URL is https://{platform_domain} only, and the token endpoint is found at tokenPath below it (${url.origin}${DEFAULT_TOKEN_PATH})`;
+}
 
 /** `localhost`, 127.0.0.0/8 and `::1`: the only hosts where plain `http:` is accepted. */
 export function isLoopbackHost(hostname: string): boolean {
@@ -83,7 +96,9 @@ export function resolvePlatformAuthOptions(
 
   const allowedOrigins = new Set<string>();
   if (base) allowedOrigins.add(base.origin);
-  for (const origin of options.allowedOrigins ?? []) {
+  if (options.allowedOrigins !== undefined && !Array.isArray(options.allowedOrigins))
+    report.problem('allowedOrigins', 'must be a list of origins (in the environment: comma-separated)');
+  for (const origin of Array.isArray(options.allowedOrigins) ? options.allowedOrigins : []) {
     const url = parseHttpUrl(origin, 'allowedOrigins', report, false);
     if (url) allowedOrigins.add(url.origin);
   }
@@ -99,6 +114,22 @@ export function resolvePlatformAuthOptions(
   requireNumber(retry.baseDelayMs, 'retry.baseDelayMs', 0, report);
   requireNumber(retry.maxDelayMs, 'retry.maxDelayMs', 0, report);
   requireNumber(retry.maxTotalMs, 'retry.maxTotalMs', 0, report);
+
+  const correctClockSkew = options.correctClockSkew ?? false;
+  if (typeof correctClockSkew !== 'boolean')
+    report.problem('correctClockSkew', mustBe('true or false', correctClockSkew));
+  const clockMarginSeconds = options.clockMarginSeconds ?? DEFAULT_CLOCK_MARGIN_SECONDS;
+  if (
+    typeof clockMarginSeconds !== 'number' ||
+    !(clockMarginSeconds >= 0 && clockMarginSeconds <= MAX_CLOCK_MARGIN_SECONDS)
+  )
+    report.problem(
+      'clockMarginSeconds',
+      mustBe(`a number of seconds from 0 to ${MAX_CLOCK_MARGIN_SECONDS}`, clockMarginSeconds),
+    );
+  const startupCheck = options.startupCheck ?? 'off';
+  if (startupCheck !== 'off' && startupCheck !== 'warn' && startupCheck !== 'fail')
+    report.problem('startupCheck', mustBe("'off', 'warn' or 'fail'", startupCheck));
 
   const credentials = loadCredentials(options, nowMs, report);
   const audience = options.audience ?? base?.host;
@@ -120,7 +151,9 @@ export function resolvePlatformAuthOptions(
     maxResponseBytes,
     retry,
     failureBackoffMs,
-    correctClockSkew: options.correctClockSkew ?? false,
+    correctClockSkew,
+    clockMarginSeconds,
+    startupCheck,
     warnings: report.warnings,
   };
 }
@@ -131,8 +164,14 @@ function nonEmpty(value: unknown): value is string {
 
 function requireNumber(value: unknown, option: string, min: number, report: ConfigReport): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min) {
-    report.problem(option, `must be a finite number, at least ${min}`);
+    report.problem(option, mustBe(`a finite number, at least ${min}`, value));
   }
+}
+
+/** `must be …`, quoting the value when it is short plain text (a variable's value, typically). */
+function mustBe(expected: string, value: unknown): string {
+  const shown = typeof value === 'string' ? quotable(value) : undefined;
+  return `must be ${expected}${shown === undefined ? '' : `, got '${shown}'`}`;
 }
 
 function definedOnly<T extends object>(value: T | undefined): Partial<T> {
@@ -169,6 +208,10 @@ export function parseHttpUrl(value: unknown, option: string, report: ConfigRepor
   }
   if (isBase && (url.search || url.hash)) {
     report.problem(option, 'must not contain a query or fragment');
+    return undefined;
+  }
+  if (isBase && url.pathname !== '/') {
+    report.problem(option, baseUrlPathProblem(url));
     return undefined;
   }
   return url;

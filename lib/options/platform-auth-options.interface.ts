@@ -55,6 +55,18 @@ export interface PlatformAuthOptions {
   failureBackoffMs?: number;
   /** Correct assertion times by the offset measured from the platform's `Date` header. Default false. */
   correctClockSkew?: boolean;
+  /**
+   * `iat` and `nbf` are back-dated by this many seconds, so a platform whose clock is up to this far behind (or
+   * ahead: `exp` still lies `assertionLifetimeSeconds - margin` ahead) accepts the assertion. Default 60, at most 120;
+   * 0 is strict.
+   */
+  clockMarginSeconds?: number;
+  /**
+   * Acquire a token while the application boots (`onApplicationBootstrap`), so a wrong machineId or an unreachable
+   * platform shows at deploy time: `'fail'` stops the start-up, `'warn'` logs and goes on, `'off'` (default) waits
+   * for the first request.
+   */
+  startupCheck?: 'off' | 'warn' | 'fail';
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
   /**

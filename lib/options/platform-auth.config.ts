@@ -1,5 +1,10 @@
 import { registerAs } from '@nestjs/config';
-import { PLATFORM_AUTH_CONFIG_NAMESPACE, PLATFORM_AUTH_ENV } from './options.constants.js';
+import {
+  PLATFORM_AUTH_CONFIG_NAMESPACE,
+  PLATFORM_AUTH_ENV,
+  PLATFORM_AUTH_ENV_KINDS,
+  type EnvValueKind,
+} from './options.constants.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { integrationEnvName, integrationName } from './integration-name.util.js';
 
@@ -11,26 +16,53 @@ function read(env: Env, name: string): string | undefined {
 }
 
 /**
- * The options that `variables` (option name → environment variable) describe. Unset and empty variables are left
- * out, so defaults apply and start-up validation names the variable that is missing. For a named integration the
- * variables carry its name: `PLATFORM_BILLING_BASE_URL`, `PLATFORM_BILLING_MACHINE_ID`, …
+ * A variable's text as the option's type. Text that is not a value of that type is passed on as it is, so start-up
+ * validation refuses it naming the variable, instead of a wrong value slipping through (`'flase'` as true, say).
+ */
+function parseValue(kind: EnvValueKind | undefined, text: string): unknown {
+  const trimmed = text.trim();
+  switch (kind) {
+    case 'number':
+      return /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) : text;
+    case 'boolean':
+      return /^(true|1|yes)$/i.test(trimmed) ? true : /^(false|0|no)$/i.test(trimmed) ? false : text;
+    case 'list':
+      return trimmed
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+    default:
+      return text;
+  }
+}
+
+/**
+ * The options that `variables` (option name → environment variable) describe, each parsed as `kinds` says (text
+ * otherwise); `retry.maxTotalMs` fills a nested option. Unset and empty variables are left out, so defaults apply and
+ * start-up validation names the variable that is missing. For a named integration the variables carry its name:
+ * `PLATFORM_BILLING_BASE_URL`, `PLATFORM_BILLING_MACHINE_ID`, …
  */
 export function readEnvOptions(
   variables: Readonly<Record<string, string>>,
   env: Env,
   integration?: string,
-): Record<string, string> {
-  const options: Record<string, string> = {};
+  kinds: Readonly<Record<string, EnvValueKind | undefined>> = {},
+): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
   for (const [option, variable] of Object.entries(variables)) {
-    const value = read(env, integrationEnvName(variable, integration));
-    if (value !== undefined) options[option] = value;
+    const text = read(env, integrationEnvName(variable, integration));
+    if (text === undefined) continue;
+    const value = parseValue(kinds[option], text);
+    const [parent, child] = option.split('.');
+    if (child === undefined) options[parent] = value;
+    else options[parent] = { ...(options[parent] as object | undefined), [child]: value };
   }
   return options;
 }
 
 /** The options the environment variables of the options table describe. */
 export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
-  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration) as unknown as PlatformAuthOptions;
+  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration, PLATFORM_AUTH_ENV_KINDS) as unknown as PlatformAuthOptions;
 }
 
 /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */

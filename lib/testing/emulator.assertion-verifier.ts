@@ -37,6 +37,8 @@ export interface AssertionVerifierSettings {
   readonly acceptBase64: boolean;
   /** Emulator time, ms. */
   readonly now: () => number;
+  /** Tolerance on `nbf` and `exp`, ms; 0 is strict. */
+  readonly leewayMs: number;
 }
 
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
@@ -159,14 +161,15 @@ export class AssertionVerifier {
       );
     }
     const now = this.settings.now();
-    if (exp * 1000 <= now) {
+    const leeway = this.settings.leewayMs;
+    if (exp * 1000 + leeway <= now) {
       return tokenRejection(
         'expired',
         'invalid_grant',
         `the JWT has expired: exp is ${isoTime(exp * 1000)}, platform time is ${isoTime(now)} (expired JWT, or client and platform clocks out of sync)`,
       );
     }
-    if (now < nbf * 1000) {
+    if (now + leeway < nbf * 1000) {
       return tokenRejection(
         'not-yet-valid',
         'invalid_grant',
@@ -324,7 +327,7 @@ function decodeJsonSegment(segment: string): Record<string, unknown> | undefined
 function thumbprintHint(iss: string, algorithm: ThumbprintAlgorithm): string {
   if (/[:\s]/.test(iss)) return ' (it contains colons or spaces; the thumbprint is plain hex)';
   const problem = thumbprintFormatProblem(iss.toUpperCase(), algorithm);
-  return problem ? ` (it ${problem})` : ' (wrong thumbprint, or the certificate is not registered)';
+  return problem ? ` (it ${problem})` : ' (the certificate is not registered, or the configured thumbprint is wrong)';
 }
 
 /** A claim value for an error description: JSON, cut short so a hostile client cannot make the answer huge. */

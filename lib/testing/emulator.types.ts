@@ -16,6 +16,11 @@ export interface PlatformEmulatorOptions {
   invalidClientStatus?: number;
   /** Emulator time is `now() + clockOffsetMs`. Default 0. */
   clockOffsetMs?: number;
+  /**
+   * Seconds of tolerance on `nbf` and `exp` against emulator time. Default 0, strict: the platform's tolerance is not
+   * published, so the emulator assumes none and a client that works against it works against any.
+   */
+  leewaySeconds?: number;
   /** Base time source in ms. Default `Date.now`; tests pass a `FakeClock`'s `now`. */
   now?: () => number;
   /** How registered certificates are turned into the thumbprints `iss` is matched against. Default `sha1`. */

@@ -104,6 +104,7 @@ export class PlatformEmulator {
         acceptCompactJwt: this.acceptCompactJwt,
         acceptBase64: encodings.includes('base64'),
         now,
+        leewayMs: (options.leewaySeconds ?? 0) * 1000,
       }),
       tokens: this.accessTokens,
       tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
@@ -384,6 +385,10 @@ function checkOptions(options: PlatformEmulatorOptions): void {
   }
   if (options.clockOffsetMs !== undefined && !Number.isFinite(options.clockOffsetMs)) {
     throw new Error(`clockOffsetMs must be a finite number, got ${String(options.clockOffsetMs)}`);
+  }
+  const leeway = options.leewaySeconds;
+  if (leeway !== undefined && !(Number.isFinite(leeway) && leeway >= 0)) {
+    throw new Error(`leewaySeconds must be a number of seconds >= 0, got ${String(leeway)}`);
   }
   if (options.audience !== undefined && options.audience.trim() === '') throw new Error('audience must not be empty');
 }

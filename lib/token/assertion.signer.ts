@@ -23,6 +23,16 @@ export interface CreateAssertionOptions {
   clockOffsetMs?: number;
 }
 
+/**
+ * The configured margin, but never more than half the assertion's lifetime: the assertion must still lie as far
+ * ahead of now as it reaches back, or a short lifetime would make it expired on arrival.
+ */
+export function effectiveClockMargin(
+  config: Pick<ResolvedPlatformAuthConfig, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
+): number {
+  return Math.min(config.clockMarginSeconds, Math.floor(config.assertionLifetimeSeconds / 2));
+}
+
 const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
@@ -40,17 +50,22 @@ export class AssertionSigner {
     }
   }
 
-  /** The claims a new assertion would carry now: a fresh `jti`, `iat = nbf = now`, `exp = now + lifetime`. */
+  /**
+   * The claims a new assertion would carry now: a fresh `jti`, `iat = nbf = now - margin`, `exp = iat + lifetime`.
+   * Back-dating is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even
+   * 0.5 s behind is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
+   */
   buildClaims(options: CreateAssertionOptions = {}): AssertionClaims {
     const now = Math.floor((this.clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
+    const issuedAt = now - effectiveClockMargin(this.config);
     return {
       jti: randomUUID(),
       iss: this.config.credentials.thumbprint,
       sub: this.config.machineId,
       aud: this.config.audience,
-      iat: now,
-      nbf: now,
-      exp: now + this.config.assertionLifetimeSeconds,
+      iat: issuedAt,
+      nbf: issuedAt,
+      exp: issuedAt + this.config.assertionLifetimeSeconds,
     };
   }
 

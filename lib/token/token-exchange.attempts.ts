@@ -1,14 +1,14 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import type { AssertionSigner } from './assertion.signer.js';
+import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
-import { describeClockSkew, exchangeError, isSkewed, offsetSeconds } from './token-exchange.hints.js';
+import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
 
 export type ExchangeAttemptsConfig = Pick<
   ResolvedPlatformAuthConfig,
-  'retry' | 'exchangeTimeoutMs' | 'correctClockSkew'
+  'retry' | 'exchangeTimeoutMs' | 'correctClockSkew' | 'tokenUrl' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'
 >;
 
 /**
@@ -20,6 +20,7 @@ export type ExchangeAttemptsConfig = Pick<
 export class TokenExchangeAttempts {
   private measuredOffsetMs?: number;
   private exchangeCount = 0;
+  private readonly hints: HintContext;
 
   constructor(
     private readonly config: ExchangeAttemptsConfig,
@@ -27,7 +28,10 @@ export class TokenExchangeAttempts {
     private readonly signer: Pick<AssertionSigner, 'createAssertion'>,
     private readonly client: Pick<TokenExchangeClient, 'attempt'>,
     private readonly logger: LoggerService,
-  ) {}
+  ) {
+    // The clock margin is what the assertion tolerates, so it is also where an offset becomes worth mentioning.
+    this.hints = { host: new URL(config.tokenUrl).host, clockToleranceSeconds: effectiveClockMargin(config) };
+  }
 
   /** Platform clock minus local clock, from the last token response's `Date` header. */
   get clockOffsetMs(): number | undefined {
@@ -55,7 +59,7 @@ export class TokenExchangeAttempts {
       const timeoutMs = previous
         ? Math.min(exchangeTimeoutMs, retry.maxTotalMs - (sentAt - startedAt))
         : exchangeTimeoutMs;
-      if (previous && timeoutMs <= 0) return failed(previous, attempts - 1);
+      if (previous && timeoutMs <= 0) return failed(previous, attempts - 1, this.hints);
       const outcome = await this.client.attempt(assertion, signal, timeoutMs);
       if (outcome.clockOffsetMs !== undefined) this.measuredOffsetMs = outcome.clockOffsetMs;
       if (outcome.ok) return { ok: true, token: this.accept(outcome, sentAt), attempts };
@@ -70,8 +74,12 @@ export class TokenExchangeAttempts {
       }
       const elapsed = this.clock.now() - startedAt;
       const delay = outcome.retryable ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
-      const canRetry = delay !== undefined && attempts < retry.maxAttempts && elapsed + delay <= retry.maxTotalMs;
-      if (!canRetry) return failed(outcome, attempts);
+      const canRetry =
+        delay !== undefined &&
+        attempts < retry.maxAttempts &&
+        attempts <= (outcome.maxRetries ?? Infinity) &&
+        elapsed + delay <= retry.maxTotalMs;
+      if (!canRetry) return failed(outcome, attempts, this.hints);
       previous = outcome;
       await this.clock.sleep(delay, signal).catch(() => {
         throw signal.reason as Error;
@@ -82,7 +90,8 @@ export class TokenExchangeAttempts {
   private accept(outcome: AttemptSuccess, sentAt: number): IssuedToken {
     for (const warning of outcome.warnings) this.logger.warn(warning);
     const skew = offsetSeconds(outcome.clockOffsetMs);
-    if (isSkewed(skew) && !this.config.correctClockSkew) this.logger.warn(describeClockSkew(skew));
+    if (isSkewed(skew, this.hints.clockToleranceSeconds) && !this.config.correctClockSkew)
+      this.logger.warn(describeClockSkew(skew));
     const { accessToken, tokenType, expiresInSeconds } = outcome.token;
     return { accessToken, tokenType, issuedAtMs: sentAt, expiresAtMs: sentAt + expiresInSeconds * 1000 };
   }
@@ -109,13 +118,13 @@ export class TokenExchangeAttempts {
       status < 500 &&
       status !== 408 &&
       status !== 429 &&
-      isSkewed(offsetSeconds(clockOffsetMs)) &&
+      isSkewed(offsetSeconds(clockOffsetMs), this.hints.clockToleranceSeconds) &&
       Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
     );
   }
 }
 
 /** The Retry-After of the final failure travels with the error, for the back-off that follows. */
-function failed(outcome: AttemptFailure, attempts: number): ExchangeOutcome {
-  return { ok: false, error: exchangeError(outcome, attempts), retryAfterMs: outcome.retryAfterMs };
+function failed(outcome: AttemptFailure, attempts: number, hints: HintContext): ExchangeOutcome {
+  return { ok: false, error: exchangeError(outcome, attempts, hints), retryAfterMs: outcome.retryAfterMs };
 }

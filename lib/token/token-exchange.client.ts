@@ -5,7 +5,6 @@ import {
   CLIENT_CERTIFICATE_GRANT,
   DEFAULT_TOKEN_LIFETIME_SECONDS,
   MAX_TOKEN_LIFETIME_SECONDS,
-  MIN_TOKEN_LIFETIME_SECONDS,
 } from '../options/options.constants.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
@@ -35,11 +34,17 @@ export interface AttemptFailure {
   readonly retryAfterMs?: number;
   readonly networkCode?: string;
   readonly clockOffsetMs?: number;
+  /** For `invalid_response`: the endpoint did answer JSON, so it is a token endpoint with a bad answer, not a wrong URL. */
+  readonly answeredJson?: boolean;
+  /** Retries worth making at most, when fewer than the policy's: a name that does not resolve gets one more look. */
+  readonly maxRetries?: number;
 }
 
 export type AttemptOutcome = AttemptSuccess | AttemptFailure;
 
 const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
+/** The resolver's answers for a name that does not resolve; EAI_AGAIN may be a passing resolver hiccup, hence one retry. */
+export const DNS_FAILURE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
 
 /**
  * One HTTP attempt at the token endpoint: posts the form, reads at most `maxResponseBytes`, follows no redirect,
@@ -162,12 +167,24 @@ export class TokenExchangeClient {
     }
     // Anything else, a connection cut part-way through the body included, is a network failure worth retrying.
     const networkCode = cause ?? code ?? 'ERR_NETWORK';
+    // The host only: the URL is configuration, never a secret, but naming the host is what the reader needs.
+    const host = new URL(this.config.tokenUrl).host;
+    if (DNS_FAILURE_CODES.has(networkCode)) {
+      return {
+        ok: false,
+        reason: 'network_error',
+        retryable: true,
+        maxRetries: 1,
+        networkCode,
+        summary: `token endpoint host ${host} does not resolve (${networkCode})`,
+      };
+    }
     return {
       ok: false,
       reason: 'network_error',
       retryable: true,
       networkCode,
-      summary: `token endpoint unreachable (${networkCode})`,
+      summary: `token endpoint ${host} unreachable (${networkCode})`,
     };
   }
 
@@ -189,15 +206,16 @@ export class TokenExchangeClient {
     secrets: readonly string[],
     clockOffsetMs: number | undefined,
   ): AttemptOutcome {
+    const body = parseJson(response.data);
     const invalid = (problem: string): AttemptFailure => ({
       ok: false,
       reason: 'invalid_response',
       status: response.status,
       retryable: false,
       clockOffsetMs,
+      answeredJson: body !== undefined,
       summary: `token response is invalid: ${problem}`,
     });
-    const body = parseJson(response.data);
     if (body === undefined) {
       const type = String(response.headers['content-type'] ?? 'no content type').split(';')[0];
       return invalid(`body is not JSON (${type})`);
@@ -227,13 +245,11 @@ export class TokenExchangeClient {
         typeof fields.expires_in === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(fields.expires_in)
           ? Number(fields.expires_in)
           : fields.expires_in;
-      if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-        return invalid(`expires_in must be a positive number of seconds`);
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 1) {
+        return invalid(`expires_in must be a positive number of seconds, at least 1`);
       }
-      // A token that lives only seconds would have every caller exchanging all the time, with no back-off.
-      if (value < MIN_TOKEN_LIFETIME_SECONDS) {
-        return invalid(`expires_in ${value} s is too short to use (at least ${MIN_TOKEN_LIFETIME_SECONDS} s)`);
-      }
+      // expires_in is authoritative however short: storms are prevented by single flight and the minimum interval
+      // between exchanges, not by refusing a platform that issues short-lived tokens.
       expiresIn = value;
       if (expiresIn > MAX_TOKEN_LIFETIME_SECONDS) {
         warnings.push(`expires_in ${expiresIn} s is implausible; capped at ${MAX_TOKEN_LIFETIME_SECONDS} s`);

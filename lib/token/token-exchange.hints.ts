@@ -1,4 +1,4 @@
-import { CLOCK_SKEW_TOLERANCE_SECONDS } from '../options/options.constants.js';
+import { DEFAULT_CLOCK_MARGIN_SECONDS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { AttemptFailure } from './token-exchange.client.js';
 import { MAX_RETRY_AFTER_BACKOFF_MS } from './token.cache.js';
@@ -22,7 +22,7 @@ const DESCRIPTION_HINTS: ReadonlyArray<[RegExp, string]> = [
   ],
   [
     /\bthumbprint\b|\biss\b/i,
-    'Wrong thumbprint: iss must be the thumbprint of the certificate registered on the system integration; check certificate/thumbprint.',
+    'Unregistered certificate: the platform knows no certificate with this thumbprint (iss); register the configured certificate on the system integration in the portal, or, when thumbprint (PLATFORM_CERT_THUMBPRINT) is set, check it against the one the portal shows.',
   ],
   [/\bcertificate\b/i, INVALID_CERTIFICATE],
   [
@@ -54,11 +54,18 @@ const ERROR_HINTS: Record<string, string> = {
 
 export function describeClockSkew(offsetSeconds: number): string {
   const direction = offsetSeconds > 0 ? 'ahead of' : 'behind';
-  return `The platform's clock is ${Math.abs(offsetSeconds)} s ${direction} the local clock (platform Date header); synchronise the system time (NTP) or set correctClockSkew: true.`;
+  return `The platform's clock is ${Math.abs(offsetSeconds)} s ${direction} the local clock (platform Date header), more than the clock margin tolerates; synchronise the system time (NTP), or set correctClockSkew: true (PLATFORM_CORRECT_CLOCK_SKEW) or a larger clockMarginSeconds (PLATFORM_CLOCK_MARGIN_SECONDS).`;
 }
 
-export function isSkewed(offsetSeconds: number | undefined): offsetSeconds is number {
-  return offsetSeconds !== undefined && Math.abs(offsetSeconds) > CLOCK_SKEW_TOLERANCE_SECONDS;
+/**
+ * Whether the platform's clock is further off than the assertion's clock margin tolerates, the one rule the
+ * exchange's hints and `doctor` share.
+ */
+export function isSkewed(
+  offsetSeconds: number | undefined,
+  toleranceSeconds = DEFAULT_CLOCK_MARGIN_SECONDS,
+): offsetSeconds is number {
+  return offsetSeconds !== undefined && Math.abs(offsetSeconds) > toleranceSeconds;
 }
 
 /** The likely cause of a refused exchange, in the terms of docs/platform-contract.md#failure-causes. */
@@ -67,9 +74,10 @@ export function hintForRejection(
   oauthError: string | undefined,
   description: string | undefined,
   clockOffsetSeconds: number | undefined,
+  clockToleranceSeconds?: number,
 ): string {
   const parts: string[] = [];
-  if (isSkewed(clockOffsetSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
+  if (isSkewed(clockOffsetSeconds, clockToleranceSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
   const fromDescription = description
     ? DESCRIPTION_HINTS.find(([pattern]) => pattern.test(description))?.[1]
     : undefined;
@@ -84,13 +92,19 @@ export function hintForRejection(
   return parts.join(' ');
 }
 
-/** Whole seconds, as errors and hints state an offset. */
+/** Whole seconds, as errors and hints state an offset; `|| 0` keeps a -0 from rounding -0.4 s out of messages. */
 export function offsetSeconds(offsetMs: number | undefined): number | undefined {
-  return offsetMs === undefined ? undefined : Math.round(offsetMs / 1000);
+  return offsetMs === undefined ? undefined : Math.round(offsetMs / 1000) || 0;
+}
+
+/** What the hints need to know of the configuration: the host to name and the clock margin as tolerance. */
+export interface HintContext {
+  readonly host: string;
+  readonly clockToleranceSeconds: number;
 }
 
 /** The error an exchange ends with after `attempts` attempts, the last of which failed as `outcome` says. */
-export function exchangeError(outcome: AttemptFailure, attempts: number): TokenExchangeError {
+export function exchangeError(outcome: AttemptFailure, attempts: number, context: HintContext): TokenExchangeError {
   const clockOffsetSeconds = offsetSeconds(outcome.clockOffsetMs);
   return new TokenExchangeError(outcome.summary, {
     reason: outcome.reason,
@@ -99,26 +113,57 @@ export function exchangeError(outcome: AttemptFailure, attempts: number): TokenE
     oauthErrorDescription: outcome.oauthErrorDescription,
     attempts,
     retried: attempts > 1,
-    hint: hintForFailure(outcome, attempts, clockOffsetSeconds),
+    hint: hintForFailure(outcome, attempts, clockOffsetSeconds, context),
     clockOffsetSeconds,
     networkCode: outcome.networkCode,
+    retryAfterSeconds: outcome.retryAfterMs === undefined ? undefined : Math.ceil(outcome.retryAfterMs / 1000),
   });
 }
 
-function hintForFailure(outcome: AttemptFailure, attempts: number, clockOffsetSeconds: number | undefined): string {
+function hintForFailure(
+  outcome: AttemptFailure,
+  attempts: number,
+  clockOffsetSeconds: number | undefined,
+  context: HintContext,
+): string {
+  const tolerance = context.clockToleranceSeconds;
   switch (outcome.reason) {
     case 'http_error':
       return outcome.retryable
-        ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
-        : hintForRejection(outcome.status!, outcome.oauthError, outcome.oauthErrorDescription, clockOffsetSeconds);
+        ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds, tolerance) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
+        : hintForRejection(
+            outcome.status!,
+            outcome.oauthError,
+            outcome.oauthErrorDescription,
+            clockOffsetSeconds,
+            tolerance,
+          );
     case 'redirect':
       return 'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and tokenPath.';
     case 'invalid_response':
-      return "The endpoint did not answer with a token response: check that baseUrl and tokenPath point at the platform's token endpoint.";
+      return hintForInvalidResponse(outcome.answeredJson);
     case 'timeout':
     case 'network_error':
-      return `The token endpoint could not be reached after ${attempts} attempt(s): check baseUrl, DNS, proxies and firewalls.`;
+      return hintForUnreachable(outcome.networkCode, context.host, attempts);
     default:
       return 'The exchange was cancelled.';
   }
+}
+
+/**
+ * An answer that is not a token response. A JSON answer came from an endpoint that speaks JSON — most likely the
+ * token endpoint itself, with a malformed response — so the URL is not what to check; anything else (HTML, text) is
+ * typically a proxy or web page at a wrong URL.
+ */
+export function hintForInvalidResponse(answeredJson: boolean | undefined): string {
+  return answeredJson
+    ? "The token endpoint answered JSON that is not a valid token response (see the summary for the field); the URL reached a JSON service, so check with the platform's operators what it returns, or tokenPath if it points at another JSON endpoint."
+    : "The answer was not a JSON token response the client could read: typically something other than the token endpoint answered (a proxy, a web page); check that baseUrl and tokenPath point at the platform's token endpoint.";
+}
+
+/** The host named, and for a name that does not resolve, DNS rather than firewalls as the first suspect. */
+export function hintForUnreachable(networkCode: string | undefined, host: string, attempts: number): string {
+  if (networkCode === 'ENOTFOUND' || networkCode === 'EAI_AGAIN')
+    return `The host name ${host} does not resolve (${networkCode}, ${attempts} attempt(s)): check the host of baseUrl (PLATFORM_BASE_URL) and the DNS configuration.`;
+  return `The token endpoint at ${host} could not be reached after ${attempts} attempt(s): check baseUrl, DNS, proxies and firewalls.`;
 }

@@ -47,6 +47,11 @@ export type TokenCacheState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutd
 
 export interface TokenCacheOptions {
   readonly clock: Clock;
+  /**
+   * Shortest time between the starts of two exchanges. However short `expires_in` is, and however many 401s
+   * invalidate the token, exchanges come at most this often: the next one waits, callers share it.
+   */
+  readonly minExchangeIntervalMs: number;
   readonly refreshBeforeExpirySeconds: number;
   readonly failureBackoffMs: number;
   /** Obtains a token; called at most once at a time. Rejects only when aborted or on a non-exchange fault. */
@@ -79,6 +84,7 @@ export class TokenCache {
   #current?: CachedToken;
   #inflight?: Promise<CachedToken>;
   private failure?: FailureState;
+  private lastExchangeStartMs?: number;
 
   constructor(private readonly options: TokenCacheOptions) {
     this.clock = options.clock;
@@ -146,13 +152,24 @@ export class TokenCache {
   }
 
   private start(): Promise<CachedToken> {
-    const startedAtMs = this.clock.now();
-    const exchange = this.options
-      .exchange(this.shutdown.signal)
-      .then((outcome) => this.settle(outcome, startedAtMs))
-      .finally(() => {
-        if (this.#inflight === exchange) this.#inflight = undefined;
-      });
+    const signal = this.shutdown.signal;
+    const run = (): Promise<CachedToken> => {
+      const startedAtMs = this.clock.now();
+      this.lastExchangeStartMs = startedAtMs;
+      return this.options.exchange(signal).then((outcome) => this.settle(outcome, startedAtMs));
+    };
+    // Usually nothing is left of the minimum interval and the exchange starts at once; otherwise it waits it out.
+    const last = this.lastExchangeStartMs;
+    const waitMs = last === undefined ? 0 : last + this.options.minExchangeIntervalMs - this.clock.now();
+    const exchange = (
+      waitMs > 0
+        ? this.clock.sleep(waitMs, signal).then(run, () => {
+            throw signal.reason as Error;
+          })
+        : run()
+    ).finally(() => {
+      if (this.#inflight === exchange) this.#inflight = undefined;
+    });
     this.#inflight = exchange;
     return exchange;
   }
@@ -214,6 +231,7 @@ function backoffError(cause: TokenExchangeError, waitMs: number): TokenExchangeE
   return new TokenExchangeError(`token exchange failed recently; next attempt in ${waitMs} ms`, {
     ...cause,
     reason: 'backoff',
+    retryAfterSeconds: Math.ceil(waitMs / 1000),
     hint: `${cause.hint} (Failing fast until the back-off ends, so the token endpoint is not hammered.)`,
   });
 }

@@ -1,4 +1,12 @@
-import { Inject, Injectable, Logger, Optional, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type LoggerService,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { AssertionSigner } from './assertion.signer.js';
 import type { Clock } from '../platform-auth.clock.js';
 import {
@@ -11,6 +19,8 @@ import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js'
 import { TokenExchangeClient } from './token-exchange.client.js';
 import { TokenExchangeAttempts } from './token-exchange.attempts.js';
 import { TokenCache } from './token.cache.js';
+import { MIN_EXCHANGE_INTERVAL_MS } from '../options/options.constants.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
 
 export interface AccessToken {
   readonly accessToken: string;
@@ -26,8 +36,9 @@ export interface AccessToken {
  * lifecycle lives in `TokenCache`, the attempts of one exchange in `TokenExchangeAttempts`.
  */
 @Injectable()
-export class TokenProvider implements OnModuleDestroy {
+export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly client: TokenExchangeClient;
+  private readonly startupCheck: ResolvedPlatformAuthConfig['startupCheck'];
   private readonly attempts: TokenExchangeAttempts;
   private readonly cache: TokenCache;
 
@@ -37,10 +48,12 @@ export class TokenProvider implements OnModuleDestroy {
     signer: AssertionSigner,
     @Optional() @Inject(PLATFORM_AUTH_LOGGER) private readonly logger: LoggerService = new Logger(LOGGER_CONTEXT),
   ) {
+    this.startupCheck = config.startupCheck;
     this.client = new TokenExchangeClient(config, () => clock.now());
     this.attempts = new TokenExchangeAttempts(config, clock, signer, this.client, this.logger);
     this.cache = new TokenCache({
       clock,
+      minExchangeIntervalMs: MIN_EXCHANGE_INTERVAL_MS,
       refreshBeforeExpirySeconds: config.refreshBeforeExpirySeconds,
       failureBackoffMs: config.failureBackoffMs,
       exchange: (signal) => this.attempts.run(signal),
@@ -93,7 +106,26 @@ export class TokenProvider implements OnModuleDestroy {
     return this.attempts.exchanges;
   }
 
-  onModuleDestroy(): void {
+  /**
+   * With `startupCheck`, the first token is acquired while the application boots, so a wrong machineId or an
+   * unreachable platform shows at deploy time: `'fail'` rejects `app.init()`/`listen()` with the
+   * `TokenExchangeError`, `'warn'` logs it and lets the application start.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.startupCheck === 'off') return;
+    try {
+      await this.getAccessToken();
+    } catch (error) {
+      if (this.startupCheck === 'fail' || !(error instanceof TokenExchangeError)) throw error;
+      this.logger.warn(`Start-up check: no token could be acquired; the application starts anyway. ${error.message}`);
+    }
+  }
+
+  /**
+   * Torn down at application shutdown, after Nest has drained the HTTP server (not at module destroy, which comes
+   * before the drain): requests still in flight then finish their platform calls, token exchange included.
+   */
+  onApplicationShutdown(): void {
     this.cache.close();
     this.client.destroy();
   }

@@ -147,6 +147,8 @@ describe.concurrent('platform-auth keygen', () => {
     expect(result.stdout).toContain('Distribution');
     expect(result.stdout).toContain('Add System integration');
     expect(result.stdout).toContain(`PLATFORM_PRIVATE_KEY_PATH=${keyFile}`);
+    expect(result.stdout).toContain(`npx platform-auth emulator --certificate ${certificateFile}`);
+    expect(result.stdout).toContain('(30 days left)');
     expectNoSecrets(result, pemFragments(readFileSync(keyFile, 'utf8')));
   });
 

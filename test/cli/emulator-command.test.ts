@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
-import { cliPath, ensureCliBuilt, runCli } from './cli-harness.js';
+import { cliPath, ensureCliBuilt, runCli, tempDir } from './cli-harness.js';
 
 interface RunningCli {
   readonly child: ChildProcess;
@@ -170,5 +170,66 @@ describe.concurrent('platform-auth emulator', () => {
     } finally {
       await busy.close();
     }
+  });
+
+  it("registers the user's own keygen certificate, with the flags, so doctor passes without code", async () => {
+    const files = tempDir();
+    try {
+      expect((await runCli(['keygen', '--out', files.dir, '--days', '30'])).code).toBe(0);
+      const certificate = `${files.dir}/publickey.cer`;
+      const cli = start([
+        'emulator',
+        '--json',
+        '--certificate',
+        certificate,
+        '--machine-id',
+        'my-integration',
+        '--token-lifetime',
+        '120',
+        '--clock-offset',
+        '-3',
+      ]);
+      await cli.until((stdout) => stdout.trim().endsWith('}'));
+      const report = JSON.parse(cli.stdout()) as {
+        clockOffsetSeconds: number;
+        tokenLifetimeSeconds: number;
+        integration: { machineId: string; thumbprint: string; certificate: string };
+        env: Record<string, string>;
+      };
+      expect(report).toMatchObject({ clockOffsetSeconds: -3, tokenLifetimeSeconds: 120 });
+      expect(report.integration).toMatchObject({ machineId: 'my-integration', certificate });
+      expect(report.integration.thumbprint).toMatch(/^[0-9A-F]{40}$/);
+      expect(report.env).toEqual({
+        PLATFORM_BASE_URL: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        PLATFORM_MACHINE_ID: 'my-integration',
+        PLATFORM_PRIVATE_KEY_PATH: `${files.dir}/private-key.pem`,
+        PLATFORM_CERTIFICATE_PATH: certificate,
+      });
+
+      const doctor = await runCli(['doctor', '--json'], report.env);
+      const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks;
+      expect(doctor.code).toBe(0);
+      // doctor's clock check and the exchange agree: 3 s behind is within the default 60 s clock margin.
+      expect(checks.find((check) => check.id === 'clock')?.detail).toMatch(/platform -[234] s .*tolerates ±60 s/);
+      expect(checks.find((check) => check.id === 'exchange')?.detail).toContain('expires_in 120 s');
+      expect(checks.find((check) => check.id === 'thumbprint')?.detail).toContain(report.integration.thumbprint);
+
+      cli.child.kill('SIGTERM');
+      expect(await cli.exit).toEqual({ code: 0, signal: null });
+    } finally {
+      files.remove();
+    }
+  });
+
+  it('names a missing certificate file (exit 1) and a malformed flag (exit 2)', async () => {
+    const missing = await runCli(['emulator', '--certificate', 'no-such.cer']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/cannot read --certificate '.*no-such\.cer': no such file/);
+    const offset = await runCli(['emulator', '--clock-offset', 'soon']);
+    expect(offset.code).toBe(2);
+    expect(offset.stderr).toContain("--clock-offset must be a number of seconds from -86400 to 86400, got 'soon'");
+    const lifetime = await runCli(['emulator', '--token-lifetime', '0']);
+    expect(lifetime.code).toBe(2);
+    expect(lifetime.stderr).toContain('--token-lifetime must be a whole number from 1 to 86400');
   });
 });

@@ -326,7 +326,7 @@ describe('token endpoint: assertion rules (docs/platform-contract.md#assertion)'
       parts: () => ({ claims: { iss: strangerCredentials.thumbprint } }),
       error: 'invalid_client',
       description:
-        /iss ".*" is not the thumbprint of any registered certificate \(wrong thumbprint, or the certificate is not registered\)/,
+        /iss ".*" is not the thumbprint of any registered certificate \(the certificate is not registered, or the configured thumbprint is wrong\)/,
     },
     {
       rule: 'iss',

@@ -169,17 +169,25 @@ describe('a 200 that is not a token response is refused, not retried, not cached
     ['expires_in 0', (s) => tokenReply(s, { expires_in: 0 }), /expires_in must be a positive number/],
     ['expires_in "NaN"', (s) => tokenReply(s, { expires_in: 'NaN' }), /expires_in must be a positive number/],
     ['expires_in true', (s) => tokenReply(s, { expires_in: true }), /expires_in must be a positive number/],
-    ['expires_in 0.001', (s) => tokenReply(s, { expires_in: 0.001 }), /expires_in 0.001 s is too short to use/],
-    ['expires_in 5', (s) => tokenReply(s, { expires_in: 5 }), /expires_in 5 s is too short to use/],
+    [
+      'expires_in 0.001',
+      (s) => tokenReply(s, { expires_in: 0.001 }),
+      /expires_in must be a positive number .*at least 1/,
+    ],
   ];
+  /** Answers the client could not read as JSON: a wrong URL is the likely cause, so the hint names baseUrl. */
+  const notJson = new Set(['HTML', 'text', 'a 10 MB body']);
 
-  it.each(cases)('%s', async (_name, reply, message) => {
+  it.each(cases)('%s', async (name, reply, message) => {
     const h = await setUp();
     server.replies.push(reply(server));
     const error = await exchangeFailure(h);
     expect(error).toMatchObject({ reason: 'invalid_response', attempts: 1, retried: false });
     expect(error.message).toMatch(message);
-    expect(error.hint).toMatch(/baseUrl/);
+    // The endpoint that answered JSON is the token endpoint answering badly: no point sending users to baseUrl.
+    if (notJson.has(name)) expect(error.hint).toMatch(/baseUrl/);
+    else expect(error.hint).toMatch(/^The token endpoint answered JSON that is not a valid token response/);
+    if (!notJson.has(name)) expect(error.hint).not.toMatch(/baseUrl/);
     h.clock.advance(1_001); // past the failure back-off: the next caller exchanges again
     expect(await h.tokens.getAccessToken()).toBe(server.issued.at(-1));
     expect(server.requests).toBe(2);
@@ -189,6 +197,9 @@ describe('a 200 that is not a token response is refused, not retried, not cached
 describe('expires_in forms that are accepted', () => {
   it.each([
     ['"3600"', '3600', 3_600_000, []],
+    ['1 (any positive lifetime is authoritative)', 1, 1_000, []],
+    ['5', 5, 5_000, []],
+    ['9', 9, 9_000, []],
     ['1e12 (capped at 24 h)', 1e12, 24 * 3_600_000, ['expires_in 1000000000000 s is implausible; capped at 86400 s']],
     ['absent (600 s assumed)', undefined, 600_000, ['token response has no expires_in; assuming 600 s']],
   ])('%s', async (_name, value, lifetimeMs, warnings) => {

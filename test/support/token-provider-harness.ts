@@ -32,5 +32,5 @@ export function createProvider(
   );
   const logger = new CapturingLogger();
   const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock), logger);
-  return { tokens, clock, logger, destroy: () => tokens.onModuleDestroy() };
+  return { tokens, clock, logger, destroy: () => tokens.onApplicationShutdown() };
 }

@@ -54,6 +54,7 @@ function setUp(overrides: Partial<TokenCacheOptions> = {}) {
   const renewalFailures: Error[] = [];
   const cache = new TokenCache({
     clock,
+    minExchangeIntervalMs: 0,
     refreshBeforeExpirySeconds: 60,
     failureBackoffMs: 1_000,
     exchange: platform.exchange,
@@ -199,5 +200,39 @@ describe('TokenCache: invalidate and close', () => {
     await expect(cache.get()).rejects.toMatchObject({ reason: 'aborted' });
     expect(cache.state).toBe('shutdown');
     expect(platform.calls).toBe(1);
+  });
+});
+
+describe('TokenCache: short lifetimes and the minimum interval between exchanges', () => {
+  it('uses a 2 s token, renewing at the usual fraction of it', async () => {
+    const { clock, platform, cache, settled } = setUp({ minExchangeIntervalMs: 500 });
+    const first = cache.get();
+    platform.succeed(2_000);
+    expect((await first).accessToken).toBe('token-1');
+    clock.advance(899);
+    expect(cache.peek()?.accessToken).toBe('token-1');
+    expect(platform.calls).toBe(1);
+    // Half the lifetime ahead, at most 10 % later by jitter: renewing by 1.1 s.
+    clock.advance(201);
+    expect(cache.peek()?.accessToken).toBe('token-1');
+    await settled();
+    expect(platform.calls).toBe(2);
+  });
+
+  it('spaces exchanges: a storm of invalidations waits out the interval and shares one exchange', async () => {
+    const { clock, platform, cache, settled } = setUp({ minExchangeIntervalMs: 500 });
+    const first = cache.get();
+    platform.succeed(1_000);
+    cache.invalidate((await first).accessToken);
+
+    const waiting = Array.from({ length: 20 }, () => cache.get());
+    await settled();
+    expect(platform.calls).toBe(1);
+    expect(clock.pendingSleeps).toBe(1);
+    clock.advance(500);
+    await settled();
+    expect(platform.calls).toBe(2);
+    platform.succeed(1_000);
+    expect(new Set((await Promise.all(waiting)).map((token) => token.accessToken))).toEqual(new Set(['token-2']));
   });
 });

@@ -44,10 +44,10 @@ describe('troubleshooting: each documented cause gets its own hint', () => {
     expect(error.hint).toMatch(/^Invalid certificate/);
   });
 
-  it('wrong thumbprint: a certificate that is not registered', async () => {
+  it('unregistered certificate: named as such, not as a wrong thumbprint when none was configured', async () => {
     const error = await failureWith({}, stranger);
     expect(error.oauthError).toBe('invalid_client');
-    expect(error.hint).toMatch(/^Wrong thumbprint/);
+    expect(error.hint).toMatch(/^Unregistered certificate: .*register the configured certificate/);
   });
 
   it('wrong machineId', async () => {

@@ -11,7 +11,7 @@ beforeAll(async () => {
   credentials = await createTestCredentials({ now: NOW });
 });
 
-function signer(clock = new FakeClock(NOW), lifetime?: number): AssertionSigner {
+function signer(clock = new FakeClock(NOW), lifetime?: number, clockMarginSeconds?: number): AssertionSigner {
   const config = resolvePlatformAuthOptions(
     {
       baseUrl: 'https://platform.example.com',
@@ -19,6 +19,7 @@ function signer(clock = new FakeClock(NOW), lifetime?: number): AssertionSigner 
       privateKey: credentials.privateKeyPem,
       certificate: credentials.certificatePem,
       assertionLifetimeSeconds: lifetime,
+      clockMarginSeconds,
     },
     clock.now(),
   );
@@ -39,7 +40,8 @@ describe('AssertionSigner.createAssertion', () => {
     expect(decodePart(header)).toStrictEqual({ alg: 'RS256', typ: 'JWT' });
     const claims = decodePart(payload);
     expect(Object.keys(claims)).toEqual(['jti', 'iss', 'sub', 'aud', 'iat', 'nbf', 'exp']);
-    const now = Math.floor(NOW / 1000);
+    // Back-dated by the default clock margin, 60 s; exp - iat stays the 300 s lifetime.
+    const now = Math.floor(NOW / 1000) - 60;
     expect(claims).toStrictEqual({
       jti: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
       iss: credentials.thumbprint,
@@ -73,12 +75,20 @@ describe('AssertionSigner.createAssertion', () => {
     const s = signer(clock, 120);
     clock.advance(3_600_999);
     const claims = decodePart((await s.createAssertion()).split('.')[1]);
-    const expected = Math.floor((NOW + 3_600_999) / 1000);
+    const expected = Math.floor((NOW + 3_600_999) / 1000) - 60;
     expect(claims).toMatchObject({ iat: expected, nbf: expected, exp: expected + 120 });
+  });
+
+  it('keeps the margin within half a short lifetime, and none when the margin is 0', async () => {
+    const now = Math.floor(NOW / 1000);
+    const short = decodePart((await signer(new FakeClock(NOW), 30).createAssertion()).split('.')[1]);
+    expect(short).toMatchObject({ iat: now - 15, nbf: now - 15, exp: now + 15 });
+    const strict = decodePart((await signer(new FakeClock(NOW), undefined, 0).createAssertion()).split('.')[1]);
+    expect(strict).toMatchObject({ iat: now, nbf: now, exp: now + 300 });
   });
 
   it('applies a clock offset when asked to (skew correction)', async () => {
     const claims = decodePart((await signer().createAssertion({ clockOffsetMs: -600_000 })).split('.')[1]);
-    expect(claims.iat).toBe(Math.floor(NOW / 1000) - 600);
+    expect(claims.iat).toBe(Math.floor(NOW / 1000) - 600 - 60);
   });
 });

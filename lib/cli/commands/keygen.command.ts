@@ -89,6 +89,7 @@ async function run(context: CommandContext): Promise<number> {
     "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
     'Configure the application (the private key stays on its machine; never commit or upload it):',
   ];
+  const tryLocally = `npx platform-auth emulator --certificate ${shellWord(certificatePath)}`;
   const env = {
     PLATFORM_BASE_URL: 'https://{platform_domain}',
     PLATFORM_MACHINE_ID: '<machineId from the portal>',
@@ -110,6 +111,7 @@ async function run(context: CommandContext): Promise<number> {
       days,
       nextSteps,
       env,
+      tryLocally,
     });
     return 0;
   }
@@ -130,6 +132,9 @@ async function run(context: CommandContext): Promise<number> {
   for (const [name, value] of Object.entries(env)) out.print(`       ${name}=${value}`);
   out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);
   out.print();
+  out.print('Before the portal, try the pair locally against the emulator (no code, nothing leaves this machine):');
+  out.print(`  ${tryLocally}`);
+  out.print();
   out.print(`Plan the rotation before ${info.notAfter}: the module warns 30 days ahead.`);
   return 0;
 }
@@ -147,6 +152,11 @@ function commonNameOption(context: CommandContext): string {
     );
   }
   return name;
+}
+
+/** A path as one shell word: quoted only when it needs to be. */
+function shellWord(path: string): string {
+  return /^[\w./:@%+-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Creates the file, failing if it appeared since the check: never replaces a key. */

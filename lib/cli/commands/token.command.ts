@@ -1,5 +1,7 @@
 import { flag, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
+import { effectiveClockMargin } from '../../token/assertion.signer.js';
+import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
 import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../cli.exchange.js';
 import { printFields, signedSeconds, type Output } from '../cli.output.js';
 
@@ -31,7 +33,7 @@ async function run(context: CommandContext): Promise<number> {
   const result = await exchangeOnce(config);
   const configWarnings = config.warnings.map((warning) => `${warning.setting}: ${warning.message}`);
   const warnings = [...configWarnings, ...result.warnings];
-  if (result.ok) printSuccess(out, config.tokenUrl, result, warnings, flag(context, 'show-token'));
+  if (result.ok) printSuccess(out, config, result, warnings, flag(context, 'show-token'));
   else printFailure(out, config.tokenUrl, result, warnings);
   return result.ok ? 0 : 1;
 }
@@ -39,12 +41,13 @@ async function run(context: CommandContext): Promise<number> {
 /** A skewed clock needs no line of its own here: the provider has warned about it, and that is among `warnings`. */
 function printSuccess(
   out: Output,
-  tokenUrl: string,
+  config: ResolvedPlatformAuthConfig,
   result: ExchangeSuccess,
   warnings: readonly string[],
   showToken: boolean,
 ): void {
   const offset = result.clockOffsetSeconds;
+  const tokenUrl = config.tokenUrl;
   if (out.json) {
     out.printJson({
       ok: true,
@@ -69,7 +72,7 @@ function printSuccess(
         'clock offset',
         offset === undefined
           ? 'unknown: no Date header in the answer'
-          : `${signedSeconds(offset)} (platform minus local, from the Date header; tolerance ±30 s)`,
+          : `${signedSeconds(offset)} (platform minus local, from the Date header; the clock margin tolerates ±${effectiveClockMargin(config)} s)`,
       ],
       ['timing', `${result.durationMs} ms, one attempt`],
       ['access_token', showToken ? result.accessToken : out.style.dim('not shown; --show-token prints it')],

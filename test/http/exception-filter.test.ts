@@ -1,0 +1,105 @@
+import 'reflect-metadata';
+import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
+import { APP_FILTER, NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { firstValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PlatformAuthExceptionFilter, PlatformAuthModule, PlatformHttpService } from 'nestjs-platform-auth';
+import { createTestCredentials, PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { CapturingLogger } from '../support/capturing-logger.js';
+
+@Controller()
+class BillingController {
+  constructor(private readonly http: PlatformHttpService) {}
+
+  @Get('billing')
+  async billing(): Promise<unknown> {
+    return (await firstValueFrom(this.http.get('/api/billing'))).data;
+  }
+}
+
+const closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closing.splice(0).map((close) => close()));
+});
+
+async function appFor(
+  adapter: 'express' | 'fastify',
+  options: Parameters<typeof PlatformAuthModule.forRoot>[0],
+): Promise<{ url: string; logger: CapturingLogger }> {
+  @Module({
+    imports: [PlatformAuthModule.forRoot(options)],
+    controllers: [BillingController],
+    providers: [{ provide: APP_FILTER, useClass: PlatformAuthExceptionFilter }],
+  })
+  class AppModule {}
+  const logger = new CapturingLogger();
+  const app: INestApplication = await NestFactory.create(
+    AppModule,
+    adapter === 'express' ? new ExpressAdapter() : new FastifyAdapter(),
+    { logger },
+  );
+  await app.listen(0, '127.0.0.1');
+  closing.push(() => app.close());
+  return { url: (await app.getUrl()).replace('[::1]', '127.0.0.1'), logger };
+}
+
+describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %s', (adapter) => {
+  it('answers 502 with a safe body when the platform refuses the credentials', async () => {
+    const platform = await PlatformEmulator.start();
+    closing.push(() => platform.close());
+    const integration = await platform.createIntegration();
+    const stranger = await createTestCredentials();
+    const { url, logger } = await appFor(adapter, {
+      ...integration.moduleOptions,
+      privateKey: stranger.privateKeyPem,
+      certificate: stranger.certificatePem,
+    });
+
+    const response = await fetch(`${url}/billing`);
+    expect(response.status).toBe(502);
+    expect(response.headers.get('retry-after')).toBeNull();
+    const body = await response.text();
+    expect(JSON.parse(body)).toEqual({
+      statusCode: 502,
+      error: 'Bad Gateway',
+      message: 'This service could not authenticate to the platform it depends on.',
+      code: 'PLATFORM_AUTH_TOKEN_EXCHANGE',
+    });
+    // The hint and the platform's words stay in the operators' log.
+    expect(body).not.toContain('thumbprint');
+    expect(logger.messages('error')).toEqual([
+      expect.stringMatching(/^502 answered for a failed token exchange: .*certificate/),
+    ]);
+    expect(logger.messages('warn')).toEqual([]);
+  });
+
+  it('answers 503 when the platform cannot be reached', async () => {
+    const platform = await PlatformEmulator.start();
+    const integration = await platform.createIntegration();
+    await platform.close();
+    const { url, logger } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxAttempts: 1 } });
+
+    const response = await fetch(`${url}/billing`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    expect(logger.messages('error')).toEqual([expect.stringMatching(/^503 answered/)]);
+  });
+
+  it('answers 503 with the Retry-After the platform asked for', async () => {
+    const platform = await PlatformEmulator.start();
+    closing.push(() => platform.close());
+    const integration = await platform.createIntegration();
+    platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '7' } });
+    const { url } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxDelayMs: 1_000 } });
+
+    const response = await fetch(`${url}/billing`);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('7');
+    // Callers that come during the back-off are told how long is left.
+    const again = await fetch(`${url}/billing`);
+    expect(again.status).toBe(503);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThanOrEqual(6);
+  });
+});

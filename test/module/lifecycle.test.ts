@@ -1,0 +1,122 @@
+import 'reflect-metadata';
+import { get } from 'node:http';
+import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { firstValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  PlatformAuthModule,
+  PlatformHttpService,
+  TokenExchangeError,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { CapturingLogger } from '../support/capturing-logger.js';
+
+@Controller()
+class BillingController {
+  constructor(private readonly http: PlatformHttpService) {}
+
+  @Get('billing')
+  async billing(): Promise<unknown> {
+    return (await firstValueFrom(this.http.get('/api/billing'))).status;
+  }
+}
+
+/** One GET on its own connection, closed after the answer: no keep-alive socket holds the server's drain open. */
+function getOnce(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false, headers: { Connection: 'close' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
+}
+
+const closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closing.splice(0).map((close) => close()));
+});
+
+async function platform(): Promise<{ emulator: PlatformEmulator; integration: EmulatedIntegration }> {
+  const emulator = await PlatformEmulator.start();
+  closing.push(() => emulator.close());
+  return { emulator, integration: await emulator.createIntegration() };
+}
+
+async function createApp(options: PlatformAuthOptions): Promise<{ app: INestApplication; logger: CapturingLogger }> {
+  @Module({ imports: [PlatformAuthModule.forRoot(options)], controllers: [BillingController] })
+  class AppModule {}
+  const logger = new CapturingLogger();
+  const app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger });
+  return { app, logger };
+}
+
+describe('start-up check', () => {
+  it("'fail' stops the start-up when no token can be acquired (wrong machineId)", async () => {
+    const { emulator, integration } = await platform();
+    const { app } = await createApp({
+      ...integration.moduleOptions,
+      machineId: 'not-registered',
+      startupCheck: 'fail',
+    });
+    const failure = await app.init().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await app.close();
+    expect(failure).toBeInstanceOf(TokenExchangeError);
+    expect((failure as TokenExchangeError).oauthError).toBe('invalid_client');
+    expect(emulator.counters.exchanges.rejected).toBe(1);
+  });
+
+  it("'warn' logs the failure and starts; 'off' (the default) does not exchange at start-up", async () => {
+    const { emulator, integration } = await platform();
+    const warned = await createApp({ ...integration.moduleOptions, machineId: 'not-registered', startupCheck: 'warn' });
+    await warned.app.init();
+    await warned.app.close();
+    expect(warned.logger.messages('warn')).toEqual([
+      expect.stringMatching(/^Start-up check: no token could be acquired; the application starts anyway\./),
+    ]);
+
+    emulator.resetCounters();
+    const quiet = await createApp({ ...integration.moduleOptions });
+    await quiet.app.init();
+    await quiet.app.close();
+    expect(emulator.counters.exchanges.total).toBe(0);
+  });
+
+  it("'fail' with a working integration has the token ready before the first request", async () => {
+    const { emulator, integration } = await platform();
+    const { app } = await createApp({ ...integration.moduleOptions, startupCheck: 'fail' });
+    await app.init();
+    closing.push(() => app.close());
+    expect(emulator.counters.exchanges.accepted).toBe(1);
+  });
+});
+
+describe('graceful shutdown', () => {
+  it.each([
+    ['a platform call', 'api'],
+    ['a token exchange', 'token'],
+  ] as const)('lets %s in flight during the drain complete', async (_name, target) => {
+    const { emulator, integration } = await platform();
+    const { app, logger } = await createApp({ ...integration.moduleOptions });
+    await app.listen(0, '127.0.0.1');
+    const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    if (target === 'api') expect((await getOnce(`${url}/billing`)).status).toBe(200);
+
+    emulator.injectFault({ kind: 'delay', ms: 600 }, target);
+    const inFlight = getOnce(`${url}/billing`);
+    // Real time on purpose: the request must be inside the platform's delay when the shutdown begins.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const closed = app.close();
+
+    expect(await inFlight).toEqual({ status: 200, body: '200' });
+    await closed;
+    expect(logger.messages('warn')).toEqual([]);
+    expect(logger.messages('error')).toEqual([]);
+  });
+});

@@ -1,0 +1,186 @@
+import { execFile, execFileSync } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+
+/** Asynchronous on purpose: the emulator answers from this process, which a synchronous child would block. */
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd: app, env, encoding: 'utf8', timeout: 30_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'platform-auth-tarball-'));
+const clone = join(work, 'clone');
+const app = join(work, 'app');
+const installed = join(app, 'node_modules/nestjs-platform-auth');
+let tarball: string;
+let packedFiles: string[];
+
+/** A README block between `<!-- quick-start:NAME -->` and `<!-- /quick-start -->`, verbatim: the docs are the test. */
+function quickStart(name: string): string {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const block = new RegExp(
+    `<!-- quick-start:${name.replace('.', '\\.')} -->\\s*\`\`\`\\w*\\n([\\s\\S]*?)\`\`\`\\s*<!-- /quick-start -->`,
+  );
+  const match = block.exec(readme);
+  if (!match) throw new Error(`README.md has no quick-start block '${name}'`);
+  return match[1];
+}
+
+/** The files git knows (committed or not, ignored ones excluded): what a fresh clone has, without dist/ or .env. */
+function copyCleanTree(): void {
+  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' })
+    .split('\0')
+    .filter((file) => file !== '' && !file.startsWith('tools/lint/'));
+  for (const file of files) {
+    mkdirSync(dirname(join(clone, file)), { recursive: true });
+    try {
+      copyFileSync(join(root, file), join(clone, file));
+    } catch (error) {
+      // A file deleted in the work tree but still tracked is not part of the tree being packed.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'), 'dir');
+}
+
+/**
+ * A fresh app: the tarball unpacked as npm would install it, and the packages it needs linked from this repository's
+ * node_modules, so nothing is fetched (CI has no network beyond the registry, and this test needs none).
+ */
+function installIntoFreshApp(): void {
+  mkdirSync(join(app, 'node_modules'), { recursive: true });
+  for (const entry of readdirSync(join(root, 'node_modules'))) {
+    if (entry.startsWith('.') || entry === 'nestjs-platform-auth') continue;
+    symlinkSync(join(root, 'node_modules', entry), join(app, 'node_modules', entry), 'dir');
+  }
+  mkdirSync(installed);
+  execFileSync('tar', ['-xzf', tarball, '-C', installed, '--strip-components=1']);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({
+      name: 'fresh-app',
+      private: true,
+      type: 'module',
+      dependencies: { 'nestjs-platform-auth': tarball },
+    }),
+  );
+  mkdirSync(join(app, 'src'));
+  writeFileSync(join(app, 'tsconfig.json'), quickStart('tsconfig.json'));
+  writeFileSync(join(app, 'src/app.module.ts'), quickStart('app.module.ts'));
+  writeFileSync(
+    join(app, 'src/main.ts'),
+    [
+      "import 'reflect-metadata';",
+      "import { NestFactory } from '@nestjs/core';",
+      "import { PlatformHttpService } from 'nestjs-platform-auth';",
+      "import { firstValueFrom } from 'rxjs';",
+      "import { AppModule } from './app.module.js';",
+      '',
+      'const app = await NestFactory.createApplicationContext(AppModule, { logger: false });',
+      "const response = await firstValueFrom(app.get(PlatformHttpService).get('/api/billing'));",
+      'console.log(JSON.stringify({ status: response.status }));',
+      'await app.close();',
+    ].join('\n'),
+  );
+}
+
+beforeAll(() => {
+  copyCleanTree();
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--pack-destination', work], {
+      cwd: clone,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  ) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  tarball = join(work, packed[0].filename);
+  packedFiles = packed[0].files.map((file) => file.path);
+  installIntoFreshApp();
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+    cwd: app,
+    stdio: 'pipe',
+  });
+}, 90_000);
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('npm pack from a clean tree, installed into a fresh app', () => {
+  it('packs the build and what users read, and nothing of the sources or tests', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/testing/index.js',
+        'dist/cli/main.js',
+        'README.md',
+        'SECURITY.md',
+        'CHANGELOG.md',
+        'docs/cli.md',
+        'docs/emulator.md',
+        'package.json',
+      ]),
+    );
+    expect(
+      packedFiles.filter((file) => /^(lib|test|sample-app|bench|tools)\//.test(file) || file.endsWith('.env')),
+    ).toEqual([]);
+    // Every relative link of the README resolves inside the package.
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\((?!https?:|#)([^)#]+)/g)].map((match) => match[1]);
+    expect(links.length).toBeGreaterThan(0);
+    expect(links.filter((link) => !packedFiles.includes(link))).toEqual([]);
+  });
+
+  it("compiles the README's quick start verbatim and makes one authenticated call against the emulator", async () => {
+    const platform = await PlatformEmulator.start();
+    try {
+      const integration = await platform.createIntegration();
+      writeFileSync(join(app, 'private-key.pem'), integration.privateKeyPem, { mode: 0o600 });
+      writeFileSync(join(app, 'publickey.cer'), integration.certificatePem);
+      // The README's .env shape: ConfigModule.forRoot() of the quick start reads it from the working directory.
+      writeFileSync(
+        join(app, '.env'),
+        [
+          `PLATFORM_BASE_URL=${platform.url}`,
+          `PLATFORM_MACHINE_ID=${integration.machineId}`,
+          'PLATFORM_PRIVATE_KEY_PATH=./private-key.pem',
+          'PLATFORM_CERTIFICATE_PATH=./publickey.cer',
+        ].join('\n'),
+      );
+      const call = await run(process.execPath, ['dist/main.js'], {});
+      expect(call.stderr).toBe('');
+      expect(JSON.parse(call.stdout)).toEqual({ status: 200 });
+      expect(platform.counters.exchanges.accepted).toBe(1);
+      expect(platform.counters.apiCalls.ok).toBe(1);
+
+      // The installed bin, run as the kernel runs it (its shebang), reads the same ./.env.
+      const bin = join(installed, 'dist/cli/main.js');
+      const [interpreter, ...args] = readFileSync(bin, 'utf8').split('\n', 1)[0].slice(2).split(' ');
+      const doctor = await run(interpreter, [...args, bin, 'doctor', '--json'], { PATH: process.env.PATH });
+      expect(doctor.stderr).toContain('Read 4 variables from');
+      expect(doctor.code).toBe(0);
+    } finally {
+      await platform.close();
+    }
+  });
+});
