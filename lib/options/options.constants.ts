@@ -32,4 +32,9 @@ export const PLATFORM_AUTH_ENV = {
   certificatePath: 'PLATFORM_CERTIFICATE_PATH',
   thumbprint: 'PLATFORM_CERT_THUMBPRINT',
   audience: 'PLATFORM_AUDIENCE',
+  credentialsReloadIntervalMs: 'PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS',
 } as const;
+
+/** Options whose environment variable holds a number. */
+export const NUMERIC_ENV_OPTIONS: ReadonlySet<string> = new Set(['credentialsReloadIntervalMs']);
+export const MIN_CREDENTIALS_RELOAD_INTERVAL_MS = 1_000;

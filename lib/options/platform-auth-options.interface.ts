@@ -55,6 +55,11 @@ export interface PlatformAuthOptions {
   failureBackoffMs?: number;
   /** Correct assertion times by the offset measured from the platform's `Date` header. Default false. */
   correctClockSkew?: boolean;
+  /**
+   * Re-read `privateKeyPath` / `certificatePath` this often and switch to changed files once they pass every
+   * start-up check (the last good pair is kept otherwise). Default: off. At least 1,000 ms.
+   */
+  credentialsReloadIntervalMs?: number;
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
   /**

@@ -1,5 +1,5 @@
 import { registerAs } from '@nestjs/config';
-import { PLATFORM_AUTH_CONFIG_NAMESPACE, PLATFORM_AUTH_ENV } from './options.constants.js';
+import { NUMERIC_ENV_OPTIONS, PLATFORM_AUTH_CONFIG_NAMESPACE, PLATFORM_AUTH_ENV } from './options.constants.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { integrationEnvName, integrationName } from './integration-name.util.js';
 
@@ -30,7 +30,13 @@ export function readEnvOptions(
 
 /** The options the environment variables of the options table describe. */
 export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
-  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration) as unknown as PlatformAuthOptions;
+  const options: Record<string, string | number> = readEnvOptions(PLATFORM_AUTH_ENV, env, integration);
+  // A number that does not parse stays NaN, which start-up validation reports under the variable's name.
+  for (const option of NUMERIC_ENV_OPTIONS) {
+    const value = options[option];
+    if (typeof value === 'string') options[option] = Number(value.trim());
+  }
+  return options as unknown as PlatformAuthOptions;
 }
 
 /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */
