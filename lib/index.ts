@@ -26,7 +26,22 @@ export type {
 } from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
+  PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
+  type CredentialChangeOutcome,
+  type PlatformAuthDiagnosticsEvent,
+  type PlatformAuthDiagnosticsEventBody,
+  type StoreLockOutcome,
+} from './telemetry/telemetry.events.js';
+export type {
+  LastExchangeStatus,
+  SharedStoreStatus,
+  TokenProviderStatus,
+  TokenState,
+} from './token/token-status.types.js';
+export type { CredentialReloadStatus } from './credentials/credentials.reloader.js';
+export {
   AssertionSigningError,
+  CredentialRotationError,
   PlatformAuthConfigError,
   PlatformAuthError,
   TokenExchangeError,

@@ -108,6 +108,24 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   }
 }
 
+/**
+ * `rotateCredentials()` refused the new pair; the credentials in use did not change. `stage: 'validation'`: the
+ * pair failed a start-up check (see `problems`); `stage: 'exchange'`: the platform did not accept it (see
+ * `exchange`, the failed exchange's fields).
+ */
+export class CredentialRotationError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_CREDENTIAL_ROTATION';
+
+  constructor(
+    summary: string,
+    readonly stage: 'validation' | 'exchange',
+    readonly problems: readonly ConfigProblem[],
+    readonly exchange?: TokenExchangeErrorDetails,
+  ) {
+    super(summary);
+  }
+}
+
 /** Whether `error` is any error this module raised. */
 export function isPlatformAuthError(error: unknown): error is PlatformAuthError {
   return error instanceof PlatformAuthError;
