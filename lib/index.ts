@@ -17,6 +17,7 @@ export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
+export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {

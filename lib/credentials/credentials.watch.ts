@@ -1,6 +1,6 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type LoggerService, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import { PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
 import { CertificateExpiryMonitor } from './certificate-expiry.monitor.js';
@@ -10,7 +10,6 @@ import { CredentialsReloader, type CredentialReloadStatus } from './credentials.
 /** The module's background work on credentials: the certificate expiry monitor and the file reloader. */
 @Injectable()
 export class CredentialsWatch implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger(LOGGER_CONTEXT);
   private readonly reloader: CredentialsReloader;
   private readonly monitor: CertificateExpiryMonitor;
 
@@ -19,6 +18,7 @@ export class CredentialsWatch implements OnModuleInit, OnModuleDestroy {
     @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
     holder: CredentialsHolder,
     telemetry: PlatformAuthTelemetry,
+    @Inject(PLATFORM_AUTH_LOGGER) logger: LoggerService,
   ) {
     this.reloader = new CredentialsReloader(
       config.credentialSources,
@@ -26,9 +26,9 @@ export class CredentialsWatch implements OnModuleInit, OnModuleDestroy {
       clock,
       holder,
       telemetry,
-      this.logger,
+      logger,
     );
-    this.monitor = new CertificateExpiryMonitor(clock, holder, telemetry, this.logger);
+    this.monitor = new CertificateExpiryMonitor(clock, holder, telemetry, logger);
   }
 
   reloadStatus(): CredentialReloadStatus {

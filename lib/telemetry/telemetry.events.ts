@@ -32,7 +32,7 @@ export type PlatformAuthDiagnosticsEventBody =
   | {
       readonly event: 'exchange:end';
       readonly outcome: 'success' | 'failure';
-      readonly reason?: TokenExchangeFailure;
+      readonly reason?: TokenExchangeFailure | 'signing_failed';
       readonly status?: number;
       readonly attempts: number;
       readonly durationSeconds: number;

@@ -28,10 +28,19 @@ export interface TelemetryGaugeSources {
 
 export interface ExchangeResult {
   readonly ok: boolean;
-  readonly reason?: TokenExchangeFailure;
+  /** `signing_failed`: no request was made, the assertion could not be signed. */
+  readonly reason?: TokenExchangeFailure | 'signing_failed';
   readonly status?: number;
   readonly attempts: number;
 }
+
+/** What one exchange resolves with (the token cache's `ExchangeOutcome`, seen structurally). */
+export type ObservedOutcome =
+  | { readonly ok: true; readonly attempts: number }
+  | {
+      readonly ok: false;
+      readonly error: { readonly reason: TokenExchangeFailure; readonly status?: number; readonly attempts: number };
+    };
 
 /** Ends what {@link PlatformAuthTelemetry.exchangeStarted} began; returns the duration in ms. */
 export type ExchangeRecorder = (result: ExchangeResult) => number;
@@ -124,6 +133,25 @@ export class PlatformAuthTelemetry implements OnModuleDestroy {
       });
       return durationMs;
     };
+  }
+
+  /** Runs one exchange inside a span, counting and timing it. */
+  async recordExchange<T extends ObservedOutcome>(run: () => Promise<T>): Promise<T> {
+    const end = this.exchangeStarted();
+    let outcome: T;
+    try {
+      outcome = await run();
+    } catch (error) {
+      const reason = (error as { reason?: TokenExchangeFailure }).reason ?? 'signing_failed';
+      end({ ok: false, reason, attempts: 0 });
+      throw error;
+    }
+    end(
+      outcome.ok
+        ? { ok: true, attempts: outcome.attempts }
+        : { ok: false, reason: outcome.error.reason, status: outcome.error.status, attempts: outcome.error.attempts },
+    );
+    return outcome;
   }
 
   /** A 401 from the platform made the interceptor drop the token and re-send with a fresh one. */
