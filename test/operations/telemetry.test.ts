@@ -1,6 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { firstValueFrom } from 'rxjs';
 import { FakeClock } from 'nestjs-platform-auth/testing';
+import { startPlatformFixture } from '../support/platform-fixture.js';
 import {
   integrationHash,
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
@@ -113,5 +115,36 @@ describe('telemetry with @opentelemetry/api installed', () => {
     ]);
     expect(integration).toMatch(/^[0-9a-f]{12}$/);
     expect(JSON.stringify(events)).not.toContain('machine-1');
+  });
+});
+
+describe('telemetry through the module', () => {
+  it('records real exchanges and 401 re-authentications, identified by the integration hash only', async () => {
+    const f = await startPlatformFixture();
+    try {
+      const token = await f.tokens.getAccessToken();
+      f.platform.revokeToken(token); // the platform answers 401; the interceptor renews and re-sends once
+      await firstValueFrom(f.http.get('/api/billing'));
+      const collected = await otel.collect();
+      const expected = integrationHash(`${f.platform.url}/loginservice/connect/token`, f.integration.machineId);
+      const exchanges = collected.get(TELEMETRY_NAMES.exchanges)!.dataPoints;
+      expect(exchanges.map((point) => [point.attributes[TELEMETRY_NAMES.integrationAttribute], point.value])).toEqual([
+        [expected, 2],
+      ]);
+      expect(collected.get(TELEMETRY_NAMES.reauthentications)!.dataPoints[0].value).toBe(1);
+      const remaining = collected.get(TELEMETRY_NAMES.tokenTimeToExpiry)!.dataPoints[0].value as number;
+      expect(remaining).toBeGreaterThan(590);
+      expect(otel.spans.getFinishedSpans()).toHaveLength(2);
+      const rendered = JSON.stringify({
+        metrics: [...collected.values()],
+        events,
+        spans: otel.spans.getFinishedSpans().map((s) => s.attributes),
+      });
+      expect(rendered).not.toContain(f.integration.machineId);
+      expect(rendered).not.toContain(token);
+      expect(events.filter((event) => event.event === 'reauthentication')).toHaveLength(1);
+    } finally {
+      await f.close();
+    }
   });
 });
