@@ -4,7 +4,7 @@ import { CredentialsHolder } from '../credentials/credentials.holder.js';
 import { loadCredentials } from '../credentials/credentials.loader.js';
 import { ConfigReport } from '../options/config.report.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { CredentialRotationError, type TokenExchangeError } from '../platform-auth.errors.js';
+import { CredentialRotationError } from '../platform-auth.errors.js';
 import type { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
 import { AssertionSigner } from './assertion.signer.js';
 import type { TokenExchangeClient } from './token-exchange.client.js';
@@ -68,7 +68,7 @@ export class CredentialsRotator {
         `the platform did not accept the new credentials (thumbprint ${credentials.thumbprint}); nothing changed: ${outcome.error.message}`,
         'exchange',
         [],
-        exchangeDetails(outcome.error),
+        outcome.error,
       );
     }
     const previous = this.holder.active.credentials.thumbprint;
@@ -79,29 +79,4 @@ export class CredentialsRotator {
     );
     this.telemetry.credentialsChanged('rotated');
   }
-}
-
-function exchangeDetails(error: TokenExchangeError): CredentialRotationError['exchange'] {
-  const {
-    reason,
-    status,
-    oauthError,
-    oauthErrorDescription,
-    attempts,
-    retried,
-    hint,
-    clockOffsetSeconds,
-    networkCode,
-  } = error;
-  return {
-    reason,
-    status,
-    oauthError,
-    oauthErrorDescription,
-    attempts,
-    retried,
-    hint,
-    clockOffsetSeconds,
-    networkCode,
-  };
 }
