@@ -9,6 +9,10 @@ export default defineConfig({
   resolve: {
     alias: [
       {
+        find: /^nestjs-platform-auth\/terminus$/,
+        replacement: fileURLToPath(new URL('./lib/terminus/index.ts', import.meta.url)),
+      },
+      {
         find: /^nestjs-platform-auth\/testing$/,
         replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)),
       },

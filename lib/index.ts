@@ -18,6 +18,7 @@ export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
+export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
@@ -27,7 +28,22 @@ export type {
 } from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
+  PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
+  type CredentialChangeOutcome,
+  type PlatformAuthDiagnosticsEvent,
+  type PlatformAuthDiagnosticsEventBody,
+  type StoreLockOutcome,
+} from './telemetry/telemetry.events.js';
+export type {
+  LastExchangeStatus,
+  SharedStoreStatus,
+  TokenProviderStatus,
+  TokenState,
+} from './token/token-status.types.js';
+export type { CredentialReloadStatus } from './credentials/credentials.reloader.js';
+export {
   AssertionSigningError,
+  CredentialRotationError,
   PlatformAuthConfigError,
   PlatformAuthError,
   TokenExchangeError,

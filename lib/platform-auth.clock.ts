@@ -9,9 +9,29 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason when aborted. Must not keep the process alive. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Calls `callback` once after `ms`; returns the cancel function. Must not keep the process alive. Used by the
+   * background checks (certificate expiry, credential reload). Optional: without it a real, unref'd timer is used.
+   */
+  schedule?(ms: number, callback: () => void): () => void;
+}
+
+/** Node's timers fire at once for delays above this (about 24.8 days); later callers re-arm when woken early. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+function realTimer(ms: number, callback: () => void): () => void {
+  const timer = setTimeout(callback, Math.min(Math.max(0, ms), MAX_TIMER_DELAY_MS));
+  timer.unref();
+  return () => clearTimeout(timer);
 }
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) => delay(ms, undefined, { signal, ref: false }),
+  schedule: realTimer,
 };
+
+/** `clock.schedule`, or a real unref'd timer for a clock that has none. */
+export function scheduleOn(clock: Clock, ms: number, callback: () => void): () => void {
+  return clock.schedule ? clock.schedule(ms, callback) : realTimer(ms, callback);
+}

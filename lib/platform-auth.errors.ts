@@ -113,6 +113,25 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   }
 }
 
+/**
+ * `rotateCredentials()` refused the new pair; the credentials in use did not change. `stage: 'validation'`: the
+ * pair failed a start-up check (see `problems`); `stage: 'exchange'`: the platform did not accept it (see
+ * `exchange`, the failed exchange's error).
+ */
+export class CredentialRotationError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_CREDENTIAL_ROTATION';
+
+  constructor(
+    summary: string,
+    readonly stage: 'validation' | 'exchange',
+    readonly problems: readonly ConfigProblem[],
+    /** The failed test exchange, with its `reason`, `status`, `oauthError`, `hint`, … */
+    readonly exchange?: TokenExchangeError,
+  ) {
+    super(summary);
+  }
+}
+
 /** Whether `error` is any error this module raised. */
 export function isPlatformAuthError(error: unknown): error is PlatformAuthError {
   return error instanceof PlatformAuthError;

@@ -23,6 +23,10 @@ import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './o
 import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
+import { CredentialsHolder } from './credentials/credentials.holder.js';
+import { CredentialsWatch } from './credentials/credentials.watch.js';
+import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
+import { integrationHash } from './telemetry/telemetry.events.js';
 
 const providers: Provider[] = [
   {
@@ -52,6 +56,19 @@ const providers: Provider[] = [
     },
     inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
   },
+  {
+    provide: CredentialsHolder,
+    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock): CredentialsHolder =>
+      new CredentialsHolder(config.machineId, config.credentials, clock.now()),
+    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK],
+  },
+  {
+    provide: PlatformAuthTelemetry,
+    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock): Promise<PlatformAuthTelemetry> =>
+      PlatformAuthTelemetry.load(integrationHash(config.tokenUrl, config.machineId), clock),
+    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK],
+  },
+  CredentialsWatch,
   AssertionSigner,
   TokenProvider,
   PlatformAuthInterceptor,

@@ -13,6 +13,7 @@ import { PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { redactAxiosError } from './redaction.util.js';
 import { TokenProvider } from '../token/token.provider.js';
+import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
 
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
@@ -83,6 +84,7 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
   constructor(
     private readonly tokens: TokenProvider,
     @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
+    private readonly telemetry: PlatformAuthTelemetry,
   ) {
     this.allowedPrefixes = [...config.allowedOrigins].map((origin) => `${origin}/`);
   }
@@ -207,6 +209,7 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
     sent: string,
   ): Promise<AxiosResponse> {
     this.tokens.invalidate(sent);
+    this.telemetry.reauthenticated();
     const fresh = await this.tokens.getAccessToken();
     config.headers.set('Authorization', `Bearer ${fresh}`);
     try {

@@ -47,6 +47,7 @@ export const PLATFORM_AUTH_ENV = {
   exchangeTimeoutMs: 'PLATFORM_EXCHANGE_TIMEOUT_MS',
   'retry.maxTotalMs': 'PLATFORM_RETRY_MAX_TOTAL_MS',
   refreshBeforeExpirySeconds: 'PLATFORM_REFRESH_BEFORE_EXPIRY_SECONDS',
+  credentialsReloadIntervalMs: 'PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS',
 } as const;
 
 /** How each variable's text becomes an option value; the ones not listed are taken as text. */
@@ -59,4 +60,7 @@ export const PLATFORM_AUTH_ENV_KINDS: Readonly<Partial<Record<keyof typeof PLATF
   exchangeTimeoutMs: 'number',
   'retry.maxTotalMs': 'number',
   refreshBeforeExpirySeconds: 'number',
+  credentialsReloadIntervalMs: 'number',
 };
+
+export const MIN_CREDENTIALS_RELOAD_INTERVAL_MS = 1_000;

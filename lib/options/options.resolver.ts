@@ -7,11 +7,12 @@ import {
   DEFAULT_CLOCK_MARGIN_SECONDS,
   MAX_ASSERTION_LIFETIME_SECONDS,
   MAX_CLOCK_MARGIN_SECONDS,
+  MIN_CREDENTIALS_RELOAD_INTERVAL_MS,
 } from './options.constants.js';
 import type { ConfigProblem } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
 import { ConfigReport, quotable } from './config.report.js';
-import { loadCredentials, type LoadedCredentials } from '../credentials/credentials.loader.js';
+import { loadCredentials, type CredentialSources, type LoadedCredentials } from '../credentials/credentials.loader.js';
 
 /** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
 export interface ResolvedPlatformAuthConfig {
@@ -22,6 +23,10 @@ export interface ResolvedPlatformAuthConfig {
   readonly machineId: string;
   readonly audience: string;
   readonly credentials: LoadedCredentials;
+  /** Where the credentials came from, for re-reading `*_PATH` files. */
+  readonly credentialSources: CredentialSources;
+  /** How often `*_PATH` files are re-read; undefined: never. */
+  readonly credentialsReloadIntervalMs?: number;
   readonly tokenEncoding: 'jwt' | 'base64';
   readonly refreshBeforeExpirySeconds: number;
   readonly assertionLifetimeSeconds: number;
@@ -132,6 +137,18 @@ export function resolvePlatformAuthOptions(
     report.problem('startupCheck', mustBe("'off', 'warn' or 'fail'", startupCheck));
 
   const credentials = loadCredentials(options, nowMs, report);
+  const credentialsReloadIntervalMs = options.credentialsReloadIntervalMs;
+  if (credentialsReloadIntervalMs !== undefined) {
+    requireNumber(
+      credentialsReloadIntervalMs,
+      'credentialsReloadIntervalMs',
+      MIN_CREDENTIALS_RELOAD_INTERVAL_MS,
+      report,
+    );
+    if (options.privateKeyPath === undefined && options.certificatePath === undefined) {
+      report.warn('credentialsReloadIntervalMs', 'is set but no *_PATH file is configured; nothing is re-read');
+    }
+  }
   const audience = options.audience ?? base?.host;
   if (options.audience !== undefined && !nonEmpty(options.audience)) report.problem('audience', 'is empty');
 
@@ -143,6 +160,8 @@ export function resolvePlatformAuthOptions(
     machineId: options.machineId,
     audience: audience!,
     credentials: credentials!,
+    credentialSources: pickCredentialSources(options),
+    credentialsReloadIntervalMs,
     tokenEncoding,
     refreshBeforeExpirySeconds,
     assertionLifetimeSeconds,
@@ -155,6 +174,20 @@ export function resolvePlatformAuthOptions(
     clockMarginSeconds,
     startupCheck,
     warnings: report.warnings,
+  };
+}
+
+function pickCredentialSources(options: PlatformAuthOptions): CredentialSources {
+  const { privateKey, privateKeyPath, privateKeyPassphrase, certificate, certificatePath, thumbprint } = options;
+  const { thumbprintAlgorithm } = options;
+  return {
+    privateKey,
+    privateKeyPath,
+    privateKeyPassphrase,
+    certificate,
+    certificatePath,
+    thumbprint,
+    thumbprintAlgorithm,
   };
 }
 

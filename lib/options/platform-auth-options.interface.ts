@@ -67,6 +67,11 @@ export interface PlatformAuthOptions {
    * for the first request.
    */
   startupCheck?: 'off' | 'warn' | 'fail';
+  /**
+   * Re-read `privateKeyPath` / `certificatePath` this often and switch to changed files once they pass every
+   * start-up check (the last good pair is kept otherwise). Default: off. At least 1,000 ms.
+   */
+  credentialsReloadIntervalMs?: number;
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
   /**

@@ -60,6 +60,28 @@ export class IntegrationRegistry {
     return entry.integration;
   }
 
+  /**
+   * Uploads a new certificate for an integration, as the portal allows at configuration. One certificate per
+   * integration: the old one stops authenticating at once.
+   */
+  replaceCertificate(machineId: string, certificatePem: string): RegisteredIntegration {
+    const entry = this.byMachineId.get(machineId);
+    if (!entry) throw new Error(`no system integration with machineId '${machineId}' is registered`);
+    const certificate = parseCertificate(certificatePem);
+    const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
+    const owner = this.byThumbprint.get(thumbprint);
+    if (owner && owner !== entry) {
+      throw new Error(`replaceCertificate: thumbprint ${thumbprint} is registered on another integration`);
+    }
+    this.byThumbprint.delete(entry.integration.thumbprint);
+    // Readonly to users; the registry owns the live object and keeps it, so handles to it see the new thumbprint.
+    (entry.integration as { thumbprint: string }).thumbprint = thumbprint;
+    const replaced = { integration: entry.integration, publicKey: certificate.publicKey };
+    this.byThumbprint.set(thumbprint, replaced);
+    this.byMachineId.set(machineId, replaced);
+    return entry.integration;
+  }
+
   setStatus(machineId: string, status: string): void {
     this.get(machineId).status = status;
   }

@@ -5,14 +5,21 @@ interface Sleeper {
   readonly resolve: () => void;
 }
 
+interface Timer {
+  readonly dueAt: number;
+  readonly callback: () => void;
+}
+
 /**
  * A clock for tests: time moves only when the test says so. `sleep()` parks the caller until `advance()` reaches
  * its wake time, unless `autoAdvance` is on, in which case a sleep moves time forward by itself and returns at once
- * (handy for retry back-off). Every requested delay is recorded in `sleeps`.
+ * (handy for retry back-off). Every requested delay is recorded in `sleeps`. Timers (`schedule`) fire only when
+ * `advance()` or `set()` (or an auto-advancing sleep) moves time past them, so background checks never run away.
  */
 export class FakeClock implements Clock {
   private current: number;
   private sleepers: Sleeper[] = [];
+  private timers: Timer[] = [];
   /** Every delay passed to `sleep()`, in order. */
   readonly sleeps: number[] = [];
 
@@ -49,6 +56,19 @@ export class FakeClock implements Clock {
     });
   }
 
+  schedule(ms: number, callback: () => void): () => void {
+    const timer: Timer = { dueAt: this.current + Math.max(1, ms), callback };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+
+  /** Timers not yet fired or cancelled. */
+  get pendingTimers(): number {
+    return this.timers.length;
+  }
+
   /** Moves time forward and wakes every sleeper whose time has come. */
   advance(ms: number): void {
     this.current += ms;
@@ -70,5 +90,8 @@ export class FakeClock implements Clock {
     const due = this.sleepers.filter((s) => s.wakeAt <= this.current);
     this.sleepers = this.sleepers.filter((s) => s.wakeAt > this.current);
     for (const sleeper of due) sleeper.resolve();
+    const dueTimers = this.timers.filter((t) => t.dueAt <= this.current);
+    this.timers = this.timers.filter((t) => t.dueAt > this.current);
+    for (const timer of dueTimers) timer.callback();
   }
 }

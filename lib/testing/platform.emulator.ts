@@ -215,6 +215,11 @@ export class PlatformEmulator {
     return this.userFlow.journal;
   }
 
+  /** Registers a new certificate on an existing integration (the old one stops working): a rotation's portal step. */
+  replaceCertificate(machineId: string, certificatePem: string): RegisteredIntegration {
+    return this.registry.replaceCertificate(machineId, certificatePem);
+  }
+
   setIntegrationStatus(machineId: string, status: string): void {
     this.registry.setStatus(machineId, status);
   }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CompactSign } from 'jose';
 import type { Clock } from '../platform-auth.clock.js';
 import { PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { CredentialsHolder } from '../credentials/credentials.holder.js';
 
 /** The claims of a client assertion, exactly those of docs/platform-contract.md#claims, in that order. */
 export interface AssertionClaims {
@@ -36,13 +37,20 @@ export function effectiveClockMargin(
 const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
-/** Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. */
+/**
+ * Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. Key, thumbprint and machineId
+ * come from the module's `CredentialsHolder` at each call, so a reload or rotation applies from the next assertion.
+ */
 @Injectable()
 export class AssertionSigner {
+  private readonly holder: CredentialsHolder;
+
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
     @Inject(PLATFORM_AUTH_CLOCK) private readonly clock: Clock,
+    @Optional() holder?: CredentialsHolder,
   ) {
+    this.holder = holder ?? new CredentialsHolder(config.machineId, config.credentials, clock.now());
     if (config.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw new AssertionSigningError(
         `assertion lifetime ${config.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
@@ -55,13 +63,14 @@ export class AssertionSigner {
    * Back-dating is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even
    * 0.5 s behind is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
    */
-  buildClaims(options: CreateAssertionOptions = {}): AssertionClaims {
+  buildClaims(options: CreateAssertionOptions = {}, active = this.holder.active): AssertionClaims {
     const now = Math.floor((this.clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
     const issuedAt = now - effectiveClockMargin(this.config);
+    const { credentials, machineId } = active;
     return {
       jti: randomUUID(),
-      iss: this.config.credentials.thumbprint,
-      sub: this.config.machineId,
+      iss: credentials.thumbprint,
+      sub: machineId,
       aud: this.config.audience,
       iat: issuedAt,
       nbf: issuedAt,
@@ -71,11 +80,13 @@ export class AssertionSigner {
 
   /** A fresh compact JWT, signed RS256 with the key parsed at start-up. Never reuse one: each `jti` is single-use. */
   async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
-    const claims = this.buildClaims(options);
+    // One read of the holder: claims and key of the same pair even if a swap happens meanwhile.
+    const active = this.holder.active;
+    const claims = this.buildClaims(options, active);
     try {
       return await new CompactSign(encoder.encode(JSON.stringify(claims)))
         .setProtectedHeader(PROTECTED_HEADER)
-        .sign(this.config.credentials.privateKey);
+        .sign(active.credentials.privateKey);
     } catch (error) {
       const kind = error instanceof Error ? error.name : 'unknown error';
       throw new AssertionSigningError(`signing the client assertion failed (${kind})`);

@@ -119,6 +119,11 @@ export class TokenCache {
     return true;
   }
 
+  /** The cached token even when due or unusable, without starting a renewal: for status and gauges. */
+  get current(): CachedToken | undefined {
+    return this.#current;
+  }
+
   get state(): TokenCacheState {
     if (this.shutdown.signal.aborted) return 'shutdown';
     if (this.#inflight) return 'renewing';

@@ -21,6 +21,13 @@ import { TokenExchangeAttempts } from './token-exchange.attempts.js';
 import { TokenCache } from './token.cache.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
+import { CredentialsHolder, certificateNotAfterMs } from '../credentials/credentials.holder.js';
+import { CredentialsWatch } from '../credentials/credentials.watch.js';
+import { integrationHash } from '../telemetry/telemetry.events.js';
+import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import { CredentialsRotator, type RotateCredentialsInput } from './credentials.rotator.js';
+import { TokenStatusTracker } from './token-status.tracker.js';
+import type { SharedStoreStatus, TokenProviderStatus } from './token-status.types.js';
 
 export interface AccessToken {
   readonly accessToken: string;
@@ -41,29 +48,47 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private readonly startupCheck: ResolvedPlatformAuthConfig['startupCheck'];
   private readonly attempts: TokenExchangeAttempts;
   private readonly cache: TokenCache;
+  private readonly tracker = new TokenStatusTracker();
+  private readonly rotator: CredentialsRotator;
+  private readonly holder: CredentialsHolder;
+  private readonly shutdown = new AbortController();
+  private sharedStoreStatus?: () => SharedStoreStatus;
 
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
-    @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
+    @Inject(PLATFORM_AUTH_CLOCK) private readonly clock: Clock,
     signer: AssertionSigner,
     @Optional() @Inject(PLATFORM_AUTH_LOGGER) private readonly logger: LoggerService = new Logger(LOGGER_CONTEXT),
+    // Optional so that a provider wired by hand (the CLI, tests) works without the module's operations parts.
+    @Optional() holder?: CredentialsHolder,
+    @Optional() telemetry?: PlatformAuthTelemetry,
+    @Optional() private readonly watch?: CredentialsWatch,
   ) {
     this.startupCheck = config.startupCheck;
+    this.holder = holder ?? new CredentialsHolder(config.machineId, config.credentials, clock.now());
+    const observed =
+      telemetry ?? PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), clock);
     this.client = new TokenExchangeClient(config, () => clock.now());
     this.attempts = new TokenExchangeAttempts(config, clock, signer, this.client, this.logger);
+    this.rotator = new CredentialsRotator(config, clock, this.holder, this.client, observed, this.logger);
     this.cache = new TokenCache({
       clock,
       minExchangeIntervalMs: MIN_EXCHANGE_INTERVAL_MS,
       refreshBeforeExpirySeconds: config.refreshBeforeExpirySeconds,
       failureBackoffMs: config.failureBackoffMs,
-      exchange: (signal) => this.attempts.run(signal),
+      exchange: (signal) => observed.recordExchange(() => this.attempts.run(signal)),
       listener: {
+        exchanged: (report) => this.tracker.record(report),
         renewalFailed: (error) => {
           this.logger.warn(
             `Background token renewal failed; the current token is served until it expires. ${error.message}`,
           );
         },
       },
+    });
+    observed.observe({
+      tokenExpiresAtMs: () => this.cache.current?.expiresAtMs,
+      certificateNotAfterMs: () => certificateNotAfterMs(this.holder.active.credentials),
     });
   }
 
@@ -122,10 +147,47 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /**
+   * A snapshot of token acquisition, safe to log and serve: state, token timing, the last exchange, back-off, the
+   * certificate's expiry and the credentials in use. Never the token, a key or the machineId. Starts nothing.
+   */
+  status(): TokenProviderStatus {
+    return this.tracker.snapshot({
+      now: this.clock.now(),
+      state: this.cache.state,
+      token: this.cache.current,
+      holder: this.holder,
+      reload: this.watch?.reloadStatus() ?? { state: 'off' },
+      sharedStore: this.sharedStoreStatus?.(),
+    });
+  }
+
+  /**
+   * Switches to a new key and certificate (and machineId) without a restart: every start-up check, then one
+   * exchange signed with the new pair, then the swap. Rejects with `CredentialRotationError` and changes nothing
+   * when either fails. The cached token is used until it expires.
+   */
+  rotateCredentials(input: RotateCredentialsInput): Promise<void> {
+    return this.rotator.rotate(input, this.shutdown.signal);
+  }
+
+  /** For the shared token store: where `status().sharedStore` is read from. */
+  reportSharedStoreStatus(read: () => SharedStoreStatus): void {
+    this.sharedStoreStatus = read;
+  }
+
+  /**
    * Torn down at application shutdown, after Nest has drained the HTTP server (not at module destroy, which comes
    * before the drain): requests still in flight then finish their platform calls, token exchange included.
    */
   onApplicationShutdown(): void {
+    this.shutdown.abort(
+      new TokenExchangeError('token provider is shut down', {
+        reason: 'aborted',
+        attempts: 0,
+        retried: false,
+        hint: 'The application shut down; no new tokens are fetched and credentials are not rotated.',
+      }),
+    );
     this.cache.close();
     this.client.destroy();
   }

@@ -6,7 +6,9 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { expectNoSecrets } from '../support/leak-check.js';
 import { AppModule } from '../../sample-app/src/app.module.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -57,9 +59,41 @@ describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
     expect(platform.counters.apiCalls.ok).toBe(2);
   });
 
-  it('reports health without showing the token', async () => {
+  it('reports health through the Terminus indicator without showing the token', async () => {
     const response = await request(app.getHttpServer()).get('/health').expect(200);
-    expect(Object.keys(response.body as object)).toEqual(['status', 'tokenExpiresAt']);
+    expect(response.body).toMatchObject({ status: 'ok', info: { platform: { status: 'up', state: 'valid' } } });
+    const token = await app.get(TokenProvider).getAccessToken();
+    expect(response.text).not.toContain(token);
+  });
+});
+
+describe('sample app /health with a suspended integration', () => {
+  it('answers 503 with safe detail once the token must be renewed', async () => {
+    const suspended = await platform.createIntegration({ name: 'sample-app suspended' });
+    Object.assign(process.env, suspended.env);
+    const app = await createApp('express');
+    try {
+      const tokens = app.get(TokenProvider);
+      const token = await tokens.getAccessToken();
+      await request(app.getHttpServer()).get('/health').expect(200);
+      platform.setIntegrationStatus(suspended.machineId, 'Suspended');
+      tokens.invalidate(token); // force the renewal the platform now refuses
+      const response = await request(app.getHttpServer()).get('/health').expect(503);
+      expect(response.body).toMatchObject({
+        status: 'error',
+        error: {
+          platform: {
+            status: 'down',
+            message: expect.stringMatching(/no usable token/),
+            lastExchange: { ok: false, reason: 'http_error', status: 400 },
+          },
+        },
+      });
+      expectNoSecrets(response.text, [token, suspended.privateKeyPem, suspended.certificatePem]);
+    } finally {
+      await app.close();
+      Object.assign(process.env, integration.env);
+    }
   });
 });
 

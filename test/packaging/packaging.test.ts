@@ -82,7 +82,7 @@ describe('the published package', () => {
 
   it('exports exactly the public API: a new or removed name must be a deliberate change to the snapshot', () => {
     const names = runNode(
-      `const out = {}; for (const entry of ['nestjs-platform-auth', 'nestjs-platform-auth/testing', 'nestjs-platform-auth/user']) out[entry] = Object.keys(await import(entry)).sort();
+      `const out = {}; for (const entry of ['nestjs-platform-auth', 'nestjs-platform-auth/testing', 'nestjs-platform-auth/user', 'nestjs-platform-auth/terminus']) out[entry] = Object.keys(await import(entry)).sort();
        console.log(JSON.stringify(out));`,
       'module',
     );

@@ -29,6 +29,8 @@ export async function startPlatformFixture(
     module?: Partial<PlatformAuthOptions>;
     emulator?: PlatformEmulatorOptions;
     autoAdvance?: boolean;
+    /** Options that depend on the emulated integration (its key and certificate written to files, say). */
+    moduleFor?: (integration: EmulatedIntegration) => Partial<PlatformAuthOptions>;
     /** Nest's testing logger prints errors only; pass one to see warnings. */
     logger?: LoggerService;
   } = {},
@@ -43,6 +45,7 @@ export async function startPlatformFixture(
         clock,
         retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 },
         ...options.module,
+        ...options.moduleFor?.(integration),
       }),
     ],
   });

@@ -1,14 +1,21 @@
 import { Controller, Get } from '@nestjs/common';
-import { TokenProvider } from 'nestjs-platform-auth';
+import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
+import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 
 @Controller('health')
 export class HealthController {
-  constructor(private readonly tokens: TokenProvider) {}
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly platform: PlatformAuthHealthIndicator,
+  ) {}
 
-  /** Up when a platform token can be had; never shows the token. */
+  /**
+   * Readiness: 503 when no platform token can be had (the last exchange failed) or the certificate has expired.
+   * Active mode fetches a token only when none is cached, through the module's single flight. Never shows a token.
+   */
   @Get()
-  async health(): Promise<{ status: 'ok'; tokenExpiresAt: string }> {
-    const token = await this.tokens.getToken();
-    return { status: 'ok', tokenExpiresAt: token.expiresAt.toISOString() };
+  @HealthCheck()
+  check(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.platform.isHealthy('platform', { mode: 'active' })]);
   }
 }

@@ -1,5 +1,11 @@
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { HealthController } from './health.controller.js';
 
-@Module({ controllers: [HealthController] })
+@Module({
+  imports: [TerminusModule],
+  controllers: [HealthController],
+  providers: [PlatformAuthHealthIndicator],
+})
 export class HealthModule {}

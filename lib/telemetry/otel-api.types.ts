@@ -1,0 +1,52 @@
+/**
+ * The part of `@opentelemetry/api` (>= 1.7 < 2) the module uses. Our own types, so the package compiles and runs
+ * without the API installed: it is an optional peer, loaded with `import()` only when present.
+ */
+export type OtelAttributes = Record<string, string | number | boolean | undefined>;
+
+export interface OtelCounter {
+  add(value: number, attributes?: OtelAttributes): void;
+}
+
+export interface OtelHistogram {
+  record(value: number, attributes?: OtelAttributes): void;
+}
+
+export interface OtelObservableResult {
+  observe(value: number, attributes?: OtelAttributes): void;
+}
+
+export interface OtelObservableGauge {
+  addCallback(callback: (result: OtelObservableResult) => void): void;
+  removeCallback(callback: (result: OtelObservableResult) => void): void;
+}
+
+export interface OtelInstrumentOptions {
+  description?: string;
+  unit?: string;
+}
+
+export interface OtelMeter {
+  createCounter(name: string, options?: OtelInstrumentOptions): OtelCounter;
+  createHistogram(name: string, options?: OtelInstrumentOptions): OtelHistogram;
+  createObservableGauge(name: string, options?: OtelInstrumentOptions): OtelObservableGauge;
+}
+
+export interface OtelSpan {
+  setAttribute(key: string, value: string | number | boolean): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  end(endTime?: number): void;
+}
+
+export interface OtelTracer {
+  startSpan(name: string, options?: { kind?: number; attributes?: OtelAttributes; startTime?: number }): OtelSpan;
+}
+
+export interface OtelApi {
+  metrics: { getMeter(name: string, version?: string): OtelMeter };
+  trace: { getTracer(name: string, version?: string): OtelTracer };
+}
+
+/** `SpanStatusCode.ERROR` and `SpanKind.CLIENT` of the API; stable numbers since 1.0. */
+export const OTEL_SPAN_STATUS_ERROR = 2;
+export const OTEL_SPAN_KIND_CLIENT = 2;

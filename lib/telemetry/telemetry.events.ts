@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+
+/**
+ * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
+ * installed: `diagnostics_channel.subscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, (event) => …)`.
+ */
+export const PLATFORM_AUTH_DIAGNOSTICS_CHANNEL = 'nestjs-platform-auth';
+
+/** Names of the OpenTelemetry instruments, span and attributes (documented in docs/operations.md). */
+export const TELEMETRY_NAMES = {
+  meter: 'nestjs-platform-auth',
+  exchanges: 'platform_auth.token.exchanges',
+  exchangeDuration: 'platform_auth.token.exchange.duration',
+  tokenTimeToExpiry: 'platform_auth.token.time_to_expiry',
+  certificateTimeToExpiry: 'platform_auth.certificate.time_to_expiry',
+  reauthentications: 'platform_auth.reauthentications',
+  storeLock: 'platform_auth.store.lock',
+  credentialChanges: 'platform_auth.credentials.changes',
+  exchangeSpan: 'platform_auth.token_exchange',
+  integrationAttribute: 'platform_auth.integration',
+} as const;
+
+/** What became of one attempt to take the shared store's lock (fed by the shared token store). */
+export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
+/** A credential change: files re-read and swapped, a new pair rejected (the last good one kept), or rotated by call. */
+export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed';
+
+/** What happened, without the integration it happened to. */
+export type PlatformAuthDiagnosticsEventBody =
+  | { readonly event: 'exchange:start' }
+  | {
+      readonly event: 'exchange:end';
+      readonly outcome: 'success' | 'failure';
+      readonly reason?: TokenExchangeFailure | 'signing_failed';
+      readonly status?: number;
+      readonly attempts: number;
+      readonly durationSeconds: number;
+    }
+  | { readonly event: 'reauthentication' }
+  | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }
+  | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
+  | { readonly event: 'certificate:expiring'; readonly daysLeft: number };
+
+/** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
+export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;
+
+/**
+ * A short, stable name for the integration in telemetry: a hash of the token URL and the machineId, so dashboards
+ * can tell integrations apart without the machineId itself appearing anywhere.
+ */
+export function integrationHash(tokenUrl: string, machineId: string): string {
+  return createHash('sha256').update(`${tokenUrl}\n${machineId}`).digest('hex').slice(0, 12);
+}

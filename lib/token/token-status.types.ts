@@ -1,0 +1,63 @@
+import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { CredentialReloadStatus } from '../credentials/credentials.reloader.js';
+
+/**
+ * - `valid`: a usable token is cached.
+ * - `renewing`: an exchange is in flight (with or without a usable token; see `token`).
+ * - `none`: no usable token and nothing in flight (before the first call, after `invalidate()`, or expired).
+ * - `backoff`: no usable token, and the last exchange failed: callers fail fast until `nextAttemptAt`.
+ * - `shutdown`: the module was destroyed.
+ */
+export type TokenState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutdown';
+
+export interface LastExchangeStatus {
+  /** When it ended. */
+  readonly at: Date;
+  readonly ok: boolean;
+  readonly reason?: TokenExchangeFailure;
+  /** HTTP status of the last attempt, when there was a response. */
+  readonly status?: number;
+  /** The OAuth `error` code the platform answered, such as `invalid_client`. */
+  readonly oauthError?: string;
+  readonly attempts: number;
+  readonly durationMs: number;
+}
+
+/** The shared token store's view, filled in by the store when one is configured. */
+export interface SharedStoreStatus {
+  readonly state: string;
+  readonly [detail: string]: unknown;
+}
+
+/**
+ * A snapshot of token acquisition, safe to log and to serve: no token, no assertion, no key material, no
+ * machineId. Built synchronously from fields the provider keeps anyway.
+ */
+export interface TokenProviderStatus {
+  readonly state: TokenState;
+  /** The cached token's timing, when one is cached (even if due for renewal). */
+  readonly token?: {
+    readonly expiresAt: Date;
+    readonly expiresInMs: number;
+    readonly ageMs: number;
+    readonly usable: boolean;
+  };
+  readonly lastExchange?: LastExchangeStatus;
+  readonly consecutiveFailures: number;
+  /** While in back-off: when the next exchange may start. */
+  readonly nextAttemptAt?: Date;
+  /** Present when a certificate (not only a thumbprint) is configured. */
+  readonly certificate?: {
+    readonly notAfter: Date;
+    /** Whole days, rounded down; negative once expired. */
+    readonly daysLeft: number;
+    readonly expired: boolean;
+  };
+  readonly credentials: {
+    /** The thumbprint assertions carry now (`iss`); it changes with a reload or a rotation. */
+    readonly thumbprint: string;
+    readonly activatedAt: Date;
+    readonly reload: CredentialReloadStatus;
+  };
+  readonly sharedStore?: SharedStoreStatus;
+}

@@ -1,0 +1,149 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { CredentialsHolder } from '../../lib/credentials/credentials.holder.js';
+import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
+import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
+import { ConfigReport } from '../../lib/options/config.report.js';
+import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
+import { expectNoSecrets } from '../support/leak-check.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { createSecretVolume, type SecretVolume } from '../support/secret-volume.js';
+
+const INTERVAL = 10_000;
+const volumes: SecretVolume[] = [];
+afterEach(() => volumes.splice(0).forEach((volume) => volume.remove()));
+
+async function startReloader(first: TestCredentials) {
+  const volume = createSecretVolume({ key: first.privateKeyPem, certificate: first.certificatePem });
+  volumes.push(volume);
+  const clock = new FakeClock();
+  const sources = { privateKeyPath: volume.keyPath, certificatePath: volume.certificatePath };
+  const holder = new CredentialsHolder(
+    'machine',
+    loadCredentials(sources, clock.now(), new ConfigReport())!,
+    clock.now(),
+  );
+  const logger = new RecordingLogger();
+  const reloader = new CredentialsReloader(
+    sources,
+    INTERVAL,
+    clock,
+    holder,
+    PlatformAuthTelemetry.channelOnly('abc', clock),
+    logger,
+  );
+  reloader.start();
+  return { volume, clock, holder, logger, reloader, thumbprint: () => holder.active.credentials.thumbprint };
+}
+
+describe('credential reload from *_PATH files', () => {
+  it('picks up a Kubernetes-style secret update (..data symlink swap) on the next check, by the clock', async () => {
+    const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
+    const r = await startReloader(first);
+    r.clock.advance(INTERVAL);
+    expect(r.reloader.status()).toMatchObject({ state: 'watching', intervalMs: INTERVAL });
+    expect(r.thumbprint()).toBe(first.thumbprint);
+
+    r.volume.update({ key: second.privateKeyPem, certificate: second.certificatePem });
+    expect(r.thumbprint()).toBe(first.thumbprint); // nothing happens between checks
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(second.thumbprint);
+    expect(r.reloader.status().lastReloadAt?.getTime()).toBe(r.clock.now());
+    expect(r.logger.messages('log').join('\n')).toContain(`thumbprint ${second.thumbprint} (was ${first.thumbprint})`);
+    r.reloader.stop();
+    expect(r.clock.pendingTimers).toBe(0);
+  });
+
+  it('does not reload unchanged files (content hash), even when the symlink is swapped to identical content', async () => {
+    const first = await createTestCredentials();
+    const r = await startReloader(first);
+    const before = r.holder.active;
+    r.volume.update({ key: first.privateKeyPem, certificate: first.certificatePem });
+    r.clock.advance(INTERVAL);
+    expect(r.holder.active).toBe(before);
+    expect(r.logger.entries).toEqual([]);
+    r.reloader.stop();
+  });
+
+  it('keeps the last good pair while files have vanished for a moment, and warns only when it lasts', async () => {
+    const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
+    const r = await startReloader(first);
+    r.volume.removeCurrent();
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(first.thumbprint);
+    expect(r.logger.entries).toEqual([]);
+    r.volume.update({ key: second.privateKeyPem, certificate: second.certificatePem });
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(second.thumbprint);
+
+    r.volume.removeCurrent();
+    for (let i = 0; i < 3; i += 1) r.clock.advance(INTERVAL);
+    expect(r.logger.messages('warn')).toEqual([expect.stringMatching(/unreadable for 3 checks/)]);
+    expect(r.thumbprint()).toBe(second.thumbprint);
+    r.reloader.stop();
+  });
+
+  it('refuses a half-written key file, keeps the old credentials, reports why (no PEM), then takes the finished file', async () => {
+    const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
+    const r = await startReloader(first);
+    const dataDir = join(r.volume.dir, '..data');
+    writeFileSync(join(dataDir, 'tls.key'), second.privateKeyPem.slice(0, second.privateKeyPem.length / 2));
+    writeFileSync(join(dataDir, 'tls.crt'), second.certificatePem);
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(first.thumbprint);
+    const status = r.reloader.status();
+    expect(status.state).toBe('rejected');
+    expect(status.problems?.join('\n')).toMatch(/privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/);
+    expect(r.logger.messages('error')[0]).toMatch(
+      new RegExp(`last good pair \\(thumbprint ${first.thumbprint}\\) stays in use`),
+    );
+    expectNoSecrets({ status, log: r.logger.entries }, [second.privateKeyPem, first.privateKeyPem]);
+
+    r.clock.advance(INTERVAL); // same half-written content: not checked, not logged again
+    expect(r.logger.messages('error')).toHaveLength(1);
+    writeFileSync(join(dataDir, 'tls.key'), second.privateKeyPem);
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(second.thumbprint);
+    expect(r.reloader.status().state).toBe('watching');
+    expect(r.reloader.status().problems).toBeUndefined();
+    r.reloader.stop();
+  });
+
+  it('refuses a certificate that does not belong to the key (files updated one at a time)', async () => {
+    const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
+    const r = await startReloader(first);
+    writeFileSync(join(r.volume.dir, '..data', 'tls.crt'), second.certificatePem);
+    r.clock.advance(INTERVAL);
+    expect(r.thumbprint()).toBe(first.thumbprint);
+    expect(r.reloader.status().problems?.join('\n')).toMatch(/does not match the private key/);
+    r.reloader.stop();
+  });
+
+  it('is off without an interval', async () => {
+    const first = await createTestCredentials();
+    const clock = new FakeClock();
+    const holder = new CredentialsHolder(
+      'm',
+      loadCredentials(
+        { privateKey: first.privateKeyPem, certificate: first.certificatePem },
+        clock.now(),
+        new ConfigReport(),
+      )!,
+      clock.now(),
+    );
+    const reloader = new CredentialsReloader(
+      { privateKey: first.privateKeyPem },
+      undefined,
+      clock,
+      holder,
+      PlatformAuthTelemetry.channelOnly('abc', clock),
+      new RecordingLogger(),
+    );
+    reloader.start();
+    expect(reloader.enabled).toBe(false);
+    expect(reloader.status()).toEqual({ state: 'off' });
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
