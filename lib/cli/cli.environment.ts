@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
+import { integrationName } from '../options/integration-name.util.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import {
@@ -31,6 +32,12 @@ export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
   'no-env-file': {
     type: 'boolean',
     description: 'read the environment only, not ./.env',
+  },
+  integration: {
+    type: 'string',
+    placeholder: 'NAME',
+    description:
+      "a named integration: read PLATFORM_<NAME>_* (PLATFORM_BILLING_BASE_URL, …), as platformAuthConfig.forIntegration('name') does",
   },
 };
 
@@ -61,6 +68,18 @@ export function configurationEnv(context: CommandContext): Env {
   return { ...fromFile, ...context.env };
 }
 
+/** `--integration NAME`, checked as the module checks `forRoot({ name })`. */
+function integrationOption(context: CommandContext): string | undefined {
+  const name = stringOption(context, 'integration');
+  if (name === undefined) return undefined;
+  try {
+    return integrationName(name);
+  } catch (error) {
+    if (error instanceof PlatformAuthConfigError) throw new UsageError(`--integration ${error.problems[0]!.message}`);
+    throw error;
+  }
+}
+
 export type Configuration =
   | {
       readonly options: PlatformAuthOptions;
@@ -73,10 +92,11 @@ export type Configuration =
  * Reads the variables and validates them exactly as the module does at start-up (`readPlatformAuthEnv`, then
  * `resolvePlatformAuthOptions`), so the command line and an application can never disagree about a configuration.
  */
-export function resolveConfiguration(env: Env, nowMs: number): Configuration {
-  const options = readPlatformAuthEnv({ ...env });
+export function resolveConfiguration(context: CommandContext, nowMs: number): Configuration {
+  const integration = integrationOption(context);
+  const options = readPlatformAuthEnv({ ...configurationEnv(context) }, integration);
   try {
-    return { options, config: resolvePlatformAuthOptions(options, nowMs) };
+    return { options, config: resolvePlatformAuthOptions(options, nowMs, integration) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;
@@ -100,7 +120,7 @@ function configurationChecks(findings: readonly ConfigProblem[], status: CheckRe
 export function requireConfiguration(
   context: CommandContext,
 ): Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined {
-  const configuration = resolveConfiguration(configurationEnv(context), context.now());
+  const configuration = resolveConfiguration(context, context.now());
   if (configuration.config) return configuration;
   if (context.out.json) context.out.printJson({ ok: false, problems: configuration.problems });
   else printConfigurationProblems(context.out, configuration.problems);

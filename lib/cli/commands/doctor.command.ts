@@ -12,7 +12,7 @@ import {
   type Findings,
 } from './doctor-configuration.checks.js';
 import { probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
-import { configurationEnv, ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
+import { ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
 import { exchangeOnce } from '../cli.exchange.js';
 import { countChecks, printChecks, signedSeconds, summaryLine } from '../cli.output.js';
 
@@ -34,7 +34,7 @@ const PROBE_TIMEOUT_MS = 5_000;
 
 async function run(context: CommandContext): Promise<number> {
   const now = context.now();
-  const { options, config, problems = [] } = resolveConfiguration(configurationEnv(context), now);
+  const { options, config, problems = [] } = resolveConfiguration(context, now);
   // PlatformAuthConfigError carries only problems: load the credentials on their own for the warnings, and for
   // the details of the parts that are fine.
   const credentials = config
