@@ -75,7 +75,7 @@ function integrationOption(context: CommandContext): string | undefined {
   try {
     return integrationName(name);
   } catch (error) {
-    if (error instanceof PlatformAuthConfigError) throw new UsageError(`--integration ${error.problems[0]!.message}`);
+    if (error instanceof PlatformAuthConfigError) throw new UsageError(`--integration ${error.problems[0].message}`);
     throw error;
   }
 }
