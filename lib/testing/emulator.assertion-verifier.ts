@@ -1,11 +1,16 @@
-import type { KeyObject } from 'node:crypto';
-import { compactVerify, errors as joseErrors } from 'jose';
-import { thumbprintFormatProblem } from '../credentials/thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS } from './emulator.constants.js';
+import {
+  evaluateClaimRules,
+  firstFailure,
+  type AssertionRule,
+  type ClaimRuleId,
+  type ClaimRuleVerdict,
+} from './emulator.claim-rules.js';
 import { ExpiringMap } from './emulator.expiring-map.js';
-import { ACTIVE_STATUS, type IntegrationRegistry } from './emulator.registry.js';
+import type { IntegrationRegistry } from './emulator.registry.js';
 import type { RegisteredIntegration, TokenRequestRule } from './emulator.types.js';
+
+// The token endpoint's own refusals quote values the same way as the assertion rules.
+export { quote } from './emulator.claim-rules.js';
 
 /** RFC 6749 §5.2 error codes the token endpoint answers with. */
 export type OAuthErrorCode =
@@ -23,8 +28,10 @@ export interface DecodedAssertion {
   readonly claims?: Record<string, unknown>;
 }
 
-export type AssertionVerdict = DecodedAssertion &
-  (
+export type AssertionVerdict = DecodedAssertion & {
+  /** Every rule's verdict, once the assertion could be decoded. */
+  readonly rules?: readonly ClaimRuleVerdict[];
+} & (
     | { readonly ok: true; readonly integration: RegisteredIntegration }
     | (TokenRejection & { readonly integration?: RegisteredIntegration })
   );
@@ -44,23 +51,28 @@ export interface AssertionVerifierSettings {
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
 const COMPACT_JWE = /^[A-Za-z0-9_-]*(\.[A-Za-z0-9_-]*){4}$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const STRING_CLAIMS = ['jti', 'iss', 'sub'] as const;
-/** The claims once their types have been checked; `aud` may still be an array, which the `aud` rule refuses. */
-interface AssertionClaimsShape {
-  jti: string;
-  iss: string;
-  sub: string;
-  aud: string | unknown[];
-  iat: number;
-  nbf: number;
-  exp: number;
-}
-const NUMERIC_DATE_CLAIMS = ['iat', 'nbf', 'exp'] as const;
+/** The OAuth error each assertion rule answers with (RFC 6749 §5.2; see docs/emulator.md for why). */
+const RULE_ERRORS: Readonly<Record<AssertionRule, OAuthErrorCode>> = {
+  alg: 'invalid_request',
+  typ: 'invalid_request',
+  claims: 'invalid_request',
+  iss: 'invalid_client',
+  signature: 'invalid_client',
+  sub: 'invalid_client',
+  status: 'unauthorized_client',
+  aud: 'invalid_grant',
+  lifetime: 'invalid_grant',
+  'nbf-before-iat': 'invalid_grant',
+  expired: 'invalid_grant',
+  'not-yet-valid': 'invalid_grant',
+  'jti-replay': 'invalid_grant',
+};
+/** Until these hold, the sender is not known to hold the integration's key. */
+const AUTHENTICATING_RULES: readonly ClaimRuleId[] = ['alg', 'typ', 'claims', 'iss', 'signature'];
 
 /**
- * Checks a client assertion against every rule of docs/platform-contract.md#assertion, in a fixed order (the one of
- * `TokenRequestRule`), and stops at the first rule broken. The signature is verified with jose against the
- * registered certificate's key, independently of the library's signer.
+ * Checks a client assertion against every rule of docs/platform-contract.md#assertion (`evaluateClaimRules`) and answers with the first rule
+ * broken, in the fixed order of `CLAIM_RULE_ORDER`; the verdict of every rule travels with the answer.
  */
 export class AssertionVerifier {
   /** jti → the assertion's `exp`: an assertion is forgotten only once it could no longer be accepted anyway. */
@@ -79,111 +91,33 @@ export class AssertionVerifier {
   async verify(tokenField: string): Promise<AssertionVerdict> {
     const decoded = this.decodeAssertion(tokenField);
     if (!decoded.ok) return decoded;
-    const { jwt, header, claims } = decoded;
-    const parts = { header, claims };
-
-    const formatProblem = checkHeader(header) ?? checkClaimTypes(claims);
-    if (formatProblem) return { ...parts, ...formatProblem };
-    const assertion = claims as unknown as AssertionClaimsShape;
-
-    const entry = this.settings.registry.findByIssuer(assertion.iss);
-    if (!entry) {
-      const hint = thumbprintHint(assertion.iss, this.settings.registry.thumbprintAlgorithm);
-      return {
-        ...parts,
-        ...tokenRejection(
-          'iss',
-          'invalid_client',
-          `iss ${quote(assertion.iss)} is not the thumbprint of any registered certificate${hint}`,
-        ),
-      };
-    }
-    const signatureProblem = await verifySignature(jwt, entry.publicKey);
-    if (signatureProblem) return { ...parts, ...signatureProblem };
-
-    const replayed = this.remember(assertion);
-    const integration = entry.integration;
-    const problem = this.checkAuthenticated(assertion, integration, replayed);
-    return problem ? { ...parts, integration, ...problem } : { ok: true, ...parts, integration };
+    const { registry } = this.settings;
+    const rules = await evaluateClaimRules(decoded, {
+      audience: this.settings.audience,
+      now: this.settings.now(),
+      leewayMs: this.settings.leewayMs,
+      thumbprintAlgorithm: registry.thumbprintAlgorithm,
+      findIssuer: (iss) => {
+        const entry = registry.findByIssuer(iss);
+        return entry && { ...entry.integration, publicKey: entry.publicKey };
+      },
+      jtiSeen: (jti) => this.seenJtis.get(jti) !== undefined,
+    });
+    const parts = { header: decoded.header, claims: decoded.claims, rules };
+    const authenticated = AUTHENTICATING_RULES.every((id) => rules.find((rule) => rule.rule === id)?.outcome === 'ok');
+    // A client must build a new assertion for every attempt, so a genuine one is remembered whatever the verdict:
+    // sending it twice is a replay even if the first attempt was refused.
+    const claims = decoded.claims as { iss: string; jti: string; exp: number };
+    if (authenticated) this.remember(claims);
+    const integration = authenticated ? registry.findByIssuer(claims.iss)?.integration : undefined;
+    const failed = firstFailure(rules);
+    if (!failed) return { ok: true, ...parts, integration: integration! };
+    return { ...parts, integration, ...tokenRejection(failed.rule, RULE_ERRORS[failed.rule], failed.message) };
   }
 
-  /**
-   * Records the jti, and says whether it was known. Done as soon as the signature is genuine, whatever the verdict:
-   * a client must build a new assertion for every attempt, so sending one twice is a replay even if the first
-   * attempt was refused.
-   */
-  private remember({ jti, exp }: AssertionClaimsShape): boolean {
+  private remember({ jti, exp }: { jti: string; exp: number }): void {
     const known = this.seenJtis.get(jti);
     this.seenJtis.set(jti, { expiresAt: Math.max(exp * 1000, known?.expiresAt ?? 0) });
-    return known !== undefined;
-  }
-
-  /** The rules for an assertion whose signature verified, in order. */
-  private checkAuthenticated(
-    { jti, sub, aud, iat, nbf, exp }: AssertionClaimsShape,
-    integration: RegisteredIntegration,
-    replayed: boolean,
-  ): TokenRejection | undefined {
-    if (sub !== integration.machineId) {
-      return tokenRejection(
-        'sub',
-        'invalid_client',
-        `sub ${quote(sub)} is not the machineId of the integration whose certificate signed the assertion (wrong machineId)`,
-      );
-    }
-    if (integration.status !== ACTIVE_STATUS) {
-      return tokenRejection(
-        'status',
-        'unauthorized_client',
-        `the system integration's status is ${quote(integration.status)}; only an ${ACTIVE_STATUS} integration can authenticate`,
-      );
-    }
-    if (aud !== this.settings.audience) {
-      const actual = Array.isArray(aud) ? `an array ${quote(aud)}` : quote(aud);
-      return tokenRejection(
-        'aud',
-        'invalid_grant',
-        `aud is ${actual}; the platform expects the single string ${quote(this.settings.audience)} (invalid audience)`,
-      );
-    }
-    if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) {
-      return tokenRejection(
-        'lifetime',
-        'invalid_grant',
-        `exp - iat is ${exp - iat} s; the JWT lifetime must not exceed ${MAX_ASSERTION_LIFETIME_SECONDS} s`,
-      );
-    }
-    if (iat - nbf > MAX_ASSERTION_LIFETIME_SECONDS) {
-      return tokenRejection(
-        'nbf-before-iat',
-        'invalid_grant',
-        `nbf is ${iat - nbf} s before iat; at most ${MAX_ASSERTION_LIFETIME_SECONDS} s is allowed`,
-      );
-    }
-    const now = this.settings.now();
-    const leeway = this.settings.leewayMs;
-    if (exp * 1000 + leeway <= now) {
-      return tokenRejection(
-        'expired',
-        'invalid_grant',
-        `the JWT has expired: exp is ${isoTime(exp * 1000)}, platform time is ${isoTime(now)} (expired JWT, or client and platform clocks out of sync)`,
-      );
-    }
-    if (now + leeway < nbf * 1000) {
-      return tokenRejection(
-        'not-yet-valid',
-        'invalid_grant',
-        `the JWT is not valid yet: nbf is ${isoTime(nbf * 1000)}, platform time is ${isoTime(now)} (client and platform clocks out of sync)`,
-      );
-    }
-    if (replayed) {
-      return tokenRejection(
-        'jti-replay',
-        'invalid_grant',
-        `jti ${quote(jti)} has been used before; every JWT needs a new jti`,
-      );
-    }
-    return undefined;
   }
 
   private decodeAssertion(
@@ -247,69 +181,8 @@ export class AssertionVerifier {
   }
 }
 
-/** Verified by jose against the registered certificate's key, never by the library's own code. */
-async function verifySignature(jwt: string, publicKey: KeyObject): Promise<TokenRejection | undefined> {
-  try {
-    await compactVerify(jwt, publicKey, { algorithms: ['RS256'] });
-    return undefined;
-  } catch (error) {
-    const description =
-      error instanceof joseErrors.JWSSignatureVerificationFailed
-        ? 'the signature does not verify with the certificate registered for iss (signed with another key, or altered)'
-        : `the signature could not be verified with the certificate registered for iss (${error instanceof joseErrors.JOSEError ? error.code : 'unexpected error'})`;
-    return tokenRejection('signature', 'invalid_client', description);
-  }
-}
-
-function checkHeader(header: Record<string, unknown>): TokenRejection | undefined {
-  if (header.alg !== 'RS256') {
-    return tokenRejection(
-      'alg',
-      'invalid_request',
-      `the JWT header alg is ${quote(header.alg)}; the platform requires RS256`,
-    );
-  }
-  if (header.typ !== 'JWT') {
-    return tokenRejection(
-      'typ',
-      'invalid_request',
-      `the JWT header typ is ${quote(header.typ)}; the platform requires JWT`,
-    );
-  }
-  return undefined;
-}
-
 export function tokenRejection(rule: TokenRequestRule, error: OAuthErrorCode, description: string): TokenRejection {
   return { ok: false, rule, error, description };
-}
-
-/** Every missing or mistyped claim at once, so a client sees all of them in one round trip. */
-function checkClaimTypes(claims: Record<string, unknown>): TokenRejection | undefined {
-  const missing: string[] = [];
-  const mistyped: string[] = [];
-  for (const name of STRING_CLAIMS) {
-    const value = claims[name];
-    if (value === undefined) missing.push(name);
-    else if (typeof value !== 'string' || value === '')
-      mistyped.push(`${name} must be a non-empty string, got ${quote(value)}`);
-  }
-  if (claims.aud === undefined) missing.push('aud');
-  else if (typeof claims.aud !== 'string' && !Array.isArray(claims.aud))
-    mistyped.push(`aud must be a string, got ${quote(claims.aud)}`);
-  for (const name of NUMERIC_DATE_CLAIMS) {
-    const value = claims[name];
-    if (value === undefined) missing.push(name);
-    else if (typeof value !== 'number' || !Number.isFinite(value)) {
-      mistyped.push(`${name} must be a NumericDate (a number of seconds since the epoch), got ${quote(value)}`);
-    }
-  }
-  const problems = [...(missing.length > 0 ? [`missing required claim(s) ${missing.join(', ')}`] : []), ...mistyped];
-  if (problems.length === 0) return undefined;
-  return tokenRejection(
-    'claims',
-    'invalid_request',
-    `${problems.join('; ')} (jti, iss, sub, aud, iat, nbf and exp are all required)`,
-  );
 }
 
 function decodeJsonSegment(segment: string): Record<string, unknown> | undefined {
@@ -321,23 +194,4 @@ function decodeJsonSegment(segment: string): Record<string, unknown> | undefined
   } catch {
     return undefined;
   }
-}
-
-/** Why an unknown `iss` may be a near miss: the usual mistakes in copying a thumbprint from the portal. */
-function thumbprintHint(iss: string, algorithm: ThumbprintAlgorithm): string {
-  if (/[:\s]/.test(iss)) return ' (it contains colons or spaces; the thumbprint is plain hex)';
-  const problem = thumbprintFormatProblem(iss.toUpperCase(), algorithm);
-  return problem ? ` (it ${problem})` : ' (the certificate is not registered, or the configured thumbprint is wrong)';
-}
-
-/** A claim value for an error description: JSON, cut short so a hostile client cannot make the answer huge. */
-export function quote(value: unknown): string {
-  if (value === undefined) return 'missing';
-  const text = JSON.stringify(value) ?? `a ${typeof value}`;
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-
-function isoTime(ms: number): string {
-  const date = new Date(ms);
-  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
 }

@@ -148,7 +148,7 @@ export class TokenEndpoint {
       return { response: { status: 200, headers: NO_STORE, body: outcome.body }, record };
     }
     const verdict = await this.settings.verifier.verify(request.token!);
-    const summary = { ...request.summary, header: verdict.header, claims: verdict.claims };
+    const summary = { ...request.summary, header: verdict.header, claims: verdict.claims, rules: verdict.rules };
     if (!verdict.ok) return this.refusal(verdict, { ...summary, machineId: verdict.integration?.machineId }, false);
 
     const expiresIn = this.settings.tokenLifetimeSeconds();

@@ -1,4 +1,5 @@
 import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ClaimRuleVerdict } from './emulator.claim-rules.js';
 
 /** The two permissions a system integration can hold (docs/platform-contract.md#system-integration). */
 export type IntegrationPermission = 'Send message' | 'Retrieve billing data';
@@ -29,6 +30,8 @@ export interface PlatformEmulatorOptions {
   tokenEncodings?: Array<'jwt' | 'base64'>;
   /** Journal entries kept; the oldest are dropped first. Default 1000. */
   journalLimit?: number;
+  /** Serve the inspector page at `/_emulator/` (docs/emulator.md). Default false: the path is then 404. */
+  inspector?: boolean;
 }
 
 export interface RegisterIntegrationInput {
@@ -152,6 +155,11 @@ export interface TokenRequestRecord {
   verdict: 'accepted' | 'rejected' | 'fault';
   /** The rule that rejected the request. */
   rule?: TokenRequestRule;
+  /**
+   * Every assertion rule's verdict, in the order the endpoint applies them, once the assertion could be decoded
+   * (absent for request-level refusals and faults). `rule` above is the first of them that failed.
+   */
+  rules?: readonly ClaimRuleVerdict[];
   /** The kind of the injected fault that answered instead of the endpoint. */
   fault?: EmulatorFault['kind'];
   error?: string;
