@@ -1,10 +1,19 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ExpiringMap } from './emulator.expiring-map.js';
 
 interface IssuedToken {
   readonly machineId: string;
   readonly expiresAt: number;
   revoked: boolean;
+}
+
+/** What the inspector may show of an issued token: never the token, only a short hash of it. */
+export interface IssuedTokenSummary {
+  /** The first 12 hex characters of the token's SHA-256. */
+  readonly id: string;
+  readonly machineId: string;
+  readonly expiresAt: number;
+  readonly state: 'active' | 'expired' | 'revoked';
 }
 
 export type BearerCheck =
@@ -58,4 +67,33 @@ export class AccessTokenStore {
     }
     return revoked;
   }
+
+  /** Every token still remembered, latest expiry first. */
+  list(): IssuedTokenSummary[] {
+    const now = this.now();
+    return [...this.tokens.keyed()]
+      .map(([accessToken, token]) => ({
+        id: shortHash(accessToken),
+        machineId: token.machineId,
+        expiresAt: token.expiresAt,
+        state: token.revoked
+          ? ('revoked' as const)
+          : token.expiresAt <= now
+            ? ('expired' as const)
+            : ('active' as const),
+      }))
+      .sort((a, b) => b.expiresAt - a.expiresAt);
+  }
+
+  /** Revokes the token whose short hash is `id`; true when it was usable. */
+  revokeById(id: string): boolean {
+    for (const accessToken of this.tokens.keyed()) {
+      if (shortHash(accessToken[0]) === id) return this.revoke(accessToken[0]);
+    }
+    return false;
+  }
+}
+
+function shortHash(accessToken: string): string {
+  return createHash('sha256').update(accessToken).digest('hex').slice(0, 12);
 }

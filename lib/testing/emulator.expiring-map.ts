@@ -30,6 +30,10 @@ export class ExpiringMap<V extends { readonly expiresAt: number }> {
     return this.entries.values();
   }
 
+  keyed(): IterableIterator<[string, V]> {
+    return this.entries.entries();
+  }
+
   private sweep(): void {
     const now = this.now();
     for (const [key, entry] of this.entries) {

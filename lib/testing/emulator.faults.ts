@@ -18,6 +18,11 @@ export class FaultQueues {
     this.queues[target].push(checkedFault(fault));
   }
 
+  /** The faults still queued, per target, first used first. */
+  pending(): Record<FaultTarget, EmulatorFault[]> {
+    return { token: [...this.queues.token], api: [...this.queues.api] };
+  }
+
   take(target: FaultTarget): EmulatorFault | undefined {
     return this.queues[target].shift();
   }

@@ -6,10 +6,12 @@ import type { IntegrationPermission, RegisteredIntegration, RegisterIntegrationI
 export const ALL_PERMISSIONS: readonly IntegrationPermission[] = ['Send message', 'Retrieve billing data'];
 export const ACTIVE_STATUS = 'Active';
 
-interface RegistryEntry {
+export interface RegistryEntry {
   readonly integration: RegisteredIntegration;
   /** The certificate's public key, parsed once at registration: what the token endpoint verifies signatures with. */
   readonly publicKey: KeyObject;
+  readonly validFrom: Date;
+  readonly validTo: Date;
 }
 
 /** The emulator's Administration Portal: system integrations, found by thumbprint (`iss`) or machineId (`sub`). */
@@ -43,7 +45,12 @@ export class IntegrationRegistry {
       status: input.status ?? ACTIVE_STATUS,
       permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
     };
-    const entry = { integration, publicKey: certificate.publicKey };
+    const entry = {
+      integration,
+      publicKey: certificate.publicKey,
+      validFrom: new Date(certificate.validFrom),
+      validTo: new Date(certificate.validTo),
+    };
     this.byThumbprint.set(thumbprint, entry);
     this.byMachineId.set(machineId, entry);
     return integration;
@@ -52,6 +59,11 @@ export class IntegrationRegistry {
   /** The integration whose thumbprint is `iss`, ignoring case as the portal's display does. */
   findByIssuer(iss: string): RegistryEntry | undefined {
     return this.byThumbprint.get(iss.toUpperCase());
+  }
+
+  /** Every registered integration, in registration order. */
+  entries(): RegistryEntry[] {
+    return [...this.byMachineId.values()];
   }
 
   get(machineId: string): RegisteredIntegration {

@@ -7,6 +7,7 @@ import { AccessTokenStore } from './emulator.access-tokens.js';
 import { AssertionVerifier } from './emulator.assertion-verifier.js';
 import { answerWithFault, FaultQueues } from './emulator.faults.js';
 import { writeResponse } from './emulator.http.js';
+import { EmulatorInspector } from './emulator.inspector.js';
 import { PlaceholderApi } from './emulator.placeholder-api.js';
 import { IntegrationRegistry } from './emulator.registry.js';
 import { TokenEndpoint } from './emulator.token-endpoint.js';
@@ -65,6 +66,7 @@ export class PlatformEmulator {
   private readonly placeholderApi: PlaceholderApi;
   private readonly userFlow: UserFlow;
   private readonly faults = new FaultQueues();
+  private readonly inspector?: EmulatorInspector;
   /** Aborted by `close()`, which cancels pending `delay` faults. */
   private readonly shutdown = new AbortController();
   private closed?: Promise<void>;
@@ -112,6 +114,15 @@ export class PlatformEmulator {
       userGrants: this.userFlow.grants,
     });
     this.placeholderApi = new PlaceholderApi(this.accessTokens, this.registry);
+    if (options.inspector) {
+      const parts = { registry: this.registry, tokens: this.accessTokens, faults: this.faults };
+      this.inspector = new EmulatorInspector({
+        emulator: this,
+        ...parts,
+        now,
+        clockOffsetMs: () => this.clockOffsetMs,
+      });
+    }
     server.on('request', (req, res) => void this.handle(req, res));
   }
 
@@ -255,6 +266,11 @@ export class PlatformEmulator {
     this.faults.push(fault, target);
   }
 
+  /** The inspector page (`inspector: true`), `url + '/_emulator/'`; undefined without it. */
+  get inspectorUrl(): string | undefined {
+    return this.inspector?.url;
+  }
+
   /** Token requests received, oldest first (a snapshot; at most `journalLimit` entries). */
   get journal(): readonly TokenRequestRecord[] {
     return Object.freeze([...this.journalEntries]);
@@ -288,7 +304,13 @@ export class PlatformEmulator {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const receivedAt = this.now();
-    const isTokenRequest = pathnameOf(req) === TOKEN_PATH;
+    const pathname = pathnameOf(req);
+    // The inspector is not part of the platform: it takes no fault and counts as no API call.
+    if (this.inspector && EmulatorInspector.serves(pathname)) {
+      // A client that went away mid-form leaves nobody to answer.
+      return this.inspector.handle(req, res, pathname).catch(() => void res.destroy());
+    }
+    const isTokenRequest = pathname === TOKEN_PATH;
     let fault = this.faults.take(isTokenRequest ? 'token' : 'api');
     try {
       if (fault?.kind === 'delay') {

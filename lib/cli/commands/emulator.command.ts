@@ -7,6 +7,7 @@ import {
   CommandFailure,
   UsageError,
   describeFsError,
+  flag,
   integerOption,
   stringOption,
   type Command,
@@ -18,7 +19,7 @@ import { userClientOption } from './user-client-option.util.js';
 export const emulatorCommand: Command = {
   name: 'emulator',
   synopsis:
-    '[--certificate FILE] [--machine-id ID] [--port N] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]]',
+    '[--certificate FILE] [--machine-id ID] [--port N] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
   description: [
     'Runs the platform emulator of nestjs-platform-auth/testing on 127.0.0.1 and prints the PLATFORM_* variables that',
     'point an application at it. With --certificate, the certificate you made with keygen is registered as the system',
@@ -61,6 +62,10 @@ export const emulatorCommand: Command = {
       type: 'string',
       placeholder: 'ID=URI[,URI…]',
       description: 'registers a public client for user sign-in with these exact redirect URIs',
+    },
+    'no-inspector': {
+      type: 'boolean',
+      description: 'do not serve the inspector page at /_emulator/ (every exchange with a verdict per rule)',
     },
   },
   run,
@@ -121,7 +126,13 @@ function readSettings(context: CommandContext): EmulatorSettings {
   return {
     port,
     userClient: userClientOption(context),
-    emulatorOptions: { port, tokenLifetimeSeconds, clockOffsetMs: clockOffsetSeconds * 1000, leewaySeconds },
+    emulatorOptions: {
+      port,
+      tokenLifetimeSeconds,
+      clockOffsetMs: clockOffsetSeconds * 1000,
+      leewaySeconds,
+      inspector: !flag(context, 'no-inspector'),
+    },
     certificatePath: certificate === undefined ? undefined : resolve(context.cwd, certificate),
     machineId,
   };
@@ -220,6 +231,7 @@ function report(
       url: emulator.url,
       tokenUrl: emulator.tokenUrl,
       audience: emulator.audience,
+      inspectorUrl: emulator.inspectorUrl,
       clockOffsetSeconds: clockOffsetMs / 1000,
       tokenLifetimeSeconds,
       leewaySeconds,
@@ -237,6 +249,7 @@ function report(
     return;
   }
   out.print(`Platform emulator listening on ${out.style.bold(emulator.url)}`);
+  if (emulator.inspectorUrl) out.print(`Inspector: ${out.style.bold(emulator.inspectorUrl)}`);
   const fields: Array<[string, string]> = [
     ['token endpoint', emulator.tokenUrl],
     ['audience', emulator.audience],
