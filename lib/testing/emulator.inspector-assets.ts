@@ -10,7 +10,8 @@ h1 { font-size: 20px; margin: 16px 0 4px; } h2 { font-size: 16px; margin: 24px 0
 nav a { margin-right: 12px; } small, .empty, .why { color: var(--muted); }
 .mono, pre, code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 table { border-collapse: collapse; width: 100%; margin: 4px 0; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 6px; text-align: left; vertical-align: top; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 6px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+table.rules th, table.rules td:nth-child(2), table.rules td.num { white-space: nowrap; overflow-wrap: normal; }
 td.num { text-align: right; white-space: nowrap; }
 .fields th { width: 140px; font-weight: 600; }
 pre { background: rgba(127, 127, 127, 0.1); padding: 8px; overflow-x: auto; margin: 0; }
@@ -20,7 +21,7 @@ details.exchange { border: 1px solid var(--line); border-left-width: 4px; border
 details.exchange.accepted { border-left-color: var(--ok); } details.exchange.rejected { border-left-color: var(--bad); }
 details.exchange.fault { border-left-color: #9a6700; }
 summary { cursor: pointer; padding: 6px 8px; } summary > * { margin-right: 8px; }
-.exchange-body { padding: 0 10px 10px; }
+.exchange-body { padding: 0 10px 10px; } .request span { margin-right: 14px; white-space: nowrap; }
 tr.failed, td.failed { background: rgba(207, 34, 46, 0.12); } tr.failed > td:nth-child(2) { color: var(--bad); font-weight: 600; }
 tr.ok > td:nth-child(2) { color: var(--ok); } tr.not-checked { color: var(--muted); }
 tr.decisive > th::after { content: " ← answered"; color: var(--bad); font-weight: 400; }

@@ -34,15 +34,15 @@ function renderExchange(record: TokenRequestRecord, number: number): SafeHtml {
       ${record.errorDescription && html`<span class="why">${record.errorDescription}</span>`}
     </summary>
     <div class="exchange-body">
-      <table class="fields">
-        ${field('method', record.method)}${field('content-type', record.contentType)}
-        ${field('grant_type', record.grantType)}${field('client_id', record.clientId)}
-        ${field('machineId', record.machineId)}${field('error', record.error)}
-      </table>
+      <p class="request">
+        ${field('method', record.method)} ${field('content-type', record.contentType)}
+        ${field('grant_type', record.grantType)} ${field('client_id', record.clientId)}
+        ${field('machineId', record.machineId)} ${field('error', record.error)}
+      </p>
       ${
         record.header &&
         html`<h4>Header</h4>
-          <pre>${JSON.stringify(record.header, null, 2)}</pre>`
+          <pre>${JSON.stringify(record.header)}</pre>`
       }
       ${
         record.claims &&
@@ -66,13 +66,7 @@ function noRulesReason(record: TokenRequestRecord): string {
 }
 
 function field(name: string, value: string | undefined): SafeHtml {
-  return html`${
-    value !== undefined &&
-    html`<tr>
-      <th>${name}</th>
-      <td class="mono">${value}</td>
-    </tr>`
-  }`;
+  return html`${value !== undefined && html`<span><b>${name}</b> <code>${value}</code></span>`}`;
 }
 
 /** The decoded claims, times shown as dates and against the emulator clock when the request arrived. */
