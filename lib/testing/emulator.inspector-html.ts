@@ -35,5 +35,7 @@ function render(value: unknown): string {
   if (value instanceof SafeHtml) return value.value;
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === undefined || value === null || value === false) return '';
-  return escapeHtml(typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value)));
+  if (typeof value === 'string') return escapeHtml(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return escapeHtml(JSON.stringify(value) ?? '');
 }

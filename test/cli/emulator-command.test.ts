@@ -77,6 +77,10 @@ describe.concurrent('platform-auth emulator', () => {
     expect(env.PLATFORM_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(env.PLATFORM_PRIVATE_KEY).toMatch(/^-----BEGIN PRIVATE KEY-----\\n.*\\n-----END PRIVATE KEY-----$/);
     expect(env.PLATFORM_CERTIFICATE).not.toContain('\n');
+    // The inspector is on by default, at the URL printed.
+    const inspectorUrl = /^Inspector: (http:\/\/\S+)$/m.exec(cli.stdout())?.[1];
+    expect(inspectorUrl).toBe(`${env.PLATFORM_BASE_URL}/_emulator/`);
+    expect((await fetch(inspectorUrl!)).status).toBe(200);
 
     const moduleRef = await Test.createTestingModule({
       imports: [PlatformAuthModule.forRoot(readPlatformAuthEnv(env))],
@@ -158,6 +162,23 @@ describe.concurrent('platform-auth emulator', () => {
     const result = await runCli(['emulator', '--user-client', 'web-app']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--user-client takes ID=REDIRECT_URI');
+  });
+
+  it('serves no inspector with --no-inspector', async () => {
+    const cli = start(['emulator', '--no-inspector', '--json']);
+    let report: { url: string; inspectorUrl?: string } | undefined;
+    await cli.until((stdout) => {
+      try {
+        report = JSON.parse(stdout) as typeof report;
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(report!.inspectorUrl).toBeUndefined();
+    expect((await fetch(`${report!.url}/_emulator/`)).status).toBe(404);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exit).toEqual({ code: 0, signal: null });
   });
 
   it('exits 1 naming the port when it is in use', async () => {
