@@ -254,7 +254,27 @@ describe('journal', () => {
       status: 200,
       verdict: 'accepted',
       machineId: integration.machineId,
+      rules: expect.any(Array),
     });
+    // Every rule was judged, and passed.
+    expect(record.rules!.map((rule) => [rule.rule, rule.outcome])).toEqual(
+      [
+        'alg',
+        'typ',
+        'claims',
+        'iss',
+        'signature',
+        'sub',
+        'status',
+        'aud',
+        'iat',
+        'lifetime',
+        'nbf-before-iat',
+        'expired',
+        'not-yet-valid',
+        'jti-replay',
+      ].map((rule) => [rule, 'ok']),
+    );
     const everything = JSON.stringify(platform.journal);
     expect(everything).not.toContain(jwt.split('.')[2]);
     expect(everything).not.toContain(response.body.access_token as string);

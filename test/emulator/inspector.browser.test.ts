@@ -132,7 +132,7 @@ describe.sequential('emulator inspector in Chromium', () => {
 
   it('renders no token, assertion or PEM, in the page or the JSON, and breaks no CSP rule', async () => {
     await page.goto(platform.inspectorUrl!);
-    await page.locator('details').evaluateAll('(all) => all.forEach((details) => { details.open = true; })');
+    await page.locator('details').evaluateAll((all) => all.forEach((details) => details.setAttribute('open', '')));
     const html = await page.content();
     const json = await (await fetch(`${platform.url}/_emulator/journal.json`)).text();
     expect(secrets.length).toBeGreaterThanOrEqual(6);
@@ -141,7 +141,13 @@ describe.sequential('emulator inspector in Chromium', () => {
     for (const text of [html, json]) expect(text).not.toContain('-----BEGIN');
     // The page did load its stylesheet: a blocked one would leave the badges unstyled.
     const badge = page.locator('#journal .badge.accepted').first();
-    expect(await badge.evaluate('(element) => getComputedStyle(element).color')).toBe('rgb(255, 255, 255)');
+    expect(
+      await badge.evaluate(
+        (element) =>
+          (globalThis as unknown as { getComputedStyle(element: unknown): { color: string } }).getComputedStyle(element)
+            .color,
+      ),
+    ).toBe('rgb(255, 255, 255)');
     expect(cspViolations).toEqual([]);
 
     // The screenshot shows the refusal for a wrong aud opened, as docs/emulator.md does.
