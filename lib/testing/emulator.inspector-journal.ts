@@ -62,6 +62,9 @@ function renderExchange(record: TokenRequestRecord, number: number): SafeHtml {
 
 function noRulesReason(record: TokenRequestRecord): string {
   if (record.verdict === 'fault') return 'An injected fault answered: the assertion rules were not applied.';
+  if (record.grantType !== undefined && record.grantType !== 'clientcertificate' && record.verdict === 'accepted') {
+    return 'A user sign-in grant: no client assertion to judge (its steps are under User sign-in).';
+  }
   return 'Refused before the assertion could be judged; the rules were not applied.';
 }
 

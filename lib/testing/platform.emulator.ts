@@ -121,6 +121,7 @@ export class PlatformEmulator {
         ...parts,
         now,
         clockOffsetMs: () => this.clockOffsetMs,
+        signInSteps: () => this.userJournal,
       });
     }
     server.on('request', (req, res) => void this.handle(req, res));

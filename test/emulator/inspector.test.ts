@@ -150,6 +150,26 @@ describe('emulator inspector over HTTP', () => {
     expect((await page()).html).toContain('clock failed: setClockOffset: ms must be a finite number');
   });
 
+  it('lists user sign-in steps generically, without codes', async () => {
+    platform.registerUserClient({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
+    const authorize = new URL(platform.authorizeUrl);
+    for (const [name, value] of Object.entries({
+      response_type: 'code',
+      client_id: 'web-app',
+      redirect_uri: 'http://127.0.0.1:9/callback',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }))
+      authorize.searchParams.set(name, value);
+    expect((await fetch(authorize)).status).toBe(200);
+    expect(platform.userJournal.length).toBeGreaterThan(0);
+    const { html } = await page();
+    const section = html.slice(html.indexOf('id="sign-in"'));
+    expect(section).toContain('web-app');
+    expect(section).toContain(platform.userJournal[0].step);
+    expect(section).not.toContain('No user sign-in step recorded');
+  });
+
   it('records a verdict for every rule, not only the first one broken', async () => {
     const stale = clock.now() - 10 * 60_000;
     const response = await requestToken(
