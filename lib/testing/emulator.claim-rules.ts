@@ -6,29 +6,8 @@ import { ACTIVE_STATUS } from './emulator.registry.js';
 import { numericDate, timeRules, verdict } from './emulator.time-rules.js';
 import type { TokenRequestRule } from './emulator.types.js';
 
-/** The rules of docs/platform-contract.md#assertion that judge a decoded assertion; each is also the `rule` the token endpoint refuses with. */
-export type AssertionRule = Extract<
-  TokenRequestRule,
-  | 'alg'
-  | 'typ'
-  | 'claims'
-  | 'iss'
-  | 'signature'
-  | 'sub'
-  | 'status'
-  | 'aud'
-  | 'lifetime'
-  | 'nbf-before-iat'
-  | 'expired'
-  | 'not-yet-valid'
-  | 'jti-replay'
->;
-
-/** `iat` has no rule of its own (only `exp − iat` and `iat − nbf` bound it); its row shows it against the clock. */
-export type ClaimRuleId = AssertionRule | 'iat';
-
 /** The order the token endpoint applies the rules in: the first one failed is the answer. */
-export const CLAIM_RULE_ORDER: readonly ClaimRuleId[] = [
+export const CLAIM_RULE_ORDER = [
   'alg',
   'typ',
   'claims',
@@ -43,7 +22,12 @@ export const CLAIM_RULE_ORDER: readonly ClaimRuleId[] = [
   'expired',
   'not-yet-valid',
   'jti-replay',
-];
+] as const satisfies readonly (TokenRequestRule | 'iat')[];
+
+/** A rule of seed 5.4 on a decoded assertion; each is also the `rule` the token endpoint refuses with. */
+export type AssertionRule = Exclude<ClaimRuleId, 'iat'>;
+/** `iat` has no rule of its own (only `exp − iat` and `iat − nbf` bound it); its row shows it against the clock. */
+export type ClaimRuleId = (typeof CLAIM_RULE_ORDER)[number];
 
 /** Short names for the rules, for tables and check lists. */
 export const CLAIM_RULE_LABELS: Readonly<Record<ClaimRuleId, string>> = {

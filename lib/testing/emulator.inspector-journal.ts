@@ -148,16 +148,7 @@ const KNOWN_FIELDS = new Set([
 /** Fields this page does not know (added by later flows), shown as text unless they could hold a secret. */
 function renderExtraFields(record: object): SafeHtml {
   const extra = Object.entries(record).filter(([name]) => !KNOWN_FIELDS.has(name));
-  if (extra.length === 0) return html``;
-  return html`<table class="fields">
-    ${extra.map(
-      ([name, value]) =>
-        html`<tr>
-          <th>${name}</th>
-          <td class="mono">${safeValue(name, value)}</td>
-        </tr>`,
-    )}
-  </table>`;
+  return extra.length === 0 ? html`` : renderGenericRecord(Object.fromEntries(extra));
 }
 
 /** A generic record (a user sign-in step), as a table of its fields with anything secret-looking withheld. */
@@ -175,7 +166,7 @@ export function renderGenericRecord(record: object): SafeHtml {
 
 function safeValue(name: string, value: unknown): string {
   if (SECRET_NAME.test(name)) return '(withheld)';
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? typeof value);
   if (COMPACT_JWT.test(text) || text.includes('-----BEGIN')) return '(withheld)';
   return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { authorizationRequestUrl } from '../support/user-sign-in.js';
 import { cliPath, ensureCliBuilt, runCli, tempDir } from './cli-harness.js';
 
 interface RunningCli {
@@ -47,6 +48,20 @@ function start(args: string[]): RunningCli {
   };
   running.push(cli);
   return cli;
+}
+
+/** The one JSON document a `--json` run prints, once it is complete. */
+async function untilJson<T>(cli: RunningCli): Promise<T> {
+  let report: T | undefined;
+  await cli.until((stdout) => {
+    try {
+      report = JSON.parse(stdout) as T;
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return report!;
 }
 
 /** `export NAME='value'` lines, as a shell would read them. */
@@ -130,29 +145,16 @@ describe.concurrent('platform-auth emulator', () => {
 
   it('registers a user client with --user-client and serves its sign-in page', async () => {
     const cli = start(['emulator', '--json', '--user-client', 'web-app=http://127.0.0.1:9/callback']);
-    let report: { userSignIn?: { authorizeUrl: string; clientId: string }; env: Record<string, string> } | undefined;
-    await cli.until((stdout) => {
-      try {
-        report = JSON.parse(stdout) as typeof report;
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    expect(report!.userSignIn).toMatchObject({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
-    expect(report!.env).toMatchObject({
+    const report = await untilJson<{
+      userSignIn?: { authorizeUrl: string; clientId: string };
+      env: Record<string, string>;
+    }>(cli);
+    expect(report.userSignIn).toMatchObject({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
+    expect(report.env).toMatchObject({
       PLATFORM_USER_CLIENT_ID: 'web-app',
       PLATFORM_USER_REDIRECT_URI: 'http://127.0.0.1:9/callback',
     });
-    const page = new URL(report!.userSignIn!.authorizeUrl);
-    for (const [name, value] of Object.entries({
-      response_type: 'code',
-      client_id: 'web-app',
-      redirect_uri: 'http://127.0.0.1:9/callback',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }))
-      page.searchParams.set(name, value);
+    const page = authorizationRequestUrl(report.userSignIn!.authorizeUrl, 'web-app', 'http://127.0.0.1:9/callback');
     expect((await fetch(page)).status).toBe(200);
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toEqual({ code: 0, signal: null });
@@ -166,17 +168,9 @@ describe.concurrent('platform-auth emulator', () => {
 
   it('serves no inspector with --no-inspector', async () => {
     const cli = start(['emulator', '--no-inspector', '--json']);
-    let report: { url: string; inspectorUrl?: string } | undefined;
-    await cli.until((stdout) => {
-      try {
-        report = JSON.parse(stdout) as typeof report;
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    expect(report!.inspectorUrl).toBeUndefined();
-    expect((await fetch(`${report!.url}/_emulator/`)).status).toBe(404);
+    const report = await untilJson<{ url: string; inspectorUrl?: string }>(cli);
+    expect(report.inspectorUrl).toBeUndefined();
+    expect((await fetch(`${report.url}/_emulator/`)).status).toBe(404);
     cli.child.kill('SIGTERM');
     expect(await cli.exit).toEqual({ code: 0, signal: null });
   });

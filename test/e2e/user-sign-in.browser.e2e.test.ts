@@ -4,22 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { startEmbeddedPlatform } from '../../sample-app/embedded-platform.js';
-
-/** The flags of COMMON.md: Debian's Chromium, headless, nothing fetched from the network. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+import { launchChromium } from '../support/chromium.js';
 
 const saved = { ...process.env };
 const userDataDir = mkdtempSync(join(tmpdir(), 'platform-auth-chromium-'));
@@ -48,11 +37,7 @@ beforeAll(async () => {
   app = moduleRef.createNestApplication({ logger: false });
   await app.listen(port, '127.0.0.1');
   base = `http://127.0.0.1:${port}`;
-  browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: CHROMIUM_ARGS,
-  });
+  browser = await launchChromium(userDataDir);
 }, 60_000);
 
 afterAll(async () => {

@@ -2,25 +2,15 @@ import { mkdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { launchChromium } from '../support/chromium.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { AssertionFactory, requestToken } from './emulator-test-kit.js';
 
 /** Git-ignored: the screenshot is an artifact of the run, not a file of the repository. */
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 let platform: PlatformEmulator;
 let integration: EmulatedIntegration;
 let assertions: AssertionFactory;
@@ -37,12 +27,7 @@ beforeAll(async () => {
   assertions = new AssertionFactory(integration.privateKeyPem, integration, platform.audience);
   secrets.push(integration.privateKeyPem, integration.certificatePem);
   profile = await mkdtemp(join(tmpdir(), 'inspector-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-  });
+  context = await launchChromium(profile, { viewport: { width: 1280, height: 900 } });
   page = context.pages()[0] ?? (await context.newPage());
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { authorizationRequestUrl } from '../support/user-sign-in.js';
 import { AssertionFactory, requestToken } from './emulator-test-kit.js';
 
 const clock = new FakeClock(Date.now());
@@ -152,15 +153,7 @@ describe('emulator inspector over HTTP', () => {
 
   it('lists user sign-in steps generically, without codes', async () => {
     platform.registerUserClient({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
-    const authorize = new URL(platform.authorizeUrl);
-    for (const [name, value] of Object.entries({
-      response_type: 'code',
-      client_id: 'web-app',
-      redirect_uri: 'http://127.0.0.1:9/callback',
-      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-      code_challenge_method: 'S256',
-    }))
-      authorize.searchParams.set(name, value);
+    const authorize = authorizationRequestUrl(platform.authorizeUrl, 'web-app', 'http://127.0.0.1:9/callback');
     expect((await fetch(authorize)).status).toBe(200);
     expect(platform.userJournal.length).toBeGreaterThan(0);
     const { html } = await page();
