@@ -117,7 +117,9 @@ describe.sequential('emulator inspector in Chromium', () => {
 
   it('renders no token, assertion or PEM, in the page or the JSON, and breaks no CSP rule', async () => {
     await page.goto(platform.inspectorUrl!);
-    await page.locator('details').evaluateAll((all) => all.forEach((details) => details.setAttribute('open', '')));
+    await page.locator('details').evaluateAll((all) => {
+      for (const details of all) details.setAttribute('open', '');
+    });
     const html = await page.content();
     const json = await (await fetch(`${platform.url}/_emulator/journal.json`)).text();
     expect(secrets.length).toBeGreaterThanOrEqual(6);
@@ -136,11 +138,9 @@ describe.sequential('emulator inspector in Chromium', () => {
     expect(cspViolations).toEqual([]);
 
     // The screenshot shows the refusal for a wrong aud opened, as docs/emulator.md does.
-    await page
-      .locator('details.exchange')
-      .evaluateAll(
-        "(all) => all.forEach((details) => { details.open = details.textContent.includes('invalid audience'); })",
-      );
+    await page.locator('details.exchange').evaluateAll((all) => {
+      for (const details of all) details.toggleAttribute('open', details.textContent!.includes('invalid audience'));
+    });
     mkdirSync(ARTIFACTS, { recursive: true });
     const screenshot = join(ARTIFACTS, 'emulator-inspector.png');
     await page.screenshot({ path: screenshot, fullPage: true });
