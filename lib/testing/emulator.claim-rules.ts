@@ -24,7 +24,7 @@ export const CLAIM_RULE_ORDER = [
   'jti-replay',
 ] as const satisfies readonly (TokenRequestRule | 'iat')[];
 
-/** A rule of seed 5.4 on a decoded assertion; each is also the `rule` the token endpoint refuses with. */
+/** A rule of docs/platform-contract.md#assertion on a decoded assertion; each is also the `rule` the token endpoint refuses with. */
 export type AssertionRule = Exclude<ClaimRuleId, 'iat'>;
 /** `iat` has no rule of its own (only `exp − iat` and `iat − nbf` bound it); its row shows it against the clock. */
 export type ClaimRuleId = (typeof CLAIM_RULE_ORDER)[number];
