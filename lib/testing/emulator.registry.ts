@@ -45,12 +45,7 @@ export class IntegrationRegistry {
       status: input.status ?? ACTIVE_STATUS,
       permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
     };
-    const entry = {
-      integration,
-      publicKey: certificate.publicKey,
-      validFrom: new Date(certificate.validFrom),
-      validTo: new Date(certificate.validTo),
-    };
+    const entry = registryEntry(integration, certificate);
     this.byThumbprint.set(thumbprint, entry);
     this.byMachineId.set(machineId, entry);
     return integration;
@@ -88,7 +83,7 @@ export class IntegrationRegistry {
     this.byThumbprint.delete(entry.integration.thumbprint);
     // Readonly to users; the registry owns the live object and keeps it, so handles to it see the new thumbprint.
     (entry.integration as { thumbprint: string }).thumbprint = thumbprint;
-    const replaced = { integration: entry.integration, publicKey: certificate.publicKey };
+    const replaced = registryEntry(entry.integration, certificate);
     this.byThumbprint.set(thumbprint, replaced);
     this.byMachineId.set(machineId, replaced);
     return entry.integration;
@@ -101,6 +96,15 @@ export class IntegrationRegistry {
   setPermissions(machineId: string, permissions: IntegrationPermission[]): void {
     this.get(machineId).permissions = checkedPermissions(permissions);
   }
+}
+
+function registryEntry(integration: RegisteredIntegration, certificate: X509Certificate): RegistryEntry {
+  return {
+    integration,
+    publicKey: certificate.publicKey,
+    validFrom: new Date(certificate.validFrom),
+    validTo: new Date(certificate.validTo),
+  };
 }
 
 function parseCertificate(pem: string): X509Certificate {
