@@ -53,12 +53,12 @@ export function getPlatformHttpServiceToken(name?: string): InjectionToken | sym
 
 export function getTokenProviderToken(name?: string): InjectionToken {
   const integration = integrationName(name);
-  return integration === DEFAULT_INTEGRATION ? TokenProvider : namedToken('TokenProvider', integration);
+  return namedToken('TokenProvider', integration);
 }
 
 export function getAssertionSignerToken(name?: string): InjectionToken {
   const integration = integrationName(name);
-  return integration === DEFAULT_INTEGRATION ? AssertionSigner : namedToken('AssertionSigner', integration);
+  return namedToken('AssertionSigner', integration);
 }
 
 /** Injects the authenticated `PlatformHttpService` of the default integration, or of the named one. */
@@ -73,7 +73,11 @@ export const InjectTokenProvider = (name?: string): ParameterDecorator & Propert
 export const InjectAssertionSigner = (name?: string): ParameterDecorator & PropertyDecorator =>
   Inject(getAssertionSignerToken(name));
 
-/** The aliases a named module provides and exports: its services under its own tokens only. */
+/**
+ * The aliases every module provides and exports: its services under tokens of its own. A named module exports only
+ * these; the default one also exports its services by class. Each is unique in the application, so
+ * `app.get(getTokenProviderToken())` finds the default integration's even with named ones beside it.
+ */
 export function namedServiceTokens(name: string): { provide: InjectionToken; useExisting: InjectionToken }[] {
   return [
     { provide: namedToken('PlatformHttpService', name), useExisting: PlatformHttpService },

@@ -103,16 +103,19 @@ const defaultAliases: Provider[] = [
 function integrationModule(definition: DynamicModule, name: unknown): DynamicModule {
   const integration = integrationName(name);
   registerIntegrationName(integration);
-  const namedAliases = integration === DEFAULT_INTEGRATION ? undefined : namedServiceTokens(integration);
+  const ownTokens = namedServiceTokens(integration);
+  const ownExports = ownTokens.map((alias) => alias.provide);
+  const isDefault = integration === DEFAULT_INTEGRATION;
   return {
     ...definition,
     providers: [
       ...(definition.providers ?? []),
       { provide: PLATFORM_AUTH_INTEGRATION, useValue: integration },
       ...providers,
-      ...(namedAliases ?? defaultAliases),
+      ...ownTokens,
+      ...(isDefault ? defaultAliases : []),
     ],
-    exports: namedAliases ? namedAliases.map((alias) => alias.provide) : defaultExports,
+    exports: isDefault ? [...defaultExports, ...ownExports] : ownExports,
   };
 }
 

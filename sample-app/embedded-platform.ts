@@ -12,10 +12,15 @@ export async function startEmbeddedPlatform(
   log: (line: string) => void = console.log,
 ): Promise<PlatformEmulator> {
   const emulator = await PlatformEmulator.start();
-  const integration = await emulator.createIntegration({ name: 'sample-app' });
-  Object.assign(process.env, integration.env);
+  // Least privilege: one integration per permission set, messages through the default one, billing through `billing`.
+  const integration = await emulator.createIntegration({ name: 'sample-app', permissions: ['Send message'] });
+  const billing = await emulator.createIntegration({
+    name: 'sample-app billing',
+    permissions: ['Retrieve billing data'],
+  });
+  Object.assign(process.env, integration.env, namedEnv('BILLING', billing.env));
   log(
-    `Embedded platform emulator on ${emulator.url} (integration ${integration.machineId}, thumbprint ${integration.thumbprint}).`,
+    `Embedded platform emulator on ${emulator.url} (integrations: messaging ${integration.machineId}, billing ${billing.machineId}).`,
   );
   if (appPort !== undefined) {
     const redirectUri = `http://127.0.0.1:${appPort}/callback`;
@@ -28,4 +33,11 @@ export async function startEmbeddedPlatform(
     });
   }
   return emulator;
+}
+
+/** `PLATFORM_BASE_URL` → `PLATFORM_BILLING_BASE_URL`, … : the variables of a named integration. */
+function namedEnv(name: string, env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(env).map(([key, value]) => [key.replace(/^PLATFORM_/, `PLATFORM_${name}_`), value]),
+  );
 }

@@ -1,20 +1,26 @@
 import { Module } from '@nestjs/common';
 import { ConditionalModule, ConfigModule } from '@nestjs/config';
 import { PlatformAuthModule, platformAuthConfig } from 'nestjs-platform-auth';
+import { BillingModule } from './billing/billing.module.js';
 import { HealthModule } from './health/health.module.js';
 import { MessagingModule } from './messaging/messaging.module.js';
 import { UserModule } from './user/user.module.js';
 
 /**
  * The reference integration: configuration from the environment (PLATFORM_* variables), the platform module set
- * up in one line, and feature modules that inject its authenticated HttpService. User sign-in (`/login`, `/me`)
- * is there when PLATFORM_USER_CLIENT_ID is set.
+ * up in one line, and feature modules that inject its authenticated HttpService. Billing (`/billing`) uses a second,
+ * named integration when PLATFORM_BILLING_* is set; user sign-in (`/login`, `/me`) is there when
+ * PLATFORM_USER_CLIENT_ID is set.
  */
 @Module({
   imports: [
     ConfigModule.forRoot({ isGlobal: true }),
     PlatformAuthModule.forRootAsync({ ...platformAuthConfig.asProvider(), isGlobal: true }),
     MessagingModule,
+    // Billing through a second, named integration when PLATFORM_BILLING_MACHINE_ID is set.
+    ConditionalModule.registerWhen(BillingModule, (env) => Boolean(env.PLATFORM_BILLING_MACHINE_ID?.trim()), {
+      debug: false,
+    }),
     HealthModule,
     // A function, not the variable's name: with a name, ConditionalModule treats an unset variable as true.
     ConditionalModule.registerWhen(UserModule, (env) => Boolean(env.PLATFORM_USER_CLIENT_ID?.trim()), {

@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import type { INestApplication } from '@nestjs/common';
+import type { INestApplication, Type } from '@nestjs/common';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -9,18 +9,30 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { AppModule } from '../../sample-app/src/app.module.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let platform: PlatformEmulator;
 let integration: EmulatedIntegration;
+let billing: EmulatedIntegration;
+let AppModule: Type;
 const saved = { ...process.env };
 
 beforeAll(async () => {
   platform = await PlatformEmulator.start();
-  integration = await platform.createIntegration({ name: 'sample-app e2e' });
-  Object.assign(process.env, integration.env);
+  integration = await platform.createIntegration({ name: 'sample-app e2e', permissions: ['Send message'] });
+  billing = await platform.createIntegration({ name: 'sample-app billing', permissions: ['Retrieve billing data'] });
+  Object.assign(process.env, integration.env, billingEnv(billing));
+  // Imported once the variables are set, as the launcher does: the app module decides at import which optional
+  // modules (the billing integration, user sign-in) it registers.
+  ({ AppModule } = await import('../../sample-app/src/app.module.js'));
 });
+
+/** The billing integration's variables, as `PLATFORM_BILLING_*`. */
+function billingEnv(named: EmulatedIntegration): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(named.env).map(([key, value]) => [key.replace(/^PLATFORM_/, 'PLATFORM_BILLING_'), value]),
+  );
+}
 afterAll(async () => {
   process.env = saved;
   await platform.close();
@@ -53,10 +65,19 @@ describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
     expect(platform.counters.exchanges.accepted).toBe(1);
   });
 
-  it('reads billing data with the same cached token', async () => {
+  it('reads billing data through its own named integration, which the platform lets read billing', async () => {
     await request(app.getHttpServer()).get('/billing').expect(200);
-    expect(platform.counters.exchanges.accepted).toBe(1);
-    expect(platform.counters.apiCalls.ok).toBe(2);
+    await request(app.getHttpServer()).get('/billing').expect(200);
+    // One exchange for messages, one for billing; the second billing call reuses the billing token.
+    expect(platform.counters.exchanges.accepted).toBe(2);
+    expect(platform.counters.apiCalls.ok).toBe(3);
+    const claims = platform.journal.slice(-2).map((entry) => entry.claims?.sub);
+    expect(claims).toContain(billing.machineId);
+  });
+
+  it('gets the platform 403 when billing is read through the messaging integration', async () => {
+    const response = await request(app.getHttpServer()).get('/billing/with-messaging-integration').expect(200);
+    expect(response.body).toEqual({ platformStatus: 403 });
   });
 
   it('reports health through the Terminus indicator without showing the token', async () => {
@@ -73,11 +94,13 @@ describe('sample app /health with a suspended integration', () => {
     Object.assign(process.env, suspended.env);
     const app = await createApp('express');
     try {
-      const tokens = app.get(TokenProvider);
-      const token = await tokens.getAccessToken();
+      const send = () => request(app.getHttpServer()).post('/messages').send({ to: 'alice', text: 'hi' });
+      await send().expect(202);
       await request(app.getHttpServer()).get('/health').expect(200);
       platform.setIntegrationStatus(suspended.machineId, 'Suspended');
-      tokens.invalidate(token); // force the renewal the platform now refuses
+      // The next call gets a 401, and the renewal it forces is refused: the integration is no longer Active.
+      expect(platform.revokeAllTokens()).toBeGreaterThan(0);
+      expect((await send()).status).toBe(500);
       const response = await request(app.getHttpServer()).get('/health').expect(503);
       expect(response.body).toMatchObject({
         status: 'error',
@@ -89,7 +112,7 @@ describe('sample app /health with a suspended integration', () => {
           },
         },
       });
-      expectNoSecrets(response.text, [token, suspended.privateKeyPem, suspended.certificatePem]);
+      expectNoSecrets(response.text, [suspended.privateKeyPem, suspended.certificatePem]);
     } finally {
       await app.close();
       Object.assign(process.env, integration.env);
@@ -154,7 +177,7 @@ describe('shutdown', () => {
       class AppModule {}
       Module({ imports: [PlatformAuthModule.forRoot(options)] })(AppModule);
       const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
-      await firstValueFrom(app.get(HttpService).get('/api/billing'));
+      await firstValueFrom(app.get(HttpService).post('/api/messages', { text: 'in flight at close' }));
       const tokens = app.get(TokenProvider);
       tokens.invalidate(await tokens.getAccessToken());
       const inFlight = tokens.getAccessToken().then(() => 'completed', (e) => e.reason);

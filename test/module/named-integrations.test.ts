@@ -63,9 +63,13 @@ afterEach(async () => {
 });
 
 async function start(): Promise<Clients> {
+  return (await startModule()).get(Clients);
+}
+
+async function startModule(): Promise<TestingModule> {
   const moduleRef = await Test.createTestingModule({ imports: [appModule()] }).compile();
   open.push(moduleRef);
-  return moduleRef.get(Clients);
+  return moduleRef;
 }
 
 function subject(assertion: string): unknown {
@@ -94,6 +98,15 @@ describe('named integrations', () => {
     ]);
     expect(new Set(tokens).size).toBe(3);
     expect(clients.messages.axiosRef.defaults.baseURL).toBe(platform.url);
+  });
+
+  it("the token getters find each integration's own services from the application, the default one included", async () => {
+    const moduleRef = await startModule();
+    const clients = moduleRef.get(Clients);
+    expect(moduleRef.get(getTokenProviderToken())).toBe(clients.mainTokens);
+    expect(moduleRef.get(getTokenProviderToken('billing'))).toBe(clients.billingTokens);
+    expect(moduleRef.get(getTokenProviderToken('messages'))).toBe(clients.messageTokens);
+    expect(moduleRef.get(getAssertionSignerToken('billing'))).toBe(clients.billingSigner);
   });
 
   it('a 401 on one integration renews only that one', async () => {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { MessagingService, type SendMessageInput } from './messaging.service.js';
 
 @Controller()
@@ -9,10 +9,5 @@ export class MessagingController {
   @HttpCode(202)
   send(@Body() body: SendMessageInput): Promise<unknown> {
     return this.messaging.sendMessage({ to: String(body?.to ?? ''), text: String(body?.text ?? '') });
-  }
-
-  @Get('billing')
-  billing(): Promise<unknown> {
-    return this.messaging.billing();
   }
 }

@@ -11,7 +11,7 @@ export interface SendMessageInput {
  * Calls the platform through the module's authenticated HttpService: relative URLs resolve against the platform
  * base URL and carry a bearer token; nothing here knows about tokens.
  *
- * The paths are the emulator's placeholders: the real messaging and billing paths are not published.
+ * The path is the emulator's placeholder: the real messaging path is not published.
  */
 @Injectable()
 export class MessagingService {
@@ -19,11 +19,6 @@ export class MessagingService {
 
   async sendMessage(input: SendMessageInput): Promise<unknown> {
     const response = await firstValueFrom(this.http.post('/api/messages', input));
-    return response.data;
-  }
-
-  async billing(): Promise<unknown> {
-    const response = await firstValueFrom(this.http.get('/api/billing'));
     return response.data;
   }
 }
