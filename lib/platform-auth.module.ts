@@ -64,9 +64,13 @@ const providers: Provider[] = [
   },
   {
     provide: PlatformAuthTelemetry,
-    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock): Promise<PlatformAuthTelemetry> =>
-      PlatformAuthTelemetry.load(integrationHash(config.tokenUrl, config.machineId), clock),
-    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK],
+    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock, name: string): Promise<PlatformAuthTelemetry> =>
+      PlatformAuthTelemetry.load(
+        integrationHash(config.tokenUrl, config.machineId),
+        clock,
+        name === DEFAULT_INTEGRATION ? undefined : name,
+      ),
+    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION],
   },
   CredentialsWatch,
   AssertionSigner,

@@ -19,6 +19,8 @@ export const TELEMETRY_NAMES = {
   credentialChanges: 'platform_auth.credentials.changes',
   exchangeSpan: 'platform_auth.token_exchange',
   integrationAttribute: 'platform_auth.integration',
+  /** Only for a named integration (`forRoot({ name })`): the name the app gave it, which is not secret. */
+  integrationNameAttribute: 'platform_auth.integration.name',
 } as const;
 
 /** What became of one attempt to take the shared store's lock (fed by the shared token store). */

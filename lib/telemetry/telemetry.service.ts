@@ -70,13 +70,17 @@ export class PlatformAuthTelemetry implements OnModuleDestroy {
   private constructor(
     readonly integration: string,
     private readonly clock: Clock,
+    name?: string,
   ) {
-    this.attributes = { [NAMES.integrationAttribute]: integration };
+    this.attributes = {
+      [NAMES.integrationAttribute]: integration,
+      ...(name === undefined ? {} : { [NAMES.integrationNameAttribute]: name }),
+    };
   }
 
   /** Loads `@opentelemetry/api` when it is installed; a channel-only instance when it is not. */
-  static async load(integration: string, clock: Clock): Promise<PlatformAuthTelemetry> {
-    const telemetry = new PlatformAuthTelemetry(integration, clock);
+  static async load(integration: string, clock: Clock, name?: string): Promise<PlatformAuthTelemetry> {
+    const telemetry = new PlatformAuthTelemetry(integration, clock, name);
     const api = await import('@opentelemetry/api').then(
       (module) => module as unknown as OtelApi,
       () => undefined,

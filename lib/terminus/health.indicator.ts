@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { getTokenProviderToken } from '../platform-auth.integrations.js';
 import { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
 
@@ -9,6 +11,8 @@ export interface PlatformAuthHealthOptions {
    * none is being fetched, through the provider's single flight, so probes never cause an exchange storm.
    */
   mode?: 'passive' | 'active';
+  /** A named integration (`forRoot({ name })`) to check instead of the default one. */
+  integration?: string;
 }
 
 /**
@@ -21,17 +25,22 @@ export class PlatformAuthHealthIndicator {
   constructor(
     private readonly health: HealthIndicatorService,
     private readonly tokens: TokenProvider,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   async isHealthy<const Key extends string = 'platform-auth'>(
     key: Key = 'platform-auth' as Key,
     options: PlatformAuthHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
-    let status = this.tokens.status();
+    const tokens =
+      options.integration === undefined
+        ? this.tokens
+        : this.moduleRef.get<TokenProvider>(getTokenProviderToken(options.integration), { strict: false });
+    let status = tokens.status();
     if (options.mode === 'active' && status.state === 'none') {
       // A failure is recorded in status() and judged below like any other.
-      await this.tokens.getAccessToken().catch(() => undefined);
-      status = this.tokens.status();
+      await tokens.getAccessToken().catch(() => undefined);
+      status = tokens.status();
     }
     const session = this.health.check(key);
     const problem = healthProblem(status);
@@ -51,6 +60,7 @@ export function healthProblem(status: TokenProviderStatus): string | undefined {
 
 function detail(status: TokenProviderStatus): Record<string, unknown> {
   return {
+    integration: status.integration,
     state: status.state,
     tokenExpiresAt: status.token?.expiresAt.toISOString(),
     lastExchange: status.lastExchange && {

@@ -6,6 +6,7 @@ import type { LastExchangeStatus, SharedStoreStatus, TokenProviderStatus } from 
 
 /** What `status()` reads besides what the tracker records. */
 export interface StatusSources {
+  readonly integration: string;
   readonly now: number;
   readonly state: TokenCacheState;
   readonly token: CachedToken | undefined;
@@ -43,6 +44,7 @@ export class TokenStatusTracker {
     const active = holder.active;
     const notAfter = certificateNotAfterMs(active.credentials);
     return {
+      integration: sources.integration,
       state: sources.state,
       token: token && {
         expiresAt: token.expiresAt,

@@ -34,6 +34,8 @@ export interface SharedStoreStatus {
  * machineId. Built synchronously from fields the provider keeps anyway.
  */
 export interface TokenProviderStatus {
+  /** The integration's name: `default`, or the `name` given to `forRoot`. */
+  readonly integration: string;
   readonly state: TokenState;
   /** The cached token's timing, when one is cached (even if due for renewal). */
   readonly token?: {

@@ -13,8 +13,10 @@ import {
   LOGGER_CONTEXT,
   PLATFORM_AUTH_CLOCK,
   PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_INTEGRATION,
   PLATFORM_AUTH_LOGGER,
 } from '../platform-auth.constants.js';
+import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { TokenExchangeClient } from './token-exchange.client.js';
 import { TokenExchangeAttempts } from './token-exchange.attempts.js';
@@ -63,6 +65,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     @Optional() holder?: CredentialsHolder,
     @Optional() telemetry?: PlatformAuthTelemetry,
     @Optional() private readonly watch?: CredentialsWatch,
+    @Optional() @Inject(PLATFORM_AUTH_INTEGRATION) private readonly integration: string = DEFAULT_INTEGRATION,
   ) {
     this.startupCheck = config.startupCheck;
     this.holder = holder ?? new CredentialsHolder(config.machineId, config.credentials, clock.now());
@@ -152,6 +155,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
    */
   status(): TokenProviderStatus {
     return this.tracker.snapshot({
+      integration: this.integration,
       now: this.clock.now(),
       state: this.cache.state,
       token: this.cache.current,

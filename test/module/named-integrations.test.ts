@@ -107,6 +107,10 @@ describe('named integrations', () => {
     expect(moduleRef.get(getTokenProviderToken('billing'))).toBe(clients.billingTokens);
     expect(moduleRef.get(getTokenProviderToken('messages'))).toBe(clients.messageTokens);
     expect(moduleRef.get(getAssertionSignerToken('billing'))).toBe(clients.billingSigner);
+    expect([clients.mainTokens.status().integration, clients.billingTokens.status().integration]).toEqual([
+      'default',
+      'billing',
+    ]);
   });
 
   it('a 401 on one integration renews only that one', async () => {

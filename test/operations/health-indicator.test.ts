@@ -125,3 +125,48 @@ describe('PlatformAuthHealthIndicator', () => {
     });
   });
 });
+
+describe('PlatformAuthHealthIndicator with named integrations', () => {
+  it('checks the integration it is asked about, and names it in the detail', async () => {
+    const platform = await PlatformEmulator.start();
+    const main = await platform.createIntegration({ name: 'main' });
+    const billing = await platform.createIntegration({ name: 'billing' });
+
+    @Controller()
+    class HealthController {
+      constructor(
+        private readonly health: HealthCheckService,
+        private readonly indicator: PlatformAuthHealthIndicator,
+      ) {}
+      @Get('health')
+      @HealthCheck()
+      check() {
+        return this.health.check([
+          () => this.indicator.isHealthy('platform', { mode: 'active' }),
+          () => this.indicator.isHealthy('billing', { mode: 'active', integration: 'billing' }),
+        ]);
+      }
+    }
+    @Module({
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        PlatformAuthModule.forRoot({ ...main.moduleOptions, retry: { maxAttempts: 1 } }),
+        PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions, retry: { maxAttempts: 1 } }),
+      ],
+      controllers: [HealthController],
+      providers: [PlatformAuthHealthIndicator],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    open.push({ app, platform, integration: main, clock: new FakeClock(Date.now()), tokens: app.get(TokenProvider) });
+
+    platform.setIntegrationStatus(billing.machineId, 'Suspended');
+    const response = await request(app.getHttpServer()).get('/health').expect(503);
+    expect(response.body).toMatchObject({
+      info: { platform: { status: 'up', integration: 'default' } },
+      error: { billing: { status: 'down', integration: 'billing', lastExchange: { ok: false } } },
+    });
+  });
+});

@@ -28,6 +28,20 @@ afterEach(async () => {
 const integration = integrationHash('https://platform.example/loginservice/connect/token', 'machine-1');
 
 describe('telemetry with @opentelemetry/api installed', () => {
+  it('adds the name of a named integration to every attribute set, never for the default one', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const named = await PlatformAuthTelemetry.load(integration, clock, 'billing');
+    named.exchangeStarted()({ ok: true, status: 200, attempts: 1 });
+    const collected = await otel.collect();
+    expect(collected.get(TELEMETRY_NAMES.exchanges)!.dataPoints[0].attributes).toEqual({
+      [TELEMETRY_NAMES.integrationAttribute]: integration,
+      [TELEMETRY_NAMES.integrationNameAttribute]: 'billing',
+      outcome: 'success',
+      reason: 'none',
+    });
+    named.onModuleDestroy();
+  });
+
   it('counts exchanges by outcome and reason, records their duration in seconds, one span each', async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const telemetry = await PlatformAuthTelemetry.load(integration, clock);
