@@ -1,24 +1,14 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { inspect } from 'node:util';
 import axios, { type AxiosError, type InternalAxiosRequestConfig } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startLoopbackServer, type LoopbackServer } from '../support/loopback-server.js';
+import { describe, expect, it, vi } from 'vitest';
+import { useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 // Issue 11, the findings about the authenticated HttpService: each describe names the finding it guards.
 
 const start = usePlatformFixtures();
-const servers: LoopbackServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackServer> {
-  const s = await startLoopbackServer(handler);
-  servers.push(s);
-  return s;
-}
+const server = useLoopbackServers();
 
 function settle<T>(promise: Promise<T>): Promise<unknown> {
   return promise.catch((error: unknown) => error);

@@ -1,10 +1,9 @@
 import { createPrivateKey } from 'node:crypto';
 import { inspect } from 'node:util';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Test } from '@nestjs/testing';
 import { HttpService } from '@nestjs/axios';
 import { firstValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   PlatformAuthConfigError,
   PlatformAuthModule,
@@ -18,7 +17,7 @@ import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.j
 import { ensureCliBuilt, expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { startLoopbackServer, type LoopbackServer } from '../support/loopback-server.js';
+import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
 
 // Issue 11, the findings about options: each describe names the finding it guards.
 
@@ -27,7 +26,7 @@ let credentials: TestCredentials;
 let encryptedKeyPem: string;
 let platform: PlatformEmulator;
 let files: ReturnType<typeof tempDir>;
-const servers: LoopbackServer[] = [];
+const server = useLoopbackServers();
 
 beforeAll(async () => {
   credentials = await createTestCredentials();
@@ -41,15 +40,6 @@ afterAll(async () => {
   await platform.close();
   files.remove();
 });
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackServer> {
-  const s = await startLoopbackServer(handler);
-  servers.push(s);
-  return s;
-}
 
 function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
   return {
