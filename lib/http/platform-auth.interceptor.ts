@@ -148,7 +148,7 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
 
   private resolveAdapter(config: InternalAxiosRequestConfig): AxiosAdapter {
     // A custom fetch in `env` makes the resolved adapter specific to this request.
-    const env = config.env as { fetch?: typeof fetch } | undefined;
+    const env = config.env;
     const cacheable = env?.fetch === undefined;
     let adapter = cacheable ? this.adapters.get(config.adapter) : undefined;
     if (!adapter) {

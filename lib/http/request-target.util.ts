@@ -3,9 +3,10 @@ import { fetchRespondingUrl } from './fetch-responding-url.util.js';
 
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 
-/** `url` as axios reads it: a string, or anything it turns into one (a WHATWG `URL`, say). */
+/** `url` as text: a string, or a WHATWG `URL`; anything else axios cannot send, and matches no origin here. */
 export function urlText(url: unknown): string {
-  return url === undefined || url === null ? '' : String(url as string);
+  if (typeof url === 'string') return url;
+  return url instanceof URL ? url.href : '';
 }
 
 export function isAbsoluteUrl(url: string): boolean {

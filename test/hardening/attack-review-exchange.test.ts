@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom } from 'rxjs';
-import { TokenExchangeError } from 'nestjs-platform-auth';
+import { type TokenExchangeError } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { sanitizeRemoteText } from '../../lib/http/redaction.util.js';
 import { parseRetryAfter } from '../../lib/token/retry-after.util.js';
@@ -49,7 +49,7 @@ function exchangeFailure(h: ProviderHarness): Promise<TokenExchangeError> {
 }
 
 /** CPU time (user + system) spent in `action`, in ms. */
-async function cpuMs(action: () => Promise<unknown> | unknown): Promise<number> {
+async function cpuMs(action: () => unknown): Promise<number> {
   const before = process.cpuUsage();
   await action();
   const spent = process.cpuUsage(before);

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, TokenExchangeError } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, type TokenExchangeError } from 'nestjs-platform-auth';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { startLoopbackServer } from '../support/loopback-server.js';
