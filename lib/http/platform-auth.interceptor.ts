@@ -29,12 +29,28 @@ const CACHE_LIMIT = 64;
 
 type BeforeRedirect = InternalAxiosRequestConfig['beforeRedirect'];
 
-/** What `prepare` replaced on a config, and the header `send` set, so that a config sent again is known as ours. */
-interface Prepared {
-  readonly adapter: InternalAxiosRequestConfig['adapter'];
-  readonly beforeRedirect: BeforeRedirect;
-  header?: string;
+/**
+ * What `prepare` replaced on a config, so that a config sent again is known as ours; and the header `send` set, in a
+ * private field, since the object hangs off the config's adapter where any inspection of the config can see it.
+ */
+class Prepared {
+  #header?: string;
+
+  constructor(
+    readonly adapter: InternalAxiosRequestConfig['adapter'],
+    readonly beforeRedirect: BeforeRedirect,
+  ) {}
+
+  get header(): string | undefined {
+    return this.#header;
+  }
+
+  set header(value: string) {
+    this.#header = value;
+  }
 }
+
+type PreparedAdapter = AxiosAdapter & { [mark: symbol]: Prepared | undefined };
 
 /**
  * Adds `Authorization: Bearer <token>` to requests for allowed origins only, and on a 401 from such an origin
@@ -54,8 +70,8 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
   private readonly adapters = new Map<unknown, AxiosAdapter>();
   private readonly stripOnForeignRedirectHook = (options: Record<string, unknown>) =>
     this.stripOnForeignRedirect(options);
-  /** The adapters this interceptor installed; private, so it never shows in a config. */
-  private readonly prepared = new WeakMap<object, Prepared>();
+  /** Marks the adapters this interceptor installed (a property on the function: cheaper per request than a WeakMap). */
+  private readonly mark = Symbol('platformAuthPrepared');
   /** `origin + '/'` of each allowed origin: an absolute URL starting with one needs no parsing to be known allowed. */
   private readonly allowedPrefixes: readonly string[];
   /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
@@ -111,16 +127,16 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
     config.headers = headers;
     // axios takes a WHATWG URL only without a baseURL; as text it works with one too, and is checked as axios sends it.
     if ((config.url as unknown) instanceof URL) config.url = String(config.url);
-    const earlier = typeof config.adapter === 'function' ? this.prepared.get(config.adapter) : undefined;
+    const earlier = typeof config.adapter === 'function' ? (config.adapter as PreparedAdapter)[this.mark] : undefined;
     if (earlier) {
       config.adapter = earlier.adapter;
       config.beforeRedirect = earlier.beforeRedirect;
       if (this.isOurs(headers.get('Authorization'), earlier)) headers.delete('Authorization');
     }
-    const prepared: Prepared = { adapter: config.adapter, beforeRedirect: config.beforeRedirect };
+    const prepared = new Prepared(config.adapter, config.beforeRedirect);
     const adapter = this.resolveAdapter(config);
-    const send: AxiosAdapter = (request) => this.send(adapter, request, prepared);
-    this.prepared.set(send, prepared);
+    const send = ((request) => this.send(adapter, request, prepared)) as PreparedAdapter;
+    send[this.mark] = prepared;
     config.adapter = send;
     return config;
   }
