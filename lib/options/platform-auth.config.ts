@@ -70,7 +70,8 @@ const CREDENTIAL_TEXT = ['privateKey', 'privateKeyPassphrase', 'certificate'] as
 
 /**
  * ConfigModule keeps a namespace object for the life of the app, so the credential text is not copied into it: those
- * settings become hidden getters that read their variable when the module starts.
+ * settings become getters that read their variable when used (spreading the namespace into options still works;
+ * `util.inspect` shows `[Getter]`).
  */
 function namespaceOptions(integration?: string): PlatformAuthOptions {
   const options = readPlatformAuthEnv(process.env, integration);
@@ -79,7 +80,7 @@ function namespaceOptions(integration?: string): PlatformAuthOptions {
     const variable = integrationEnvName(PLATFORM_AUTH_ENV[option], integration);
     Object.defineProperty(options, option, {
       get: () => read(process.env, variable),
-      enumerable: false,
+      enumerable: true,
       configurable: true,
     });
   }
