@@ -200,6 +200,8 @@ function pickCredentialSources(options: PlatformAuthOptions, forReloading: boole
     thumbprint,
     thumbprintAlgorithm,
   };
+}
+
 /** Settings that hold key or certificate text, or a secret, and are checked as such by the credentials loader. */
 const CREDENTIAL_SETTINGS = new Set([
   'privateKey',

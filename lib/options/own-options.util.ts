@@ -26,6 +26,7 @@ const OPTION_NAMES = Object.keys({
   startupCheck: true,
   clock: true,
   logger: true,
+  credentialsReloadIntervalMs: true,
 } satisfies Record<keyof PlatformAuthOptions, true>);
 
 const RETRY_NAMES = ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxTotalMs'] as const satisfies ReadonlyArray<
