@@ -1,4 +1,11 @@
-import { Logger, Module, type DynamicModule, type LoggerService, type Provider } from '@nestjs/common';
+import {
+  Logger,
+  Module,
+  type DynamicModule,
+  type FactoryProvider,
+  type LoggerService,
+  type Provider,
+} from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock, type Clock } from './platform-auth.clock.js';
@@ -18,6 +25,7 @@ import {
   type PlatformAuthModuleOptions,
 } from './platform-auth.module-definition.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
+import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
 import { namedServiceTokens, registerIntegrationName } from './platform-auth.integrations.js';
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
 import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
@@ -31,14 +39,14 @@ import { integrationHash } from './telemetry/telemetry.events.js';
 const providers: Provider[] = [
   {
     provide: PLATFORM_AUTH_CLOCK,
-    useFactory: (options: PlatformAuthOptions): Clock => options.clock ?? systemClock,
+    useFactory: (options: PlatformAuthOptions): Clock => ownOptions(options).clock ?? systemClock,
     inject: [PLATFORM_AUTH_MODULE_OPTIONS],
   },
   {
     provide: PLATFORM_AUTH_LOGGER,
     // A named integration's lines say which integration they are about.
     useFactory: (options: PlatformAuthOptions, integration: string): LoggerService =>
-      options.logger ??
+      ownOptions(options).logger ??
       new Logger(integration === DEFAULT_INTEGRATION ? LOGGER_CONTEXT : `${LOGGER_CONTEXT}:${integration}`),
     inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_INTEGRATION],
   },
@@ -50,7 +58,14 @@ const providers: Provider[] = [
       integration: string,
       logger: LoggerService,
     ): ResolvedPlatformAuthConfig => {
-      const config = resolvePlatformAuthOptions(options, clock.now(), integration);
+      let config: ResolvedPlatformAuthConfig;
+      try {
+        config = resolvePlatformAuthOptions(options, clock.now(), integration);
+      } finally {
+        // The options provider holds the module's own copy (see `withOwnedOptions`): once the key is parsed into a
+        // KeyObject, its text and the passphrase have no business staying in the container.
+        forgetCredentialText(options);
+      }
       for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
       return config;
     },
@@ -132,10 +147,33 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
 export class PlatformAuthModule extends ConfigurablePlatformAuthModule {
   /** One integration: the default one, or with `name` a named one beside it (inject with `@InjectTokenProvider(name)`, …). */
   static override forRoot(options: PlatformAuthModuleOptions): DynamicModule {
-    return integrationModule(super.forRoot(options), options.name);
+    return integrationModule(withOwnedOptions(super.forRoot(options)), options.name);
   }
 
   static override forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
-    return integrationModule(super.forRootAsync(options), options.name);
+    return integrationModule(withOwnedOptions(super.forRootAsync(options)), options.name);
   }
+}
+
+/**
+ * The options provider gets a copy of the caller's options (own properties only, see `ownOptions`), never the
+ * caller's object: the copy loses its key text and passphrase after start-up, and the caller's object stays intact
+ * for reuse (another module, a test, a ConfigService namespace).
+ */
+function withOwnedOptions(definition: DynamicModule): DynamicModule {
+  const providers = definition.providers?.map((provider): Provider => {
+    if (typeof provider !== 'object' || provider.provide !== PLATFORM_AUTH_MODULE_OPTIONS) return provider;
+    if ('useValue' in provider)
+      return { provide: PLATFORM_AUTH_MODULE_OPTIONS, useValue: ownOptions(provider.useValue) };
+    if ('useFactory' in provider) {
+      const { useFactory, inject } = provider as FactoryProvider<unknown>;
+      return {
+        provide: PLATFORM_AUTH_MODULE_OPTIONS,
+        useFactory: async (...args: unknown[]) => ownOptions(await useFactory(...args)),
+        inject,
+      };
+    }
+    return provider;
+  });
+  return { ...definition, providers };
 }

@@ -10,6 +10,13 @@ export interface CredentialSource {
   readonly option: string;
 }
 
+/** Absolute, explicitly relative or home-relative, or a file name with a key or certificate extension. */
+function looksLikePath(value: string): boolean {
+  return (
+    /^(\/|\.{1,2}[\\/]|~[\\/]|[A-Za-z]:[\\/]|\\\\)/.test(value) || /^\S+\.(pem|key|crt|cer|der|p8|pk8)$/i.test(value)
+  );
+}
+
 /** The PEM text of one credential, from its inline option or its path option (never both); problems go to `report`. */
 export function readSource(
   inline: string | undefined,
@@ -35,7 +42,11 @@ export function readSource(
     try {
       text = readFileSync(path, 'utf8');
     } catch (error) {
-      report.problem(pathOption, `cannot read ${what} file '${path}': ${describeFsError(error)}`);
+      // A passphrase or token pasted into a *_PATH variable names no file: it is quoted only if it looks like a path.
+      const problem = looksLikePath(path)
+        ? `cannot read ${what} file '${path}': ${describeFsError(error)}`
+        : `cannot read ${what} file: ${describeFsError(error)} (the value is not shown: it does not look like a file path and may be a secret set in the wrong variable)`;
+      report.problem(pathOption, problem);
       return undefined;
     }
     if (text.trim() === '') {

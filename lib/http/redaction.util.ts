@@ -1,23 +1,50 @@
-import { AxiosHeaders, isAxiosError, type AxiosError } from 'axios';
+import { Stream } from 'node:stream';
+import { AxiosHeaders, isAxiosError, type AxiosError, type AxiosResponse } from 'axios';
 
 export const REDACTED = '[REDACTED]';
-const REDACTED_BEARER = `Bearer ${REDACTED}`;
-/** Three base64url segments: anything shaped like a JWT is removed from text that came from the network. */
-const JWT_LIKE = /[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
+export const REDACTED_BEARER = `Bearer ${REDACTED}`;
+/** Runs of base64url characters and dots: a JWT-shaped string is always inside one. */
+const TOKEN_RUN = /[A-Za-z0-9_.-]+/g;
+/** A JWT segment is at least this long. */
+const MIN_JWT_SEGMENT = 8;
 const MAX_REMOTE_TEXT = 300;
+/**
+ * Remote text is cut to this before any scanning, so a huge field costs next to nothing; it is far longer than the
+ * 300 characters shown and than any secret the text might echo.
+ */
+const MAX_REMOTE_INPUT = 16 * 1024;
 // eslint-disable-next-line no-control-regex -- control characters are what this removes
 const WHITESPACE_AND_CONTROL = /[\s\u0000-\u001f\u007f]+/g;
 const MAX_DATA_DEPTH = 6;
 
+/** Three dot-separated segments of at least 8 characters in a row: the shape of a JWT. */
+function isJwtShaped(run: string): boolean {
+  let longSegmentsInARow = 0;
+  for (const segment of run.split('.')) {
+    longSegmentsInARow = segment.length >= MIN_JWT_SEGMENT ? longSegmentsInARow + 1 : 0;
+    if (longSegmentsInARow === 3) return true;
+  }
+  return false;
+}
+
 /**
  * Text from the platform (an `error_description`) is shown to users, so it is cut to a sane length, stripped of
  * control characters, and cleaned of anything secret it might echo back: the given values and JWT-shaped strings.
+ * The input is bounded first and every step is linear, so remote text cannot stall the event loop.
  */
 export function sanitizeRemoteText(text: unknown, secrets: readonly string[] = []): string | undefined {
   if (typeof text !== 'string') return undefined;
   let clean = text;
+  if (clean.length > MAX_REMOTE_INPUT) {
+    // The last word may be the start of a secret cut in two, which no longer matches it: drop that word.
+    clean = clean.slice(0, MAX_REMOTE_INPUT);
+    let end = clean.length;
+    while (end > 0 && !/\s/.test(clean[end - 1])) end -= 1;
+    clean = clean.slice(0, end);
+  }
   for (const secret of secrets) if (secret) clean = clean.split(secret).join(REDACTED);
-  clean = clean.replace(JWT_LIKE, REDACTED).replace(WHITESPACE_AND_CONTROL, ' ').trim();
+  clean = clean.replace(TOKEN_RUN, (run) => (isJwtShaped(run) ? REDACTED : run));
+  clean = clean.replace(WHITESPACE_AND_CONTROL, ' ').trim();
   return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT)}…` : clean;
 }
 
@@ -97,30 +124,79 @@ function redactData(data: unknown, token: string, depth = 0): unknown {
   return data;
 }
 
-/** Keeps a property readable but out of `JSON.stringify` walks, loggers' serialisers and the default `util.inspect`. */
-function hide(target: object | undefined, property: string): void {
-  const descriptor = target && Object.getOwnPropertyDescriptor(target, property);
-  if (descriptor?.enumerable && descriptor.configurable)
-    Object.defineProperty(target, property, { ...descriptor, enumerable: false });
+/**
+ * What an error keeps of node's request in place of the request itself. A `ClientRequest` leads to its socket, and a
+ * keep-alive socket soon carries another request, whose head (`socket._httpMessage._header`) holds that request's
+ * token: whoever inspects an old error would read a live one. The snapshot has no such path.
+ */
+export class DetachedRequest {
+  constructor(
+    readonly method: string | undefined,
+    readonly protocol: string | undefined,
+    readonly host: string | undefined,
+    readonly path: string | undefined,
+    /** Where the response came from after redirects, when node's adapter followed any. */
+    readonly responseUrl: string | undefined,
+  ) {}
+}
+
+function detached(request: unknown): unknown {
+  // Node's ClientRequest and follow-redirects' RedirectableRequest are streams; a fetch `Request` holds no socket.
+  if (!(request instanceof Stream)) return request;
+  const redirectable = request as unknown as { _currentRequest?: unknown; _currentUrl?: unknown };
+  const current = (redirectable._currentRequest ?? request) as Record<string, unknown> & {
+    res?: { responseUrl?: unknown };
+  };
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  return new DetachedRequest(
+    text(current.method),
+    text(current.protocol),
+    text(current.host),
+    text(current.path),
+    text(redirectable._currentUrl) ?? text(current.res?.responseUrl),
+  );
+}
+
+function detachRequest(holder: { request?: unknown } | undefined): void {
+  if (!holder || holder.request === undefined) return;
+  Object.defineProperty(holder, 'request', {
+    value: detached(holder.request),
+    enumerable: false,
+    configurable: true,
+    writable: true,
+  });
 }
 
 /**
- * Removes the bearer token from every place an axios error carries it, keeping the error's shape: the request
- * config's headers become `Authorization: Bearer [REDACTED]`, the raw request objects are scrubbed and hidden from
- * enumeration, and an echoing response body is cleaned, so `JSON.stringify`, `util.inspect` and loggers show no token.
+ * A response that reaches the caller without an error (a non-2xx one that `validateStatus` let through) gets what
+ * an error gets: the token redacted from its config and request, and the request detached from its socket.
  */
-export function redactAxiosError(error: unknown, token: string): void {
-  if (!token || !isAxiosError(error)) return;
-  const axiosError = error as AxiosError;
-  const seen = new Set<unknown>();
-  redactHeaderBag(axiosError.config?.headers, token);
-  redactHeaderBag(axiosError.response?.config?.headers, token);
-  redactNodeRequest(axiosError.request, token, seen);
-  redactNodeRequest(axiosError.response?.request, token, seen);
-  if (axiosError.response) {
-    redactHeaderBag(axiosError.response.headers, token);
-    axiosError.response.data = redactData(axiosError.response.data, token);
+export function redactResponse(response: AxiosResponse | undefined, tokens: readonly string[]): void {
+  if (!response) return;
+  for (const token of tokens) {
+    if (!token) continue;
+    redactHeaderBag(response.config?.headers, token);
+    redactNodeRequest(response.request, token, new Set());
+    redactHeaderBag(response.headers, token);
+    response.data = redactData(response.data, token);
   }
-  hide(axiosError, 'request');
-  hide(axiosError.response, 'request');
+  detachRequest(response);
+}
+
+/**
+ * Removes the bearer tokens from every place an axios error carries them, keeping the error's shape: the request
+ * config's headers become `Authorization: Bearer [REDACTED]`, the raw request objects are scrubbed and replaced by a
+ * detached, hidden snapshot, and an echoing response body is cleaned, so `JSON.stringify`, `util.inspect` and
+ * loggers show no token, neither this request's nor a later one's on the same socket.
+ */
+export function redactAxiosError(error: unknown, tokens: readonly string[]): void {
+  if (!isAxiosError(error)) return;
+  const axiosError = error as AxiosError;
+  for (const token of tokens) {
+    if (!token) continue;
+    redactHeaderBag(axiosError.config?.headers, token);
+    redactNodeRequest(axiosError.request, token, new Set());
+  }
+  redactResponse(axiosError.response, tokens);
+  detachRequest(axiosError);
 }

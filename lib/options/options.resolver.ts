@@ -13,6 +13,7 @@ import type { ConfigProblem } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
 import { ConfigReport, quotable } from './config.report.js';
 import { loadCredentials, type CredentialSources, type LoadedCredentials } from '../credentials/credentials.loader.js';
+import { ownOptions } from './own-options.util.js';
 
 /** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
 export interface ResolvedPlatformAuthConfig {
@@ -70,14 +71,17 @@ export function isLoopbackHost(hostname: string): boolean {
  * `nowMs` is the injected clock's time, used for certificate validity.
  */
 export function resolvePlatformAuthOptions(
-  options: PlatformAuthOptions,
+  input: PlatformAuthOptions,
   nowMs: number,
   integration?: string,
 ): ResolvedPlatformAuthConfig {
+  const options = ownOptions(input);
   const report = new ConfigReport(integration);
+  refusePemText(options, report);
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   if (!nonEmpty(options.machineId))
     report.problem('machineId', 'is required (the machineId shown in the portal; it becomes sub)');
+  else if (!looksLikePem(options.machineId)) requireOneLine(options.machineId, 'machineId', report);
 
   const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? DEFAULT_ASSERTION_LIFETIME_SECONDS;
   if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
@@ -151,6 +155,8 @@ export function resolvePlatformAuthOptions(
   }
   const audience = options.audience ?? base?.host;
   if (options.audience !== undefined && !nonEmpty(options.audience)) report.problem('audience', 'is empty');
+  else if (options.audience !== undefined && !looksLikePem(options.audience))
+    requireOneLine(options.audience, 'audience', report);
 
   report.throwIfProblems();
   return {
@@ -160,7 +166,7 @@ export function resolvePlatformAuthOptions(
     machineId: options.machineId,
     audience: audience!,
     credentials: credentials!,
-    credentialSources: pickCredentialSources(options),
+    credentialSources: pickCredentialSources(options, credentialsReloadIntervalMs !== undefined),
     credentialsReloadIntervalMs,
     tokenEncoding,
     refreshBeforeExpirySeconds,
@@ -177,9 +183,14 @@ export function resolvePlatformAuthOptions(
   };
 }
 
-function pickCredentialSources(options: PlatformAuthOptions): CredentialSources {
-  const { privateKey, privateKeyPath, privateKeyPassphrase, certificate, certificatePath, thumbprint } = options;
-  const { thumbprintAlgorithm } = options;
+/**
+ * The sources the reloader reads again. Key text, certificate text and the passphrase are kept only when reloading is
+ * on (it needs them to load a re-read file); otherwise nothing in the container holds them after start-up.
+ */
+function pickCredentialSources(options: PlatformAuthOptions, forReloading: boolean): CredentialSources {
+  const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm } = options;
+  if (!forReloading) return { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm };
+  const { privateKey, privateKeyPassphrase, certificate } = options;
   return {
     privateKey,
     privateKeyPath,
@@ -189,6 +200,40 @@ function pickCredentialSources(options: PlatformAuthOptions): CredentialSources 
     thumbprint,
     thumbprintAlgorithm,
   };
+}
+
+/** Settings that hold key or certificate text, or a secret, and are checked as such by the credentials loader. */
+const CREDENTIAL_SETTINGS = new Set([
+  'privateKey',
+  'privateKeyPassphrase',
+  'certificate',
+  'privateKeyPath',
+  'certificatePath',
+]);
+
+function looksLikePem(value: string): boolean {
+  return /-----(BEGIN|END) /.test(value);
+}
+
+/**
+ * A key pasted into machineId or audience would be sent to the platform as sub or aud and printed by the CLI: PEM
+ * text is refused in every setting that is not meant for it, and never repeated.
+ */
+function refusePemText(options: PlatformAuthOptions, report: ConfigReport): void {
+  for (const [option, value] of Object.entries(options)) {
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    if (CREDENTIAL_SETTINGS.has(option) || !values.some((v) => typeof v === 'string' && looksLikePem(v))) continue;
+    report.problem(
+      option,
+      'holds PEM text (a key or certificate), which belongs in privateKey or certificate; the value is not shown',
+    );
+  }
+}
+
+function requireOneLine(value: string, option: string, report: ConfigReport): void {
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+  if (/[\u0000-\u001f\u007f]|\\n/.test(value))
+    report.problem(option, 'must be one line of text; the value is not shown');
 }
 
 function nonEmpty(value: unknown): value is string {

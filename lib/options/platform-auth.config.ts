@@ -65,11 +65,33 @@ export function readPlatformAuthEnv(env: Env = process.env, integration?: string
   return readEnvOptions(PLATFORM_AUTH_ENV, env, integration, PLATFORM_AUTH_ENV_KINDS) as unknown as PlatformAuthOptions;
 }
 
+/** Key text, passphrase and certificate text: read from the environment when used, never kept in a namespace. */
+const CREDENTIAL_TEXT = ['privateKey', 'privateKeyPassphrase', 'certificate'] as const;
+
+/**
+ * ConfigModule keeps a namespace object for the life of the app, so the credential text is not copied into it: those
+ * settings become getters that read their variable when used (spreading the namespace into options still works;
+ * `util.inspect` shows `[Getter]`).
+ */
+function namespaceOptions(integration?: string): PlatformAuthOptions {
+  const options = readPlatformAuthEnv(process.env, integration);
+  for (const option of CREDENTIAL_TEXT) {
+    if (!Object.hasOwn(options, option)) continue;
+    const variable = integrationEnvName(PLATFORM_AUTH_ENV[option], integration);
+    Object.defineProperty(options, option, {
+      get: () => read(process.env, variable),
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  return options;
+}
+
 /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */
 function forIntegration(name: string) {
   const integration = integrationName(name);
   return registerAs(`${PLATFORM_AUTH_CONFIG_NAMESPACE}:${integration}`, (): PlatformAuthOptions =>
-    readPlatformAuthEnv(process.env, integration),
+    namespaceOptions(integration),
   );
 }
 
@@ -79,6 +101,6 @@ function forIntegration(name: string) {
  * it is `PlatformAuthModule.forRootAsync({ name: 'billing', ...platformAuthConfig.forIntegration('billing').asProvider() })`.
  */
 export const platformAuthConfig = Object.assign(
-  registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions => readPlatformAuthEnv()),
+  registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions => namespaceOptions()),
   { forIntegration },
 );

@@ -9,6 +9,8 @@ import {
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { sanitizeRemoteText } from '../http/redaction.util.js';
+import { isLoopbackHost } from '../options/options.resolver.js';
+import { parseRetryAfter } from './retry-after.util.js';
 
 export interface TokenResponse {
   readonly accessToken: string;
@@ -45,6 +47,11 @@ export type AttemptOutcome = AttemptSuccess | AttemptFailure;
 const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 /** The resolver's answers for a name that does not resolve; EAI_AGAIN may be a passing resolver hiccup, hence one retry. */
 export const DNS_FAILURE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * RFC 6750 §2.1 `b64token`: the only characters a bearer token may have. Anything else (CR/LF above all) would be
+ * sent mangled, or split the header; such a response is refused as invalid, like any other malformed token.
+ */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
  * One HTTP attempt at the token endpoint: posts the form, reads at most `maxResponseBytes`, follows no redirect,
@@ -68,6 +75,8 @@ export class TokenExchangeClient {
       validateStatus: () => true,
       decompress: true,
       ...this.agents,
+      // A loopback endpoint is reached directly: an HTTP_PROXY from the environment would get the assertion in clear.
+      ...(isLoopbackHost(new URL(config.tokenUrl).hostname) ? { proxy: false as const } : {}),
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
     });
   }
@@ -230,6 +239,9 @@ export class TokenExchangeClient {
       return invalid('access_token is missing or empty');
     }
     if (secrets.includes(fields.access_token)) return invalid('access_token echoes the assertion');
+    if (!B64TOKEN.test(fields.access_token)) {
+      return invalid('access_token has characters outside the RFC 6750 b64token set (A-Z a-z 0-9 - . _ ~ + / =)');
+    }
     if (typeof fields.token_type !== 'string' || fields.token_type.toLowerCase() !== 'bearer') {
       return invalid(
         `token_type is ${typeof fields.token_type === 'string' ? `'${sanitizeRemoteText(fields.token_type)}'` : 'missing'}, expected Bearer`,
@@ -272,12 +284,4 @@ function parseJson(data: unknown): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** `Retry-After` as delta-seconds or an HTTP date; `undefined` when absent or unparsable. */
-export function parseRetryAfter(value: unknown, nowMs: number): number | undefined {
-  if (typeof value !== 'string' || value.trim() === '') return undefined;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }

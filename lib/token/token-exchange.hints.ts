@@ -36,21 +36,24 @@ const DESCRIPTION_HINTS: ReadonlyArray<[RegExp, string]> = [
   [/\b(replay|jti|already used)\b/i, 'The assertion id (jti) was already used: each exchange needs a fresh assertion.'],
 ];
 
-const ERROR_HINTS: Record<string, string> = {
-  invalid_client:
-    'The platform did not accept the client: check that the certificate is registered on the system integration, that the thumbprint (iss) and machineId (sub) are those shown in the portal, and that the integration is Active.',
-  invalid_grant:
-    'The platform refused the assertion: check the audience (aud), the local clock (an expired or not-yet-valid JWT), and the claims.',
-  invalid_request:
-    'The platform found the request malformed: check the token endpoint URL (baseUrl, tokenPath) and tokenEncoding.',
-  unauthorized_client: 'The system integration may not authenticate: check that it is Active in the portal.',
-  unsupported_grant_type:
-    'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, tokenPath).',
-  invalid_scope: "The platform refused the requested scope: check the integration's permissions in the portal.",
-  access_denied: "The platform denied access: check the integration's status and permissions in the portal.",
-  server_error: 'The platform failed while issuing the token; retry later.',
-  temporarily_unavailable: 'The platform is temporarily unavailable; retry later.',
-};
+/** A `Map`, not an object: the key comes from the network, and `constructor` or `__proto__` must find nothing. */
+const ERROR_HINTS = new Map<string, string>(
+  Object.entries({
+    invalid_client:
+      'The platform did not accept the client: check that the certificate is registered on the system integration, that the thumbprint (iss) and machineId (sub) are those shown in the portal, and that the integration is Active.',
+    invalid_grant:
+      'The platform refused the assertion: check the audience (aud), the local clock (an expired or not-yet-valid JWT), and the claims.',
+    invalid_request:
+      'The platform found the request malformed: check the token endpoint URL (baseUrl, tokenPath) and tokenEncoding.',
+    unauthorized_client: 'The system integration may not authenticate: check that it is Active in the portal.',
+    unsupported_grant_type:
+      'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, tokenPath).',
+    invalid_scope: "The platform refused the requested scope: check the integration's permissions in the portal.",
+    access_denied: "The platform denied access: check the integration's status and permissions in the portal.",
+    server_error: 'The platform failed while issuing the token; retry later.',
+    temporarily_unavailable: 'The platform is temporarily unavailable; retry later.',
+  }),
+);
 
 export function describeClockSkew(offsetSeconds: number): string {
   const direction = offsetSeconds > 0 ? 'ahead of' : 'behind';
@@ -82,9 +85,9 @@ export function hintForRejection(
     ? DESCRIPTION_HINTS.find(([pattern]) => pattern.test(description))?.[1]
     : undefined;
   if (fromDescription) parts.push(fromDescription);
-  else if (oauthError && ERROR_HINTS[oauthError]) parts.push(ERROR_HINTS[oauthError]);
+  else if (oauthError !== undefined && ERROR_HINTS.has(oauthError)) parts.push(ERROR_HINTS.get(oauthError)!);
   else if (status === 404) parts.push('The token endpoint was not found: check baseUrl and tokenPath.');
-  else if (status === 401 || status === 403) parts.push(ERROR_HINTS.invalid_client);
+  else if (status === 401 || status === 403) parts.push(ERROR_HINTS.get('invalid_client')!);
   else
     parts.push(
       `The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`,

@@ -1,23 +1,13 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import axios, { type AxiosError } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor, TokenExchangeError } from 'nestjs-platform-auth';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { startLoopbackServer, type LoopbackServer } from '../support/loopback-server.js';
+import { startLoopbackServer, useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();
-const servers: LoopbackServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<LoopbackServer> {
-  const s = await startLoopbackServer(handler);
-  servers.push(s);
-  return s;
-}
+const server = useLoopbackServers();
 
 function settle<T>(promise: Promise<T>): Promise<unknown> {
   return promise.catch((error: unknown) => error);

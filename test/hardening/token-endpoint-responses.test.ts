@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, TokenExchangeError } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, type TokenExchangeError } from 'nestjs-platform-auth';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer } from '../support/loopback-server.js';
 import {
   json,
@@ -11,7 +10,11 @@ import {
   tokenReply,
   type ScriptedTokenServer,
 } from '../support/scripted-token-server.js';
-import { createProvider, type ProviderHarness } from '../support/token-provider-harness.js';
+import {
+  createProvider,
+  exchangeFailure as expectExchangeFailure,
+  type ProviderHarness,
+} from '../support/token-provider-harness.js';
 
 let credentials: TestCredentials;
 let server: ScriptedTokenServer;
@@ -34,14 +37,8 @@ async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Prom
 }
 
 /** The exchange's failure, checked to be a TokenExchangeError that leaks nothing. */
-async function exchangeFailure(h: ProviderHarness): Promise<TokenExchangeError> {
-  const error = await h.tokens.getAccessToken().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(TokenExchangeError);
-  expectNoSecrets(error, [...server.assertions, ...server.issued, credentials.privateKeyPem]);
-  return error as TokenExchangeError;
+function exchangeFailure(h: ProviderHarness): Promise<TokenExchangeError> {
+  return expectExchangeFailure(h.tokens, [...server.assertions, ...server.issued, credentials.privateKeyPem]);
 }
 
 describe('transient failures are retried, bounded', () => {

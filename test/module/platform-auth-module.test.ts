@@ -152,7 +152,7 @@ describe('PlatformAuthModule wiring', () => {
       const consumer = moduleRef.get(Consumer);
       expect(consumer.platform).toBeInstanceOf(PlatformHttpService);
       expect(consumer.platform.axiosRef.defaults.baseURL).toBe('https://platform.example.com');
-      expect(consumer.platform.axiosRef.interceptors.request).toHaveProperty('handlers.length', 2);
+      expect(consumer.platform.axiosRef.interceptors.request).toHaveProperty('handlers.length', 1);
       await moduleRef.close();
     }
   });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { afterEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
@@ -38,5 +39,23 @@ export async function startLoopbackServer(
         server.closeAllConnections();
         server.close((error) => (error ? reject(error) : resolve()));
       }),
+  };
+}
+
+/**
+ * For a test file: `const server = useLoopbackServers()` at the top level gives a `server(handler?)` whose servers
+ * (any number per test) are closed after each test.
+ */
+export function useLoopbackServers(): (
+  handler?: (req: IncomingMessage, res: ServerResponse) => void,
+) => Promise<LoopbackServer> {
+  const open: LoopbackServer[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((s) => s.close()));
+  });
+  return async (handler) => {
+    const s = await startLoopbackServer(handler);
+    open.push(s);
+    return s;
   };
 }

@@ -1,7 +1,9 @@
-import { AssertionSigner, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { expect } from 'vitest';
+import { AssertionSigner, TokenExchangeError, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
+import { expectNoSecrets } from './leak-check.js';
 
 export interface ProviderHarness {
   tokens: TokenProvider;
@@ -33,4 +35,18 @@ export function createProvider(
   const logger = new CapturingLogger();
   const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock), logger);
   return { tokens, clock, logger, destroy: () => tokens.onApplicationShutdown() };
+}
+
+/** The failure of the next exchange, checked to be a TokenExchangeError that leaks none of `secrets`. */
+export async function exchangeFailure(
+  tokens: TokenProvider,
+  secrets: readonly (string | undefined)[],
+): Promise<TokenExchangeError> {
+  const error = await tokens.getAccessToken().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(TokenExchangeError);
+  expectNoSecrets(error, secrets);
+  return error as TokenExchangeError;
 }

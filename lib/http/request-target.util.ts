@@ -1,0 +1,70 @@
+import type { AxiosResponse, InternalAxiosRequestConfig } from 'axios';
+import { fetchRespondingUrl } from './fetch-responding-url.util.js';
+
+const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
+
+/** `url` as text: a string, or a WHATWG `URL`; anything else axios cannot send, and matches no origin here. */
+export function urlText(url: unknown): string {
+  if (typeof url === 'string') return url;
+  return url instanceof URL ? url.href : '';
+}
+
+export function isAbsoluteUrl(url: string): boolean {
+  return ABSOLUTE_URL.test(url);
+}
+
+/** The URL axios will request, resolved the way axios resolves it (`baseURL` + `url`, or an absolute `url`). */
+export function resolveRequestUrl(
+  config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>,
+): URL | undefined {
+  const url = urlText(config.url);
+  const useBase = config.baseURL && (!isAbsoluteUrl(url) || config.allowAbsoluteUrls === false);
+  const full = useBase
+    ? url
+      ? `${config.baseURL!.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}`
+      : config.baseURL!
+    : url;
+  return parseUrl(full);
+}
+
+export function parseUrl(value: unknown): URL | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A redirect option as text: node's request options hold strings and numbers. */
+export function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
+}
+
+/** A body that is consumed by sending it: node and WHATWG streams, and any async iterable. */
+export function isNonReplayable(data: unknown): boolean {
+  if (typeof data !== 'object' || data === null) return false;
+  const body = data as { pipe?: unknown; getReader?: unknown; [Symbol.asyncIterator]?: unknown };
+  return (
+    typeof body.pipe === 'function' ||
+    typeof body.getReader === 'function' ||
+    typeof body[Symbol.asyncIterator] === 'function'
+  );
+}
+
+/**
+ * Where the response came from, or `undefined` when that cannot be known. Node's adapter: the URL after redirects
+ * (follow-redirects records it), else the URL requested. The fetch adapter follows redirects out of sight: only the
+ * URL our recording fetch saw on the `Response` counts.
+ */
+export function respondingUrl(
+  response: AxiosResponse | undefined,
+  config: InternalAxiosRequestConfig,
+): URL | undefined {
+  const request: unknown = response?.request;
+  if (typeof Request !== 'undefined' && request instanceof Request) return parseUrl(fetchRespondingUrl(request));
+  return (
+    parseUrl((request as { res?: { responseUrl?: unknown } } | undefined)?.res?.responseUrl) ??
+    resolveRequestUrl(config)
+  );
+}

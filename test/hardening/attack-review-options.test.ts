@@ -1,0 +1,195 @@
+import { createPrivateKey } from 'node:crypto';
+import { inspect } from 'node:util';
+import { Test } from '@nestjs/testing';
+import { HttpService } from '@nestjs/axios';
+import { firstValueFrom } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  TokenProvider,
+  platformAuthConfig,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import { createTestCredentials, PlatformEmulator, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { ConfigModule } from '@nestjs/config';
+import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { ensureCliBuilt, expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
+import { pemFragments, tempDir } from '../support/credential-variants.js';
+import { expectNoSecrets } from '../support/leak-check.js';
+import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
+
+// Issue 11, the findings about options: each describe names the finding it guards.
+
+const PASSPHRASE = 'attack-review passphrase, test only';
+let credentials: TestCredentials;
+let encryptedKeyPem: string;
+let platform: PlatformEmulator;
+let files: ReturnType<typeof tempDir>;
+const server = useLoopbackServers();
+
+beforeAll(async () => {
+  credentials = await createTestCredentials();
+  encryptedKeyPem = createPrivateKey(credentials.privateKeyPem)
+    .export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: PASSPHRASE })
+    .toString();
+  platform = await PlatformEmulator.start();
+  files = tempDir();
+});
+afterAll(async () => {
+  await platform.close();
+  files.remove();
+});
+
+function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
+  return {
+    baseUrl: 'https://platform.example.com',
+    machineId: 'machine-1',
+    privateKey: credentials.privateKeyPem,
+    certificate: credentials.certificatePem,
+    ...overrides,
+  };
+}
+
+function configError(input: PlatformAuthOptions): PlatformAuthConfigError {
+  let caught: unknown;
+  try {
+    resolvePlatformAuthOptions(input, Date.now());
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(PlatformAuthConfigError);
+  return caught as PlatformAuthConfigError;
+}
+
+describe('finding 5: PEM text in a setting that is not a key or certificate is refused without an echo', () => {
+  it.each(['machineId', 'audience', 'thumbprint', 'tokenPath', 'baseUrl'] as const)('in %s', (option) => {
+    for (const pem of [credentials.privateKeyPem, credentials.privateKeyPem.replace(/\n/g, '\\n')]) {
+      const error = configError(options({ [option]: pem }));
+      expect(error.problems.map((p) => p.option)).toContain(option);
+      expectNoSecrets(error, [credentials.privateKeyPem, ...pemFragments(credentials.privateKeyPem)]);
+    }
+  });
+
+  it.each(['doctor', 'assertion'])('the CLI %s refuses it and does not print it', async (command) => {
+    await ensureCliBuilt();
+    const keyPath = files.write('key.pem', credentials.privateKeyPem);
+    const certificatePath = files.write('certificate.pem', credentials.certificatePem);
+    for (const variable of ['PLATFORM_MACHINE_ID', 'PLATFORM_AUDIENCE']) {
+      const result = await runCli([command], {
+        PLATFORM_BASE_URL: platform.url,
+        PLATFORM_MACHINE_ID: 'machine-1',
+        PLATFORM_PRIVATE_KEY_PATH: keyPath,
+        PLATFORM_CERTIFICATE_PATH: certificatePath,
+        [variable]: credentials.privateKeyPem,
+      });
+      expect(result.code).toBe(1);
+      expect(result.stdout + result.stderr).toContain(variable);
+      expectNoSecretsInOutput(result, pemFragments(credentials.privateKeyPem));
+    }
+  });
+});
+
+describe('finding 6: after start-up the Nest container holds no PEM text and no passphrase', () => {
+  const secrets = () => [PASSPHRASE, ...pemFragments(encryptedKeyPem, credentials.privateKeyPem)];
+
+  it('forRoot, and the options object stays reusable', async () => {
+    const shared = options({ privateKey: encryptedKeyPem, privateKeyPassphrase: PASSPHRASE });
+    const snapshot = { ...shared };
+    for (let round = 0; round < 2; round += 1) {
+      const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(shared)] }).compile();
+      await moduleRef.init();
+      const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+      for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
+      await moduleRef.close();
+    }
+    expect(shared).toEqual(snapshot);
+  });
+
+  it('forRootAsync with a factory returning a shared object', async () => {
+    const shared = options({ privateKey: encryptedKeyPem, privateKeyPassphrase: PASSPHRASE });
+    const snapshot = { ...shared };
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRootAsync({ useFactory: () => shared })],
+    }).compile();
+    await moduleRef.init();
+    const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+    for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
+    expect(shared).toEqual(snapshot);
+    expect(moduleRef.get(TokenProvider)).toBeInstanceOf(TokenProvider);
+    await moduleRef.close();
+  });
+
+  it('forRootAsync from platformAuthConfig (the environment)', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      PLATFORM_BASE_URL: 'https://platform.example.com',
+      PLATFORM_MACHINE_ID: 'machine-1',
+      PLATFORM_PRIVATE_KEY: encryptedKeyPem,
+      PLATFORM_PRIVATE_KEY_PASSPHRASE: PASSPHRASE,
+      PLATFORM_CERTIFICATE: credentials.certificatePem,
+    });
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          ConfigModule.forRoot({ ignoreEnvFile: true }),
+          PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider()),
+        ],
+      }).compile();
+      await moduleRef.init();
+      const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+      for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
+      await moduleRef.close();
+    } finally {
+      process.env = saved;
+    }
+  });
+});
+
+describe('finding 11: options are read as own properties only', () => {
+  /** Sends one request to `target` through the module's HttpService; what `target` received is in its requests. */
+  async function requestThroughModule(input: PlatformAuthOptions, target: LoopbackServer): Promise<void> {
+    const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(input)] }).compile();
+    await moduleRef.init();
+    try {
+      await firstValueFrom(moduleRef.get(HttpService).get(`${target.url}/stolen`));
+    } finally {
+      await moduleRef.close();
+    }
+  }
+
+  it('a "__proto__" key parsed from JSON does not add allowed origins', async () => {
+    const foreign = await server();
+    const parsed = JSON.parse(`{"__proto__": {"allowedOrigins": ["${foreign.origin}"]}}`) as PlatformAuthOptions;
+    await requestThroughModule(Object.assign(parsed, (await platform.createIntegration()).moduleOptions), foreign);
+    expect(foreign.requests).toEqual([expect.objectContaining({ authorization: undefined })]);
+  });
+
+  it('a polluted Object.prototype.allowedOrigins is ignored', async () => {
+    const foreign = await server();
+    const integration = await platform.createIntegration();
+    const prototype = Object.prototype as { allowedOrigins?: string[] };
+    prototype.allowedOrigins = [foreign.origin];
+    try {
+      await requestThroughModule({ ...integration.moduleOptions }, foreign);
+    } finally {
+      delete prototype.allowedOrigins;
+    }
+    expect(foreign.requests).toEqual([expect.objectContaining({ authorization: undefined })]);
+  });
+});
+
+describe('decision: a value in a *_PATH setting is quoted only when it looks like a path', () => {
+  it('a passphrase pasted into privateKeyPath is not repeated', () => {
+    const error = configError(options({ privateKey: undefined, privateKeyPath: PASSPHRASE }));
+    expect(error.problems).toEqual([expect.objectContaining({ option: 'privateKeyPath' })]);
+    expect(error.message).toMatch(/no such file/);
+    expectNoSecrets(error, [PASSPHRASE]);
+  });
+
+  it('a missing file named by an absolute or relative path, or by a .pem name, is still quoted', () => {
+    for (const path of ['/nonexistent/key.pem', './missing/key.pem', 'key-file.pem']) {
+      expect(configError(options({ privateKey: undefined, privateKeyPath: path })).message).toContain(`'${path}'`);
+    }
+  });
+});
