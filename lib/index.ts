@@ -38,3 +38,5 @@ export {
   type TokenExchangeErrorDetails,
   type TokenExchangeFailure,
 } from './platform-auth.errors.js';
+export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
+export { RedisTokenStore, type RedisCommandClient, type RedisTokenStoreOptions } from './store/token-store.redis.js';
