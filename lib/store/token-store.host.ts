@@ -1,0 +1,51 @@
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Clock } from '../platform-auth.clock.js';
+import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { SharedTokenCoordinator } from './shared-token.coordinator.js';
+import { TokenStoreCodec, namespaceOf } from './token-store.codec.js';
+import { RedisTokenStore } from './token-store.redis.js';
+
+/**
+ * The module's link to the shared token store, when one is configured: the coordinator the token provider asks,
+ * and the lifecycle of a store the module built from `tokenStoreUrl` (a store passed in stays its owner's).
+ */
+@Injectable()
+export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
+  /** `undefined` without a store: the provider then exchanges exactly as it always did. */
+  readonly coordinator?: SharedTokenCoordinator;
+  private readonly owned?: RedisTokenStore;
+
+  constructor(
+    @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
+    @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
+  ) {
+    const settings = config.tokenStore;
+    if (!settings) return;
+    this.owned = settings.store ? undefined : new RedisTokenStore({ url: settings.url! });
+    const namespace = namespaceOf({
+      tokenUrl: config.tokenUrl,
+      audience: config.audience,
+      machineId: config.machineId,
+      thumbprint: config.credentials.thumbprint,
+    });
+    this.coordinator = new SharedTokenCoordinator(
+      settings.store ?? this.owned!,
+      new TokenStoreCodec(settings.keys, namespace),
+      settings.keyPrefix,
+      namespace,
+      clock,
+      settings.timing,
+      new Logger(LOGGER_CONTEXT),
+    );
+  }
+
+  /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
+  async onModuleInit(): Promise<void> {
+    await this.owned?.connect();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.owned?.close();
+  }
+}
