@@ -22,6 +22,7 @@ import { namedServiceTokens, registerIntegrationName } from './platform-auth.int
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
 import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
+import { TokenStoreHost } from './store/token-store.host.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
 const providers: Provider[] = [
@@ -53,6 +54,7 @@ const providers: Provider[] = [
     inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
   },
   AssertionSigner,
+  TokenStoreHost,
   TokenProvider,
   PlatformAuthInterceptor,
   PlatformHttpHost,

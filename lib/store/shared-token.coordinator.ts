@@ -102,7 +102,10 @@ export class SharedTokenCoordinator {
   }
 
   /** A usable stored token; or the lock, taken; or `undefined` when the wait ran out. Throws a shared failure. */
-  private async awaitFleet(member: FleetMember, signal: AbortSignal): Promise<SharedToken | { owner: string } | undefined> {
+  private async awaitFleet(
+    member: FleetMember,
+    signal: AbortSignal,
+  ): Promise<SharedToken | { owner: string } | undefined> {
     await this.pendingInvalidation;
     const stored = await this.readToken();
     if (stored && member.isUsable(stored)) return stored;

@@ -29,7 +29,8 @@ export interface EncryptionKey {
 }
 
 export const ENCRYPTION_KEY_BYTES = 32;
-const HEX_KEY = /^[0-9a-f]{64}$/i;
+/** Any even run of hex digits is read as hex (32 bytes of base64 is 43 or 44 characters, so never mistaken). */
+const HEX_KEY = /^(?:[0-9a-f]{2})+$/i;
 const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 /**
@@ -80,7 +81,13 @@ export function namespaceOf(identity: {
   machineId: string;
   thumbprint: string;
 }): string {
-  return hashOf('platform-auth namespace', identity.tokenUrl, identity.audience, identity.machineId, identity.thumbprint)
+  return hashOf(
+    'platform-auth namespace',
+    identity.tokenUrl,
+    identity.audience,
+    identity.machineId,
+    identity.thumbprint,
+  )
     .slice(0, 32)
     .replace(/[{}]/g, '');
 }
@@ -110,8 +117,8 @@ export class TokenStoreCodec {
     const [current] = this.keys;
     const plaintext = new TextEncoder().encode(JSON.stringify({ ns: this.namespace, version, ...sealed }));
     return new CompactEncrypt(plaintext)
-      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current!.kid })
-      .encrypt(current!.bytes);
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current.kid })
+      .encrypt(current.bytes);
   }
 
   /** The sealed value, or `undefined` for anything that does not decrypt and verify: a miss, never an error. */

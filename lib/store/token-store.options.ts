@@ -36,7 +36,10 @@ export function resolveTokenStoreOptions(
   if (store !== undefined && url !== undefined) {
     report.problem('tokenStoreUrl', 'set either tokenStore or tokenStoreUrl, not both');
   }
-  if (store !== undefined && !STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')) {
+  if (
+    store !== undefined &&
+    !STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')
+  ) {
     report.problem('tokenStore', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
   }
   if (url !== undefined && !isRedisUrl(url)) {

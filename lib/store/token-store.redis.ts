@@ -26,11 +26,14 @@ interface OwnedRedisClient extends RedisCommandClient {
 }
 
 interface RedisModule {
-  createClient(options: {
-    url: string;
-    disableOfflineQueue: boolean;
-    socket: { connectTimeout: number; reconnectStrategy: (retries: number) => number };
-  }): OwnedRedisClient;
+  createClient(
+    this: void,
+    options: {
+      url: string;
+      disableOfflineQueue: boolean;
+      socket: { connectTimeout: number; reconnectStrategy: (retries: number) => number };
+    },
+  ): OwnedRedisClient;
 }
 
 /** Entries are `<version>:<tag>:<payload>`; a lock is an entry with an empty payload, so one script releases both. */
@@ -85,7 +88,7 @@ export class RedisTokenStore implements TokenStore {
     const value = await this.command(['GET', key]);
     const match = typeof value === 'string' ? ENTRY.exec(value) : null;
     if (!match || match[3] === '') return undefined;
-    return { version: Number(match[1]), tag: match[2]!, payload: match[3]! };
+    return { version: Number(match[1]), tag: match[2], payload: match[3] };
   }
 
   async setIfNewer(key: string, entry: TokenStoreEntry, ttlMs: number): Promise<boolean> {

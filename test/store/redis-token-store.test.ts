@@ -99,7 +99,14 @@ describe('RedisTokenStore on a real redis-server', () => {
       await redis().launch();
     }
     await expect
-      .poll(() => store.get(k).then(() => 'answered', () => 'failed'), { timeout: 5_000, interval: 100 })
+      .poll(
+        () =>
+          store.get(k).then(
+            () => 'answered',
+            () => 'failed',
+          ),
+        { timeout: 5_000, interval: 100 },
+      )
       .toBe('answered');
   });
 

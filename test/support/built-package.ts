@@ -23,7 +23,8 @@ export async function ensureBuilt(builtFile: string, sourceDir = join(root, 'lib
       break;
     } catch {
       // A lock left by a killed run is older than any build takes.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000)
+        rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`);
       await sleep(100);
     }

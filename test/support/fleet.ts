@@ -8,8 +8,7 @@ const CHILD = fileURLToPath(new URL('../store/fleet-replica.child.mjs', import.m
 const BUILT = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 
 export type CallOutcome =
-  | { ok: true; token: string }
-  | { ok: false; reason?: string; status?: number; code?: string; message: string };
+  { ok: true; token: string } | { ok: false; reason?: string; status?: number; code?: string; message: string };
 
 export interface LogLine {
   level: 'log' | 'warn' | 'error';
@@ -76,7 +75,7 @@ export class Fleet {
 
   /** `getAccessToken()` on every instance of the given processes (default all) at once. */
   async getAll(processes: readonly number[] = this.replicas.map((_, i) => i)): Promise<CallOutcome[]> {
-    const results = await Promise.all(processes.map((i) => this.replicas[i]!.request<CallOutcome[]>('get')));
+    const results = await Promise.all(processes.map((i) => this.replicas[i].request<CallOutcome[]>('get')));
     return results.flat();
   }
 
@@ -85,7 +84,7 @@ export class Fleet {
   }
 
   async invalidate(process: number, token: string): Promise<boolean[]> {
-    return this.replicas[process]!.request<boolean[]>('invalidate', { token });
+    return this.replicas[process].request<boolean[]>('invalidate', { token });
   }
 
   async advance(ms: number): Promise<void> {
@@ -99,7 +98,7 @@ export class Fleet {
   }
 
   kill(process: number): void {
-    this.replicas[process]!.child.kill('SIGKILL');
+    this.replicas[process].child.kill('SIGKILL');
   }
 
   async close(): Promise<void> {

@@ -74,13 +74,13 @@ export class RedisServer {
       const onData = (chunk: Buffer): void => {
         output += chunk.toString();
         if (output.includes('Ready to accept connections')) {
-          child.stdout!.off('data', onData);
-          child.stdout!.resume();
+          child.stdout.off('data', onData);
+          child.stdout.resume();
           resolve();
         }
       };
-      child.stdout!.on('data', onData);
-      child.stderr!.resume();
+      child.stdout.on('data', onData);
+      child.stderr.resume();
       child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)));
     });
   }
