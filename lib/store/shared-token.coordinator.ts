@@ -36,8 +36,9 @@ class StoreUnavailable extends Error {
   }
 }
 
-const FIRST_POLL_MS = 20;
-const MAX_POLL_MS = 250;
+const FIRST_POLL_MS = 10;
+/** Low enough that a waiter sees the token within ~100 ms of its write; a few Redis reads a second per waiter. */
+const MAX_POLL_MS = 100;
 /** After a failed operation the store is left alone this long, so a frozen Redis costs one timeout, not one a call. */
 const UNAVAILABLE_PROBE_MS = 1_000;
 /** Tokens recently rejected with a 401 by this replica: a copy still in the store (delete pending) is not reused. */
