@@ -19,8 +19,8 @@ export interface RedisTokenStoreOptions {
 
 /** The slice of node-redis's `createClient` used for a client made from a URL. */
 interface OwnedRedisClient extends RedisCommandClient {
-  readonly isReady: boolean;
-  on(event: 'error' | 'ready', listener: (...args: unknown[]) => void): unknown;
+  readonly isOpen: boolean;
+  on(event: 'error', listener: (error: unknown) => void): unknown;
   connect(): Promise<unknown>;
   destroy(): void;
 }
@@ -31,7 +31,7 @@ interface RedisModule {
     options: {
       url: string;
       disableOfflineQueue: boolean;
-      socket: { connectTimeout: number; reconnectStrategy: (retries: number) => number };
+      socket: { connectTimeout: number; reconnectStrategy: false };
     },
   ): OwnedRedisClient;
 }
@@ -53,17 +53,15 @@ local current = redis.call('GET', KEYS[1])
 if current and string.match(current, '^%d+:([^:]*):') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-const MAX_RECONNECT_DELAY_MS = 2_000;
-
 /**
  * `TokenStore` on Redis (standalone, Sentinel or Cluster: every key an integration uses carries one hash tag). The
  * conditional writes and compare-and-delete are Lua scripts, so each is one atomic round trip.
  *
- * Built from a URL it loads the optional `redis` package on first use and keeps reconnecting in the background;
- * while it is disconnected operations fail at once (no offline queue), so callers fall back without waiting.
+ * Built from a URL it loads the optional `redis` package on first use and connects on demand; while Redis is
+ * unreachable operations fail at once (no offline queue, no queued reconnect), so callers fall back without waiting.
  */
 export class RedisTokenStore implements TokenStore {
-  private connection?: Promise<RedisCommandClient>;
+  private connection?: Promise<OwnedRedisClient>;
   private owned?: OwnedRedisClient;
   private closed = false;
 
@@ -77,7 +75,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   /**
-   * Starts connecting (a client made from `url`) and resolves once the first attempt succeeded or failed; it never
+   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed; it never
    * rejects, since a store that is down is a state the module works through, not an error.
    */
   async connect(): Promise<void> {
@@ -121,48 +119,62 @@ export class RedisTokenStore implements TokenStore {
   /** Closes a client this store made from `url`; a client passed in is left to its owner. */
   async close(): Promise<void> {
     this.closed = true;
-    const owned = this.owned;
-    this.owned = undefined;
-    try {
-      owned?.destroy();
-    } catch {
-      // Already disconnected: nothing left to close.
-    }
+    this.drop(this.owned);
   }
 
   private async command(args: string[]): Promise<unknown> {
     const client = await this.client();
-    return client.sendCommand(args);
+    try {
+      return await client.sendCommand(args);
+    } catch (error) {
+      // A connection that closed without an 'error' event is just as dead.
+      if (client === this.owned && !this.owned.isOpen) this.drop(this.owned);
+      throw error;
+    }
   }
 
   private client(): Promise<RedisCommandClient> {
     if (this.closed) return Promise.reject(new Error('RedisTokenStore is closed'));
-    this.connection ??= this.options.client ? Promise.resolve(this.options.client) : this.connectOwned();
+    if (this.options.client) return Promise.resolve(this.options.client);
+    this.connection ??= this.connectOwned();
     return this.connection;
   }
 
-  private async connectOwned(): Promise<RedisCommandClient> {
+  /**
+   * A connected client, made on demand. It does not reconnect by itself: once its connection fails it is dropped,
+   * and the next operation makes a new one. So no reconnect timer outlives `close()`, and a Redis that comes back
+   * is found on the next operation (the module asks again a second after a failure).
+   */
+  private async connectOwned(): Promise<OwnedRedisClient> {
     const { createClient } = (await import('redis')) as unknown as RedisModule;
     const client = createClient({
       url: this.options.url!,
       disableOfflineQueue: true,
-      socket: {
-        connectTimeout: this.options.connectTimeoutMs ?? 1_000,
-        reconnectStrategy: (retries) => Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** retries),
-      },
+      socket: { connectTimeout: this.options.connectTimeoutMs ?? 1_000, reconnectStrategy: false },
     });
     this.owned = client;
-    // The first outcome, either way: later operations then succeed or fail fast rather than wait for a connection.
-    const settled = new Promise<void>((resolve) => {
-      client.on('ready', () => resolve());
-      // Connection errors surface as failed operations, which the module reports once per state change; without a
-      // listener node-redis would throw them as an unhandled 'error' event.
-      client.on('error', () => resolve());
-    });
-    client.connect().catch(() => undefined);
-    await settled;
-    if (this.closed) await this.close();
+    // Connection errors surface as failed operations, which the module reports once per state change; without a
+    // listener node-redis would throw them as an unhandled 'error' event.
+    client.on('error', () => this.drop(client));
+    try {
+      await client.connect();
+    } catch (error) {
+      this.drop(client);
+      throw error;
+    }
+    if (this.closed) this.drop(client);
     return client;
+  }
+
+  private drop(client: OwnedRedisClient | undefined): void {
+    if (!client || client !== this.owned) return;
+    this.owned = undefined;
+    this.connection = undefined;
+    try {
+      client.destroy();
+    } catch {
+      // Already closed by its own failure: nothing left to release.
+    }
   }
 }
 

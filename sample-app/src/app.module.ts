@@ -9,6 +9,8 @@ import { UserModule } from './user/user.module.js';
  * The reference integration: configuration from the environment (PLATFORM_* variables), the platform module set
  * up in one line, and feature modules that inject its authenticated HttpService. User sign-in (`/login`, `/me`)
  * is there when PLATFORM_USER_CLIENT_ID is set.
+ * With PLATFORM_TOKEN_STORE_URL and PLATFORM_TOKEN_STORE_ENCRYPTION_KEY set, its replicas share one token through
+ * Redis; nothing else changes.
  */
 @Module({
   imports: [

@@ -1,10 +1,14 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, PlatformHttpService, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { ensureBuilt } from '../support/built-package.js';
 import { useRedisServer } from '../support/redis-server.js';
 
 const redis = useRedisServer();
@@ -192,4 +196,42 @@ describe('the shared token store protocol', () => {
     ]);
     expect(logger.warnings[0]).not.toContain(closedPort);
   });
+});
+
+describe('the shared token store at shutdown', () => {
+  it.each(['reachable', 'unreachable'] as const)(
+    'leaves no handle open after app.close() with Redis %s (no socket, no reconnect timer)',
+    async (state) => {
+      // The process below keeps real time, so this emulator does too.
+      const emulator = await PlatformEmulator.start();
+      open.push(emulator);
+      const integration = await emulator.createIntegration();
+      const root = fileURLToPath(new URL('../..', import.meta.url));
+      await ensureBuilt(`${root}dist/index.js`);
+      const script = `
+        import 'reflect-metadata';
+        import { NestFactory } from '@nestjs/core';
+        import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+        const app = await NestFactory.createApplicationContext(
+          PlatformAuthModule.forRoot(JSON.parse(process.env.MODULE_OPTIONS)), { logger: false });
+        await app.get(TokenProvider).getAccessToken();
+        await app.close();
+        // One timer turn: a destroyed socket's handle is released in the loop's close phase.
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        console.log(JSON.stringify(process.getActiveResourcesInfo().filter((r) => !['TTYWrap', 'PipeWrap'].includes(r))));
+      `;
+      const options = {
+        ...integration.moduleOptions,
+        tokenStoreUrl: state === 'reachable' ? redis().url : `redis://127.0.0.1:${redis().port + 1}`,
+        tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
+      };
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: root,
+        env: { ...process.env, MODULE_OPTIONS: JSON.stringify(options) },
+        timeout: 30_000,
+      });
+      expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual([]);
+    },
+    60_000,
+  );
 });
