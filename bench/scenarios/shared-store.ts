@@ -78,7 +78,7 @@ async function fleetExchanges(
     await Promise.all(replicas.map((r) => r.get()));
     for (;;) {
       const now = await Promise.all(replicas.map((r) => r.get()));
-      if (now.every((result) => result.token !== first[0].token)) break;
+      if (now.every((result, i) => result.token !== first[i].token)) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return { cold, renewal: emulator.counters.exchanges.total - cold };
