@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { LoggerService } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
-import { fingerprintOf, type SharedFailure, type SharedToken, type TokenStoreCodec } from './token-store.codec.js';
+import type { ExchangeOutcome, IssuedToken } from '../token/token.cache.js';
+import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
 
 export interface SharedTokenTiming {
@@ -14,20 +16,17 @@ export interface SharedTokenTiming {
   readonly waitTimeoutMs: number;
 }
 
-/** What the token cache lends the coordinator: its exchange, its idea of a usable token, its back-off. */
+/** What the token provider lends the coordinator: its own exchange, and its rules for freshness and back-off. */
 export interface FleetMember {
-  /** One exchange by this replica (the attempt loop, with its own retries). */
-  exchange(): Promise<SharedToken>;
-  /** Whether a token found in the store may be used now (not expiring, not yet due for renewal). */
-  isUsable(token: SharedToken): boolean;
-  /** Until when, by the clock, callers should fail fast after `error` (the cache's back-off, `Retry-After` included). */
-  retryAtAfter(error: TokenExchangeError): number;
+  /** One exchange by this replica (the attempt loop, with its own retries); rejects only when aborted. */
+  exchange(signal: AbortSignal): Promise<ExchangeOutcome>;
+  /** Whether a token found in the store may be used now (not yet due for renewal). */
+  isUsable(token: IssuedToken): boolean;
+  /** Until when, by the clock, the fleet should fail fast after this failed exchange (`Retry-After` included). */
+  retryAtAfter(failure: Extract<ExchangeOutcome, { ok: false }>): number;
 }
 
-interface Logger {
-  log(message: string): void;
-  warn(message: string): void;
-}
+type Outcome = ExchangeOutcome;
 
 /** The store did not answer in time, or failed: the caller carries on without it. Never leaves this file. */
 class StoreUnavailable extends Error {
@@ -67,26 +66,30 @@ export class SharedTokenCoordinator {
     namespace: string,
     private readonly clock: Clock,
     private readonly timing: SharedTokenTiming,
-    private readonly logger: Logger,
+    private readonly logger: Pick<LoggerService, 'log' | 'warn'>,
   ) {
     // The hash tag: Redis Cluster puts every key of one integration in one slot.
     const base = `${keyPrefix}{${namespace}}`;
     this.keys = { token: `${base}:token`, lock: `${base}:lock`, failure: `${base}:failure` };
   }
 
-  /** A token from the fleet, or from this replica's own exchange when the fleet has none (or the store is down). */
-  async obtain(member: FleetMember, signal: AbortSignal): Promise<SharedToken> {
-    if (!this.storeMayAnswer()) return member.exchange();
-    let outcome: SharedToken | { owner: string } | undefined;
+  /**
+   * A token from the fleet, or from this replica's own exchange when the fleet has none (or the store is down). A
+   * token from the store counts no attempts; a failure shared by another replica comes back as a `backoff` failure
+   * whose `retryAfterMs` makes this replica fail fast until the fleet's back-off ends.
+   */
+  async obtain(member: FleetMember, signal: AbortSignal): Promise<Outcome> {
+    if (!this.storeMayAnswer()) return member.exchange(signal);
+    let found: Outcome | { owner: string } | undefined;
     try {
-      outcome = await this.awaitFleet(member, signal);
+      found = await this.awaitFleet(member, signal);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
       this.markUnavailable(error.reason);
-      return member.exchange();
+      return member.exchange(signal);
     }
-    if (outcome && 'accessToken' in outcome) return outcome;
-    return this.exchangeAndShare(member, outcome?.owner);
+    if (found && 'ok' in found) return found;
+    return this.exchangeAndShare(member, signal, found?.owner);
   }
 
   /** After a 401: deletes the shared copy of `accessToken` if it is still the stored one. */
@@ -102,15 +105,11 @@ export class SharedTokenCoordinator {
     );
   }
 
-  /** A usable stored token; or the lock, taken; or `undefined` when the wait ran out. Throws a shared failure. */
-  private async awaitFleet(
-    member: FleetMember,
-    signal: AbortSignal,
-  ): Promise<SharedToken | { owner: string } | undefined> {
+  /** A usable stored token or shared failure; or the lock, taken; or `undefined` when the wait ran out. */
+  private async awaitFleet(member: FleetMember, signal: AbortSignal): Promise<Outcome | { owner: string } | undefined> {
     await this.pendingInvalidation;
-    const stored = await this.readToken();
-    if (stored && member.isUsable(stored)) return stored;
-    await this.throwIfFailureShared();
+    const settled = await this.readSettled(member);
+    if (settled) return settled;
     const deadline = performance.now() + this.timing.waitTimeoutMs;
     for (let pause = FIRST_POLL_MS; ; pause = Math.min(MAX_POLL_MS, pause * 2)) {
       const owner = randomUUID();
@@ -118,9 +117,8 @@ export class SharedTokenCoordinator {
         let holding = false;
         try {
           // Another replica may have finished, or failed, between the read above and the lock.
-          const again = await this.readToken();
-          if (again && member.isUsable(again)) return again;
-          await this.throwIfFailureShared();
+          const again = await this.readSettled(member);
+          if (again) return again;
           holding = true;
           return { owner };
         } finally {
@@ -137,22 +135,29 @@ export class SharedTokenCoordinator {
       await delay(pause * (0.5 + Math.random()), undefined, { signal, ref: false }).catch(() => {
         throw signal.reason as Error;
       });
-      const polled = await this.readToken();
-      if (polled && member.isUsable(polled)) return polled;
-      await this.throwIfFailureShared();
+      const polled = await this.readSettled(member);
+      if (polled) return polled;
     }
   }
 
-  private async exchangeAndShare(member: FleetMember, owner: string | undefined): Promise<SharedToken> {
+  /** What the fleet has settled: a usable token, or a failure still in its back-off; else `undefined`. */
+  private async readSettled(member: FleetMember): Promise<Outcome | undefined> {
+    const token = await this.readToken();
+    if (token && member.isUsable(token)) return { ok: true, token, attempts: 0 };
+    return this.readFailure();
+  }
+
+  private async exchangeAndShare(
+    member: FleetMember,
+    signal: AbortSignal,
+    owner: string | undefined,
+  ): Promise<Outcome> {
     try {
-      const token = await member.exchange();
-      await this.bestEffort(() => this.writeToken(token));
-      return token;
-    } catch (error) {
-      if (owner && error instanceof TokenExchangeError && error.reason !== 'aborted') {
-        await this.bestEffort(() => this.writeFailure(error, member.retryAtAfter(error)));
-      }
-      throw error;
+      const outcome = await member.exchange(signal);
+      if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token));
+      // Before the lock is released, so no waiter takes it and tries again meanwhile.
+      else if (owner) await this.bestEffort(() => this.writeFailure(outcome.error, member.retryAtAfter(outcome)));
+      return outcome;
     } finally {
       if (owner) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
     }
@@ -169,7 +174,7 @@ export class SharedTokenCoordinator {
     }
   }
 
-  private async readToken(): Promise<SharedToken | undefined> {
+  private async readToken(): Promise<IssuedToken | undefined> {
     const entry = await this.attempt(() => this.store.get(this.keys.token));
     if (!entry || this.rejectedTags.includes(entry.tag)) return undefined;
     const opened = await this.codec.open(entry.payload, 'token', entry.version);
@@ -177,7 +182,7 @@ export class SharedTokenCoordinator {
     return opened.token;
   }
 
-  private async writeToken(token: SharedToken): Promise<void> {
+  private async writeToken(token: IssuedToken): Promise<void> {
     const ttlMs = token.expiresAtMs - this.clock.now();
     if (ttlMs <= 0) return;
     const version = Math.round(token.expiresAtMs);
@@ -205,22 +210,26 @@ export class SharedTokenCoordinator {
     await this.attempt(() => this.store.setIfNewer(this.keys.failure, { version, tag: 'failure', payload }, ttlMs));
   }
 
-  private async throwIfFailureShared(): Promise<void> {
+  private async readFailure(): Promise<Outcome | undefined> {
     const entry = await this.attempt(() => this.store.get(this.keys.failure));
     const opened = entry && (await this.codec.open(entry.payload, 'failure', entry.version));
-    if (!opened) return;
+    if (!opened) return undefined;
     const { failure } = opened;
     const waitMs = failure.retryAtMs - this.clock.now();
-    if (waitMs <= 0) return;
-    throw new TokenExchangeError(`token exchange failed on another replica; next attempt in ${Math.ceil(waitMs)} ms`, {
-      reason: 'backoff',
-      status: failure.status,
-      oauthError: failure.oauthError,
-      oauthErrorDescription: failure.oauthErrorDescription,
-      attempts: 0,
-      retried: false,
-      hint: `${failure.hint} (Shared by the token store: the fleet fails fast until the back-off ends, so the token endpoint is not hammered.)`,
-    });
+    if (waitMs <= 0) return undefined;
+    const error = new TokenExchangeError(
+      `token exchange failed on another replica; next attempt in ${Math.ceil(waitMs)} ms`,
+      {
+        reason: 'backoff',
+        status: failure.status,
+        oauthError: failure.oauthError,
+        oauthErrorDescription: failure.oauthErrorDescription,
+        attempts: 0,
+        retried: false,
+        hint: `${failure.hint} (Shared by the token store: the fleet fails fast until the back-off ends, so the token endpoint is not hammered.)`,
+      },
+    );
+    return { ok: false, error, retryAfterMs: waitMs };
   }
 
   /** One store operation, bounded by the operation timeout; any failure becomes `StoreUnavailable`. */

@@ -1,15 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, type CompactDecryptGetKey } from 'jose';
-
-/** What a replica needs to use a token another replica obtained. */
-export interface SharedToken {
-  readonly accessToken: string;
-  readonly tokenType: string;
-  /** By the writer's clock (replicas are assumed to keep time by NTP). */
-  readonly expiresAtMs: number;
-  /** When the writer sent the exchange: with `expiresAtMs`, the token's lifetime, from which renewal is timed. */
-  readonly obtainedAtMs: number;
-}
+import type { IssuedToken } from '../token/token.cache.js';
 
 /** A failed exchange, shared so the fleet fails fast together until `retryAtMs`. Only non-secret fields. */
 export interface SharedFailure {
@@ -92,7 +83,7 @@ export function namespaceOf(identity: {
     .replace(/[{}]/g, '');
 }
 
-type Sealed = { kind: 'token'; token: SharedToken } | { kind: 'failure'; failure: SharedFailure };
+type Sealed = { kind: 'token'; token: IssuedToken } | { kind: 'failure'; failure: SharedFailure };
 
 /**
  * Encrypts and authenticates what goes into the store (JWE `dir` + `A256GCM`), binding each payload to its

@@ -1,6 +1,19 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type LoggerService,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
+import {
+  LOGGER_CONTEXT,
+  PLATFORM_AUTH_CLOCK,
+  PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_LOGGER,
+} from '../platform-auth.constants.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { SharedTokenCoordinator } from './shared-token.coordinator.js';
 import { TokenStoreCodec, namespaceOf } from './token-store.codec.js';
@@ -19,6 +32,7 @@ export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
     @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
+    @Optional() @Inject(PLATFORM_AUTH_LOGGER) logger: LoggerService = new Logger(LOGGER_CONTEXT),
   ) {
     const settings = config.tokenStore;
     if (!settings) return;
@@ -36,7 +50,7 @@ export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
       namespace,
       clock,
       settings.timing,
-      new Logger(LOGGER_CONTEXT),
+      logger,
     );
   }
 

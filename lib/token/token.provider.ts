@@ -18,7 +18,9 @@ import {
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { TokenExchangeClient } from './token-exchange.client.js';
 import { TokenExchangeAttempts } from './token-exchange.attempts.js';
-import { TokenCache } from './token.cache.js';
+import { MAX_RETRY_AFTER_BACKOFF_MS, TokenCache, renewalLeadMs, type ExchangeOutcome } from './token.cache.js';
+import type { FleetMember, SharedTokenCoordinator } from '../store/shared-token.coordinator.js';
+import { TokenStoreHost } from '../store/token-store.host.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 
@@ -41,22 +43,35 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private readonly startupCheck: ResolvedPlatformAuthConfig['startupCheck'];
   private readonly attempts: TokenExchangeAttempts;
   private readonly cache: TokenCache;
+  /** The fleet's shared token store, when one is configured; without it the cache asks the exchange directly. */
+  private readonly shared?: SharedTokenCoordinator;
 
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
     @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
     signer: AssertionSigner,
     @Optional() @Inject(PLATFORM_AUTH_LOGGER) private readonly logger: LoggerService = new Logger(LOGGER_CONTEXT),
+    @Optional() storeHost?: TokenStoreHost,
   ) {
     this.startupCheck = config.startupCheck;
     this.client = new TokenExchangeClient(config, () => clock.now());
     this.attempts = new TokenExchangeAttempts(config, clock, signer, this.client, this.logger);
+    this.shared = storeHost?.coordinator;
+    const fleetMember: FleetMember = {
+      exchange: (signal) => this.attempts.run(signal),
+      // The earliest any replica renews (jitter only delays it): a token past that is due, not shared.
+      isUsable: (token) => clock.now() < token.expiresAtMs - renewalLeadMs(token, config.refreshBeforeExpirySeconds),
+      retryAtAfter: (failure) =>
+        clock.now() +
+        Math.max(config.failureBackoffMs, Math.min(MAX_RETRY_AFTER_BACKOFF_MS, failure.retryAfterMs ?? 0)),
+    };
     this.cache = new TokenCache({
       clock,
       minExchangeIntervalMs: MIN_EXCHANGE_INTERVAL_MS,
       refreshBeforeExpirySeconds: config.refreshBeforeExpirySeconds,
       failureBackoffMs: config.failureBackoffMs,
-      exchange: (signal) => this.attempts.run(signal),
+      exchange: (signal): Promise<ExchangeOutcome> =>
+        this.shared ? this.shared.obtain(fleetMember, signal) : this.attempts.run(signal),
       listener: {
         renewalFailed: (error) => {
           this.logger.warn(
@@ -93,6 +108,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
    * already replaced is left alone, so a late 401 never throws away a fresh token.
    */
   invalidate(token: string): boolean {
+    // The shared copy too, if it is still the stored one: the platform has refused it for every replica.
+    this.shared?.invalidate(token);
     return this.cache.invalidate(token);
   }
 
@@ -101,7 +118,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     return this.attempts.clockOffsetMs;
   }
 
-  /** Exchanges performed (attempts within one exchange count once). */
+  /** Exchanges this instance performed (attempts within one exchange count once; tokens from the store do not count). */
   get exchanges(): number {
     return this.attempts.exchanges;
   }
