@@ -12,7 +12,7 @@ interface Setup {
 const setup = await new Promise<Setup>((resolve) => process.once('message', (message) => resolve(message as Setup)));
 const clock = new FakeClock(setup.startMs);
 const app = await NestFactory.createApplicationContext(PlatformAuthModule.forRoot({ ...setup.options, clock }), {
-  logger: ['error'],
+  logger: ['error', 'warn'],
 });
 const tokens = app.get(TokenProvider);
 

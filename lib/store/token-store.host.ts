@@ -12,8 +12,11 @@ import {
   LOGGER_CONTEXT,
   PLATFORM_AUTH_CLOCK,
   PLATFORM_AUTH_CONFIG,
+  PLATFORM_AUTH_INTEGRATION,
   PLATFORM_AUTH_LOGGER,
 } from '../platform-auth.constants.js';
+import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { settingName } from '../options/config.report.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { SharedTokenCoordinator } from './shared-token.coordinator.js';
 import { TokenStoreCodec, namespaceOf } from './token-store.codec.js';
@@ -32,6 +35,7 @@ export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
     @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
+    @Inject(PLATFORM_AUTH_INTEGRATION) private readonly integration: string,
     @Optional() @Inject(PLATFORM_AUTH_LOGGER) logger: LoggerService = new Logger(LOGGER_CONTEXT),
   ) {
     const settings = config.tokenStore;
@@ -56,7 +60,13 @@ export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
 
   /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
   async onModuleInit(): Promise<void> {
-    await this.owned?.connect();
+    await this.owned?.connect().catch((error: Error) => {
+      const setting = settingName('tokenStoreUrl', this.integration);
+      throw new PlatformAuthConfigError(
+        [{ option: 'tokenStoreUrl', setting, message: error.message }],
+        this.integration,
+      );
+    });
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -63,6 +63,7 @@ return 0`;
 export class RedisTokenStore implements TokenStore {
   private connection?: Promise<OwnedRedisClient>;
   private owned?: OwnedRedisClient;
+  private redisModule?: Promise<RedisModule>;
   private closed = false;
 
   constructor(private readonly options: RedisTokenStoreOptions) {
@@ -75,10 +76,11 @@ export class RedisTokenStore implements TokenStore {
   }
 
   /**
-   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed; it never
-   * rejects, since a store that is down is a state the module works through, not an error.
+   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed: a store that is down is
+   * a state the module works through. It rejects only when the `redis` package is not installed, a set-up mistake.
    */
   async connect(): Promise<void> {
+    if (this.options.url !== undefined) await this.loadRedis();
     await this.client().catch(() => undefined);
   }
 
@@ -146,7 +148,7 @@ export class RedisTokenStore implements TokenStore {
    * is found on the next operation (the module asks again a second after a failure).
    */
   private async connectOwned(): Promise<OwnedRedisClient> {
-    const { createClient } = (await import('redis')) as unknown as RedisModule;
+    const { createClient } = await this.loadRedis();
     const client = createClient({
       url: this.options.url!,
       disableOfflineQueue: true,
@@ -164,6 +166,14 @@ export class RedisTokenStore implements TokenStore {
     }
     if (this.closed) this.drop(client);
     return client;
+  }
+
+  private loadRedis(): Promise<RedisModule> {
+    this.redisModule ??= (import('redis') as Promise<unknown> as Promise<RedisModule>).catch(() => {
+      this.redisModule = undefined;
+      throw new Error('RedisTokenStore needs the `redis` package (node-redis 4 to 6): npm install redis');
+    });
+    return this.redisModule;
   }
 
   private drop(client: OwnedRedisClient | undefined): void {

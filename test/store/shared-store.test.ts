@@ -235,3 +235,44 @@ describe('the shared token store at shutdown', () => {
     60_000,
   );
 });
+
+describe('without the redis package installed', () => {
+  it('runs without a store, and with a store URL fails at start-up saying what to install', async () => {
+    const emulator = await PlatformEmulator.start();
+    open.push(emulator);
+    const integration = await emulator.createIntegration();
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    await ensureBuilt(`${root}dist/index.js`);
+    // A resolve hook that makes `redis` (and its @redis/* parts) missing, as for a user who never installed it.
+    const hideRedis = `data:text/javascript,export async function resolve(specifier, context, next) {
+      if (specifier === 'redis' || specifier.startsWith('@redis/')) throw new Error('Cannot find package ' + specifier);
+      return next(specifier, context);
+    }`;
+    const script = `
+      import 'reflect-metadata';
+      import { register } from 'node:module';
+      register(${JSON.stringify(hideRedis)});
+      const { NestFactory } = await import('@nestjs/core');
+      const { PlatformAuthModule, TokenProvider } = await import('nestjs-platform-auth');
+      const run = async (options) => {
+        const app = await NestFactory.createApplicationContext(PlatformAuthModule.forRoot(options), { logger: false, abortOnError: false });
+        try { return typeof (await app.get(TokenProvider).getAccessToken()); } finally { await app.close(); }
+      };
+      const options = JSON.parse(process.env.MODULE_OPTIONS);
+      const plain = await run(options);
+      const withStore = await run({ ...options, tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreEncryptionKey: '${randomBytes(32).toString('hex')}' })
+        .catch((error) => error.name + ': ' + error.message);
+      console.log(JSON.stringify({ plain, withStore }));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: root,
+      env: { ...process.env, MODULE_OPTIONS: JSON.stringify(integration.moduleOptions) },
+      timeout: 30_000,
+    });
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { plain: string; withStore: string };
+    expect(result.plain).toBe('string');
+    expect(result.withStore).toMatch(
+      /^PlatformAuthConfigError: .*tokenStoreUrl \(PLATFORM_TOKEN_STORE_URL\): RedisTokenStore needs the `redis` package .*npm install redis/s,
+    );
+  }, 60_000);
+});

@@ -58,6 +58,19 @@ describe('token store configuration', () => {
     expect(new Set(store.keys.map((key) => key.kid)).size).toBe(2);
   });
 
+  it("reads a named integration's own variables (PLATFORM_<NAME>_TOKEN_STORE_*)", () => {
+    const fromEnv = readPlatformAuthEnv(
+      {
+        PLATFORM_TOKEN_STORE_URL: 'redis://default-store:6379',
+        PLATFORM_BILLING_TOKEN_STORE_URL: 'redis://billing-store:6379',
+        PLATFORM_BILLING_TOKEN_STORE_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+      },
+      'billing',
+    );
+    expect(fromEnv.tokenStoreUrl).toBe('redis://billing-store:6379');
+    expect(fromEnv.tokenStoreEncryptionKey).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('refuses a URL without a key, naming the variable', () => {
     const error = problemsOf({ tokenStoreUrl: 'redis://127.0.0.1:6379' });
     expect(error.problems).toEqual([
