@@ -1,20 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { Fleet, type CallOutcome } from '../support/fleet.js';
+import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
 
 const redis = useRedisServer();
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(
-    open
-      .splice(0)
-      .reverse()
-      .map((resource) => resource.close()),
-  );
-});
+const track = useCleanup();
 
 interface Setup {
   clock: FakeClock;
@@ -32,7 +25,7 @@ async function startFleet(options: {
 }): Promise<Setup> {
   const clock = new FakeClock(Date.now());
   const platform = await PlatformEmulator.start({ now: () => clock.now() });
-  open.push(platform);
+  track(platform);
   const integration = await platform.createIntegration();
   const fleet = await Fleet.start({
     processes: options.processes,
@@ -49,7 +42,7 @@ async function startFleet(options: {
       ...options.module,
     },
   });
-  open.push(fleet);
+  track(fleet);
   return { clock, platform, integration, fleet };
 }
 

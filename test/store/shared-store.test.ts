@@ -5,22 +5,15 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PlatformAuthModule, PlatformHttpService, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { ensureBuilt } from '../support/built-package.js';
+import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
 
 const redis = useRedisServer();
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(
-    open
-      .splice(0)
-      .reverse()
-      .map((resource) => resource.close()),
-  );
-});
+const track = useCleanup();
 
 class CapturingLogger implements LoggerService {
   readonly warnings: string[] = [];
@@ -44,7 +37,7 @@ interface Platform {
 async function startPlatform(): Promise<Platform> {
   const clock = new FakeClock(Date.now());
   const emulator = await PlatformEmulator.start({ now: () => clock.now() });
-  open.push(emulator);
+  track(emulator);
   const integration = await emulator.createIntegration();
   const shared: PlatformAuthOptions = {
     ...integration.moduleOptions,
@@ -66,7 +59,7 @@ async function replica(
   if (logger) builder.setLogger(logger);
   const moduleRef = await builder.compile();
   await moduleRef.init();
-  open.push(moduleRef);
+  track(moduleRef);
   return { tokens: moduleRef.get(TokenProvider), http: moduleRef.get(PlatformHttpService), moduleRef };
 }
 
@@ -204,7 +197,7 @@ describe('the shared token store at shutdown', () => {
     async (state) => {
       // The process below keeps real time, so this emulator does too.
       const emulator = await PlatformEmulator.start();
-      open.push(emulator);
+      track(emulator);
       const integration = await emulator.createIntegration();
       const root = fileURLToPath(new URL('../..', import.meta.url));
       await ensureBuilt(`${root}dist/index.js`);
@@ -239,7 +232,7 @@ describe('the shared token store at shutdown', () => {
 describe('without the redis package installed', () => {
   it('runs without a store, and with a store URL fails at start-up saying what to install', async () => {
     const emulator = await PlatformEmulator.start();
-    open.push(emulator);
+    track(emulator);
     const integration = await emulator.createIntegration();
     const root = fileURLToPath(new URL('../..', import.meta.url));
     await ensureBuilt(`${root}dist/index.js`);
