@@ -58,6 +58,7 @@ export class SharedTokenCoordinator {
   private unavailableUntil?: number;
   private readonly rejectedTags: string[] = [];
   private pendingInvalidation?: Promise<void>;
+  private closed = false;
 
   constructor(
     private readonly store: TokenStore,
@@ -266,12 +267,17 @@ export class SharedTokenCoordinator {
     }
   }
 
+  /** At shutdown: the store is about to close, so nothing more is asked of it (and nothing is logged about it). */
+  close(): void {
+    this.closed = true;
+  }
+
   private storeMayAnswer(): boolean {
-    return this.unavailableUntil === undefined || performance.now() >= this.unavailableUntil;
+    return !this.closed && (this.unavailableUntil === undefined || performance.now() >= this.unavailableUntil);
   }
 
   private markUnavailable(reason: string): void {
-    if (this.unavailableUntil === undefined) {
+    if (this.unavailableUntil === undefined && !this.closed) {
       this.logger.warn(
         `Token store unavailable (${reason}); exchanging tokens locally until it answers again. Requests are not affected.`,
       );

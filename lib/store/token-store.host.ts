@@ -4,7 +4,7 @@ import {
   Logger,
   Optional,
   type LoggerService,
-  type OnModuleDestroy,
+  type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
@@ -27,7 +27,7 @@ import { RedisTokenStore } from './token-store.redis.js';
  * and the lifecycle of a store the module built from `tokenStoreUrl` (a store passed in stays its owner's).
  */
 @Injectable()
-export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
+export class TokenStoreHost implements OnModuleInit, OnApplicationShutdown {
   /** `undefined` without a store: the provider then exchanges exactly as it always did. */
   readonly coordinator?: SharedTokenCoordinator;
   private readonly owned?: RedisTokenStore;
@@ -69,7 +69,9 @@ export class TokenStoreHost implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** With the token provider's own shutdown (an exchange still in flight may not use the store any more). */
+  async onApplicationShutdown(): Promise<void> {
+    this.coordinator?.close();
     await this.owned?.close();
   }
 }

@@ -35,7 +35,8 @@ interface Platform {
 }
 
 async function startPlatform(): Promise<Platform> {
-  const clock = new FakeClock(Date.now());
+  // Sleeps (the minimum interval between two exchanges of one cache) pass at once; tests move time themselves.
+  const clock = new FakeClock(Date.now(), { autoAdvance: true });
   const emulator = await PlatformEmulator.start({ now: () => clock.now() });
   track(emulator);
   const integration = await emulator.createIntegration();
