@@ -5,6 +5,7 @@ import { measureColdStampede } from './scenarios/cold-stampede.js';
 import { measureEmulatorThroughput } from './scenarios/emulator-throughput.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
 import { measureTokenCache } from './scenarios/token-cache.js';
 import { measureUnauthorizedStorm } from './scenarios/unauthorized-storm.js';
@@ -36,6 +37,11 @@ const sizes = {
   signing: { rounds: scale(6, 2), blockMs: scale(750, 250), inFlight: 4 },
   memory: { requests: scale(1_000_000, 100_000), checkpoints: 4, inFlight: 64 },
   emulator: { rounds: scale(8, 2), exchangesPerRound: scale(500, 100), inFlight: 16 },
+  store: {
+    fleets: quick ? [2, 4] : [2, 8, 32],
+    waitRounds: scale(10, 2),
+    cache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
+  },
 };
 
 const machine = describeMachine();
@@ -57,6 +63,7 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['assertion signing', (p) => measureSigning(p, report, sizes.signing)],
   ['memory', (p) => measureMemory(p, report, sizes.memory)],
   ['emulator throughput', (p) => measureEmulatorThroughput(p, report, sizes.emulator)],
+  ['shared store', (p) => measureSharedStore(p, report, sizes.store)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;

@@ -25,6 +25,7 @@ export type {
   PlatformAuthOptions,
   RetryOptions,
   ThumbprintAlgorithm,
+  TokenStoreTimingOptions,
 } from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
@@ -54,3 +55,8 @@ export {
   type TokenExchangeErrorDetails,
   type TokenExchangeFailure,
 } from './platform-auth.errors.js';
+// The shared token store. RedisTokenStore imports `redis` only when it connects (with types of our own), and the
+// module needs it anyway for PLATFORM_TOKEN_STORE_URL, so exporting it here costs users without a store nothing; a
+// `./redis` subpath would add an entry point and save no code.
+export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
+export { RedisTokenStore, type RedisCommandClient, type RedisTokenStoreOptions } from './store/token-store.redis.js';

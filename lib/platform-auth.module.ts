@@ -30,6 +30,7 @@ import { namedServiceTokens, registerIntegrationName } from './platform-auth.int
 import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
 import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
+import { TokenStoreHost } from './store/token-store.host.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import { CredentialsHolder } from './credentials/credentials.holder.js';
 import { CredentialsWatch } from './credentials/credentials.watch.js';
@@ -89,6 +90,7 @@ const providers: Provider[] = [
   },
   CredentialsWatch,
   AssertionSigner,
+  TokenStoreHost,
   TokenProvider,
   PlatformAuthInterceptor,
   PlatformHttpHost,

@@ -16,6 +16,13 @@ let emulator: PlatformEmulator | undefined;
 
 if (!process.env.PLATFORM_BASE_URL) emulator = await startEmbeddedPlatform(once ? undefined : requestedPort);
 
+if (process.env.PLATFORM_TOKEN_STORE_URL) {
+  // Never the URL itself: it may hold the Redis password.
+  console.log(
+    'Sharing tokens with other replicas through the Redis at PLATFORM_TOKEN_STORE_URL (docs/shared-store.md).',
+  );
+}
+
 // Imported only now: the app module decides at import whether user sign-in is configured.
 const { bootstrap } = await import('./src/main.js');
 const app = await bootstrap(requestedPort);

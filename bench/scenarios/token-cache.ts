@@ -1,4 +1,4 @@
-import { TokenProvider } from 'nestjs-platform-auth';
+import { TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { BenchPlatform } from '../support/platform.js';
 import { progress, type Report } from '../support/report.js';
 import { median, spread } from '../support/stats.js';
@@ -13,15 +13,17 @@ export async function measureTokenCache(
   platform: BenchPlatform,
   report: Report,
   sizes: { batches: number; callsPerBatch: number },
+  /** The same measure on a module configured otherwise (the shared store, say), reported under its own ids. */
+  variant?: { id: string; label: string; options: Partial<PlatformAuthOptions> },
 ): Promise<void> {
-  const app = await platform.createApp();
+  const id = variant ? `token.cached.${variant.id}` : 'token.cached';
+  const label = variant ? `getAccessToken(), cached, ${variant.label}` : 'getAccessToken(), cached';
+  const app = await platform.createApp(variant?.options);
   try {
     const tokens = app.get(TokenProvider);
     const cached = await tokens.getAccessToken();
     const floor = (): Promise<string> => Promise.resolve(cached);
-    progress(
-      `getAccessToken() on a cached token: ${sizes.batches} batches × ${sizes.callsPerBatch.toLocaleString('en-US')} calls`,
-    );
+    progress(`${label}: ${sizes.batches} batches × ${sizes.callsPerBatch.toLocaleString('en-US')} calls`);
 
     // Every result is used, so no call can be optimised away; the total also shows that no renewal swapped tokens.
     let sink = 0;
@@ -45,8 +47,8 @@ export async function measureTokenCache(
 
     const perCall = median(providerNs);
     report.below(
-      'token.cached.ns',
-      'getAccessToken(), cached: median ns per call (awaited)',
+      `${id}.ns`,
+      `${label}: median ns per call (awaited)`,
       perCall,
       LIMIT_NS,
       'ns',
@@ -54,14 +56,14 @@ export async function measureTokenCache(
       spread(providerNs),
     );
     report.info(
-      'token.cached.vsResolved',
-      'getAccessToken(), cached: time per call',
+      `${id}.vsResolved`,
+      `${label}: time per call`,
       perCall / median(floorNs),
       `${(perCall / median(floorNs)).toFixed(2)}×`,
       'await Promise.resolve(token)',
       spread(providerNs.map((ns, i) => ns / floorNs[i])),
     );
-    report.detail('token.cached', {
+    report.detail(id, {
       providerNsPerBatch: providerNs.map(Math.round),
       resolvedNsPerBatch: floorNs.map(Math.round),
     });

@@ -23,6 +23,11 @@ export function quotable(value: string): string | undefined {
   return value.length > 256 || /-----BEGIN|[\r\n]|\\n/.test(value) ? undefined : value;
 }
 
+/** `value` without its `undefined` fields, so spreading it over defaults keeps the defaults. */
+export function definedOnly<T extends object>(value: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 /** Collects every start-up problem and warning so they can be reported at once. */
 export class ConfigReport {
   readonly problems: ConfigProblem[] = [];

@@ -48,6 +48,8 @@ export const PLATFORM_AUTH_ENV = {
   'retry.maxTotalMs': 'PLATFORM_RETRY_MAX_TOTAL_MS',
   refreshBeforeExpirySeconds: 'PLATFORM_REFRESH_BEFORE_EXPIRY_SECONDS',
   credentialsReloadIntervalMs: 'PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS',
+  tokenStoreUrl: 'PLATFORM_TOKEN_STORE_URL',
+  tokenStoreEncryptionKey: 'PLATFORM_TOKEN_STORE_ENCRYPTION_KEY',
 } as const;
 
 /** How each variable's text becomes an option value; the ones not listed are taken as text. */

@@ -11,9 +11,10 @@ import {
 } from './options.constants.js';
 import type { ConfigProblem } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
-import { ConfigReport, quotable } from './config.report.js';
+import { ConfigReport, definedOnly, quotable } from './config.report.js';
 import { loadCredentials, type CredentialSources, type LoadedCredentials } from '../credentials/credentials.loader.js';
 import { ownOptions } from './own-options.util.js';
+import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from '../store/token-store.options.js';
 
 /** The options after validation, with defaults applied and credentials parsed. Built once per module instance. */
 export interface ResolvedPlatformAuthConfig {
@@ -40,6 +41,8 @@ export interface ResolvedPlatformAuthConfig {
   readonly correctClockSkew: boolean;
   readonly clockMarginSeconds: number;
   readonly startupCheck: 'off' | 'warn' | 'fail';
+  /** The shared token store; absent when none is configured. */
+  readonly tokenStore?: ResolvedTokenStoreConfig;
   readonly warnings: readonly ConfigProblem[];
 }
 
@@ -157,6 +160,7 @@ export function resolvePlatformAuthOptions(
   if (options.audience !== undefined && !nonEmpty(options.audience)) report.problem('audience', 'is empty');
   else if (options.audience !== undefined && !looksLikePem(options.audience))
     requireOneLine(options.audience, 'audience', report);
+  const tokenStore = resolveTokenStoreOptions(options, report);
 
   report.throwIfProblems();
   return {
@@ -179,6 +183,7 @@ export function resolvePlatformAuthOptions(
     correctClockSkew,
     clockMarginSeconds,
     startupCheck,
+    tokenStore,
     warnings: report.warnings,
   };
 }
@@ -250,10 +255,6 @@ function requireNumber(value: unknown, option: string, min: number, report: Conf
 function mustBe(expected: string, value: unknown): string {
   const shown = typeof value === 'string' ? quotable(value) : undefined;
   return `must be ${expected}${shown === undefined ? '' : `, got '${shown}'`}`;
-}
-
-function definedOnly<T extends object>(value: T | undefined): Partial<T> {
-  return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 export function parseHttpUrl(value: unknown, option: string, report: ConfigReport, isBase: boolean): URL | undefined {

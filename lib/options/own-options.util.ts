@@ -27,6 +27,11 @@ const OPTION_NAMES = Object.keys({
   clock: true,
   logger: true,
   credentialsReloadIntervalMs: true,
+  tokenStore: true,
+  tokenStoreUrl: true,
+  tokenStoreEncryptionKey: true,
+  tokenStoreKeyPrefix: true,
+  tokenStoreTiming: true,
 } satisfies Record<keyof PlatformAuthOptions, true>);
 
 const RETRY_NAMES = ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxTotalMs'] as const satisfies ReadonlyArray<

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
+import type { TokenStore } from '../store/token-store.interface.js';
 
 export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 
@@ -12,6 +13,16 @@ export interface RetryOptions {
   maxDelayMs?: number;
   /** Budget for one exchange, all attempts and delays included. Default 30,000 ms. */
   maxTotalMs?: number;
+}
+
+/** Bounds of the shared token store's protocol (see docs/shared-store.md). */
+export interface TokenStoreTimingOptions {
+  /** Bound on each store operation; past it the replica exchanges locally. Default 500 ms. */
+  operationTimeoutMs?: number;
+  /** How long the exchanging replica holds the lock; a crashed holder's lock lapses after this. Default 15,000 ms. */
+  lockTtlMs?: number;
+  /** How long a replica waits for another's token before exchanging itself. Default 20,000 ms (above the lock TTL). */
+  waitTimeoutMs?: number;
 }
 
 export interface PlatformAuthOptions {
@@ -72,6 +83,21 @@ export interface PlatformAuthOptions {
    * start-up check (the last good pair is kept otherwise). Default: off. At least 1,000 ms.
    */
   credentialsReloadIntervalMs?: number;
+  /**
+   * Shares one token across the replicas of a service (e.g. `new RedisTokenStore({ url })`); needs
+   * `tokenStoreEncryptionKey`. A store passed here stays yours to close. Default: none, each process exchanges.
+   */
+  tokenStore?: TokenStore;
+  /** `redis://` or `rediss://` URL of a Redis to share tokens through (needs the `redis` package). */
+  tokenStoreUrl?: string;
+  /**
+   * Encrypts tokens in the store: 32 random bytes, base64 or hex. Several, comma-separated or as an array, rotate
+   * keys: the first encrypts, all decrypt. Required with `tokenStore` or `tokenStoreUrl`.
+   */
+  tokenStoreEncryptionKey?: string | string[];
+  /** Prefix of the store's key names. Default `platform-auth:`. */
+  tokenStoreKeyPrefix?: string;
+  tokenStoreTiming?: TokenStoreTimingOptions;
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
   /**

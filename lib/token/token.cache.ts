@@ -1,7 +1,7 @@
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 
-/** An access token as an exchange (or, later, a shared store) hands it over: absolute times, by the local clock. */
+/** An access token as an exchange (or the shared store) hands it over: absolute times, by the local clock. */
 export interface IssuedToken {
   readonly accessToken: string;
   readonly tokenType: string;
@@ -12,6 +12,7 @@ export interface IssuedToken {
 
 /** What one exchange produced. A failure is a value: its `Retry-After` travels with it into the back-off. */
 export type ExchangeOutcome =
+  /** `attempts` is 0 for a token another replica obtained (the shared token store). */
   | { readonly ok: true; readonly token: IssuedToken; readonly attempts: number }
   | { readonly ok: false; readonly error: TokenExchangeError; readonly retryAfterMs?: number };
 
@@ -214,8 +215,7 @@ export class TokenCache {
   /** Renewal starts `refreshBeforeExpirySeconds` ahead (at most half the lifetime), up to 10 % later by jitter. */
   private cacheable(token: IssuedToken): CachedToken {
     const lifetimeMs = token.expiresAtMs - token.issuedAtMs;
-    const leadMs =
-      Math.min(this.options.refreshBeforeExpirySeconds * 1000, lifetimeMs / 2) * (1 - RENEWAL_JITTER * Math.random());
+    const leadMs = renewalLeadMs(token, this.options.refreshBeforeExpirySeconds) * (1 - RENEWAL_JITTER * Math.random());
     return {
       accessToken: token.accessToken,
       tokenType: token.tokenType,
@@ -230,6 +230,11 @@ export class TokenCache {
   private report(report: ExchangeReport): void {
     this.options.listener?.exchanged?.(report);
   }
+}
+
+/** How long before expiry renewal is due, before jitter: `refreshBeforeExpirySeconds`, at most half the lifetime. */
+export function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: number): number {
+  return Math.min(refreshBeforeExpirySeconds * 1000, (token.expiresAtMs - token.issuedAtMs) / 2);
 }
 
 function backoffError(cause: TokenExchangeError, waitMs: number): TokenExchangeError {

@@ -20,7 +20,9 @@ import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
 import { TokenExchangeClient } from './token-exchange.client.js';
 import { TokenExchangeAttempts } from './token-exchange.attempts.js';
-import { TokenCache } from './token.cache.js';
+import { MAX_RETRY_AFTER_BACKOFF_MS, TokenCache, renewalLeadMs, type ExchangeOutcome } from './token.cache.js';
+import type { FleetMember, SharedTokenCoordinator } from '../store/shared-token.coordinator.js';
+import { TokenStoreHost } from '../store/token-store.host.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import { CredentialsHolder, certificateNotAfterMs } from '../credentials/credentials.holder.js';
@@ -55,6 +57,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
   private readonly holder: CredentialsHolder;
   private readonly shutdown = new AbortController();
   private sharedStoreStatus?: () => SharedStoreStatus;
+  /** The fleet's shared token store, when one is configured; without it the cache asks the exchange directly. */
+  private readonly shared?: SharedTokenCoordinator;
 
   constructor(
     @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
@@ -66,6 +70,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     @Optional() telemetry?: PlatformAuthTelemetry,
     @Optional() private readonly watch?: CredentialsWatch,
     @Optional() @Inject(PLATFORM_AUTH_INTEGRATION) private readonly integration: string = DEFAULT_INTEGRATION,
+    @Optional() storeHost?: TokenStoreHost,
   ) {
     this.startupCheck = config.startupCheck;
     this.holder = holder ?? new CredentialsHolder(config.machineId, config.credentials, clock.now());
@@ -74,12 +79,26 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     this.client = new TokenExchangeClient(config, () => clock.now());
     this.attempts = new TokenExchangeAttempts(config, clock, signer, this.client, this.logger);
     this.rotator = new CredentialsRotator(config, clock, this.holder, this.client, observed, this.logger);
+    this.shared = storeHost?.coordinator;
+    const fleetMember: FleetMember = {
+      exchange: (signal) => observed.recordExchange(() => this.attempts.run(signal)),
+      // The earliest any replica renews (jitter only delays it): a token past that is due, not shared.
+      isUsable: (token) => clock.now() < token.expiresAtMs - renewalLeadMs(token, config.refreshBeforeExpirySeconds),
+      retryAtAfter: (failure) =>
+        clock.now() +
+        Math.max(config.failureBackoffMs, Math.min(MAX_RETRY_AFTER_BACKOFF_MS, failure.retryAfterMs ?? 0)),
+    };
+    if (this.shared) {
+      const shared = this.shared;
+      this.sharedStoreStatus = () => shared.status();
+    }
     this.cache = new TokenCache({
       clock,
       minExchangeIntervalMs: MIN_EXCHANGE_INTERVAL_MS,
       refreshBeforeExpirySeconds: config.refreshBeforeExpirySeconds,
       failureBackoffMs: config.failureBackoffMs,
-      exchange: (signal) => observed.recordExchange(() => this.attempts.run(signal)),
+      exchange: (signal): Promise<ExchangeOutcome> =>
+        this.shared ? this.shared.obtain(fleetMember, signal) : fleetMember.exchange(signal),
       listener: {
         exchanged: (report) => this.tracker.record(report),
         renewalFailed: (error) => {
@@ -121,6 +140,8 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
    * already replaced is left alone, so a late 401 never throws away a fresh token.
    */
   invalidate(token: string): boolean {
+    // The shared copy too, if it is still the stored one: the platform has refused it for every replica.
+    this.shared?.invalidate(token);
     return this.cache.invalidate(token);
   }
 
@@ -129,7 +150,7 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
     return this.attempts.clockOffsetMs;
   }
 
-  /** Exchanges performed (attempts within one exchange count once). */
+  /** Exchanges this instance performed (attempts within one exchange count once; tokens from the store do not count). */
   get exchanges(): number {
     return this.attempts.exchanges;
   }

@@ -11,6 +11,8 @@ import { UserModule } from './user/user.module.js';
  * up in one line, and feature modules that inject its authenticated HttpService. Billing (`/billing`) uses a second,
  * named integration when PLATFORM_BILLING_* is set; user sign-in (`/login`, `/me`) is there when
  * PLATFORM_USER_CLIENT_ID is set.
+ * With PLATFORM_TOKEN_STORE_URL and PLATFORM_TOKEN_STORE_ENCRYPTION_KEY set, its replicas share one token through
+ * Redis; nothing else changes.
  */
 @Module({
   imports: [

@@ -1,0 +1,307 @@
+import { randomUUID } from 'node:crypto';
+import type { LoggerService } from '@nestjs/common';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Clock } from '../platform-auth.clock.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import type { ExchangeOutcome, IssuedToken } from '../token/token.cache.js';
+import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
+import type { TokenStore } from './token-store.interface.js';
+
+export interface SharedTokenTiming {
+  /** Bound on every store operation; past it the store counts as unavailable. */
+  readonly operationTimeoutMs: number;
+  /** How long the exchanging replica holds the lock; a crashed holder's lock lapses after this. */
+  readonly lockTtlMs: number;
+  /** How long a replica waits for another's token before it exchanges on its own. */
+  readonly waitTimeoutMs: number;
+}
+
+/** What the token provider lends the coordinator: its own exchange, and its rules for freshness and back-off. */
+export interface FleetMember {
+  /** One exchange by this replica (the attempt loop, with its own retries); rejects only when aborted. */
+  exchange(signal: AbortSignal): Promise<ExchangeOutcome>;
+  /** Whether a token found in the store may be used now (not yet due for renewal). */
+  isUsable(token: IssuedToken): boolean;
+  /** Until when, by the clock, the fleet should fail fast after this failed exchange (`Retry-After` included). */
+  retryAtAfter(failure: Extract<ExchangeOutcome, { ok: false }>): number;
+}
+
+type Outcome = ExchangeOutcome;
+
+/** The store did not answer in time, or failed: the caller carries on without it. Never leaves this file. */
+class StoreUnavailable extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+const FIRST_POLL_MS = 10;
+/** Low enough that a waiter sees the token within ~100 ms of its write; a few Redis reads a second per waiter. */
+const MAX_POLL_MS = 100;
+/** After a failed operation the store is left alone this long, so a frozen Redis costs one timeout, not one a call. */
+const UNAVAILABLE_PROBE_MS = 1_000;
+/** Tokens recently rejected with a 401 by this replica: a copy still in the store (delete pending) is not reused. */
+const REJECTED_TAGS_KEPT = 8;
+
+/**
+ * Makes a fleet of replicas behave like one client: on a miss (or when renewal is due) a replica first looks in the
+ * shared store; if nothing usable is there, one replica takes the lock, exchanges and writes "only if newer", and
+ * the others poll for its token, bounded, then exchange on their own. A failed exchange is recorded for the fleet.
+ *
+ * The store is an optimisation, never a dependency: every operation is bounded by a short timeout, and when the
+ * store is unavailable the replica exchanges locally, logging once when that starts and once when it ends.
+ * Waiting uses real time (it waits on a real server), token times come from the injected clock.
+ */
+export class SharedTokenCoordinator {
+  private readonly keys: { readonly token: string; readonly lock: string; readonly failure: string };
+  /** `performance.now()` from which the store may be tried again; `undefined` while it answers. */
+  private unavailableUntil?: number;
+  private readonly rejectedTags: string[] = [];
+  private pendingInvalidation?: Promise<void>;
+  private closed = false;
+
+  constructor(
+    private readonly store: TokenStore,
+    private readonly codec: TokenStoreCodec,
+    keyPrefix: string,
+    namespace: string,
+    private readonly clock: Clock,
+    private readonly timing: SharedTokenTiming,
+    private readonly logger: Pick<LoggerService, 'log' | 'warn'>,
+  ) {
+    // The hash tag: Redis Cluster puts every key of one integration in one slot.
+    const base = `${keyPrefix}{${namespace}}`;
+    this.keys = { token: `${base}:token`, lock: `${base}:lock`, failure: `${base}:failure` };
+  }
+
+  /**
+   * A token from the fleet, or from this replica's own exchange when the fleet has none (or the store is down). A
+   * token from the store counts no attempts; a failure shared by another replica comes back as a `backoff` failure
+   * whose `retryAfterMs` makes this replica fail fast until the fleet's back-off ends.
+   */
+  async obtain(member: FleetMember, signal: AbortSignal): Promise<Outcome> {
+    if (!this.storeMayAnswer()) return member.exchange(signal);
+    let found: Outcome | { owner: string } | undefined;
+    try {
+      found = await this.awaitFleet(member, signal);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) throw error;
+      this.markUnavailable(error.reason);
+      return member.exchange(signal);
+    }
+    if (found && 'ok' in found) return found;
+    return this.exchangeAndShare(member, signal, found?.owner);
+  }
+
+  /** After a 401: deletes the shared copy of `accessToken` if it is still the stored one. */
+  invalidate(accessToken: string): void {
+    const tag = fingerprintOf(accessToken);
+    if (this.rejectedTags.includes(tag)) return;
+    this.rejectedTags.push(tag);
+    if (this.rejectedTags.length > REJECTED_TAGS_KEPT) this.rejectedTags.shift();
+    if (!this.storeMayAnswer()) return;
+    this.pendingInvalidation = this.attempt(() => this.store.deleteIfTagged(this.keys.token, tag)).then(
+      () => undefined,
+      (error: unknown) => this.markUnavailable((error as StoreUnavailable).reason),
+    );
+  }
+
+  /** A usable stored token or shared failure; or the lock, taken; or `undefined` when the wait ran out. */
+  private async awaitFleet(member: FleetMember, signal: AbortSignal): Promise<Outcome | { owner: string } | undefined> {
+    await this.pendingInvalidation;
+    const settled = await this.readSettled(member);
+    if (settled) return settled;
+    const deadline = performance.now() + this.timing.waitTimeoutMs;
+    for (let pause = FIRST_POLL_MS; ; pause = Math.min(MAX_POLL_MS, pause * 2)) {
+      const owner = randomUUID();
+      if (await this.tryLock(owner)) {
+        let holding = false;
+        try {
+          // Another replica may have finished, or failed, between the read above and the lock.
+          const again = await this.readSettled(member);
+          if (again) return again;
+          holding = true;
+          return { owner };
+        } finally {
+          if (!holding) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
+        }
+      }
+      if (performance.now() >= deadline) {
+        this.logger.warn(
+          `No replica shared a token within ${this.timing.waitTimeoutMs} ms (tokenStoreTiming.waitTimeoutMs); exchanging locally.`,
+        );
+        return undefined;
+      }
+      // Jittered, so waiting replicas do not poll the store in lockstep.
+      await delay(pause * (0.5 + Math.random()), undefined, { signal, ref: false }).catch(() => {
+        throw signal.reason as Error;
+      });
+      const polled = await this.readSettled(member);
+      if (polled) return polled;
+    }
+  }
+
+  /** What the fleet has settled: a usable token, or a failure still in its back-off; else `undefined`. */
+  private async readSettled(member: FleetMember): Promise<Outcome | undefined> {
+    const token = await this.readToken();
+    if (token && member.isUsable(token)) return { ok: true, token, attempts: 0 };
+    return this.readFailure();
+  }
+
+  private async exchangeAndShare(
+    member: FleetMember,
+    signal: AbortSignal,
+    owner: string | undefined,
+  ): Promise<Outcome> {
+    try {
+      const outcome = await member.exchange(signal);
+      if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token));
+      // Before the lock is released, so no waiter takes it and tries again meanwhile.
+      else if (owner) await this.bestEffort(() => this.writeFailure(outcome.error, member.retryAtAfter(outcome)));
+      return outcome;
+    } finally {
+      if (owner) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
+    }
+  }
+
+  private async tryLock(owner: string): Promise<boolean> {
+    try {
+      return await this.attempt(() => this.store.acquireLock(this.keys.lock, owner, this.timing.lockTtlMs));
+    } catch (error) {
+      // A lock request that timed out may still be carried out later (a frozen server wakes up): release it then,
+      // in order on the same connection, so nobody waits for a lock that nobody holds.
+      this.store.releaseLock(this.keys.lock, owner).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async readToken(): Promise<IssuedToken | undefined> {
+    const entry = await this.attempt(() => this.store.get(this.keys.token));
+    if (!entry || this.rejectedTags.includes(entry.tag)) return undefined;
+    const opened = await this.codec.open(entry.payload, 'token', entry.version);
+    if (!opened || fingerprintOf(opened.token.accessToken) !== entry.tag) return undefined;
+    return opened.token;
+  }
+
+  private async writeToken(token: IssuedToken): Promise<void> {
+    const ttlMs = token.expiresAtMs - this.clock.now();
+    if (ttlMs <= 0) return;
+    const version = Math.round(token.expiresAtMs);
+    const payload = await this.codec.seal({ kind: 'token', token }, version);
+    await this.attempt(() =>
+      this.store.setIfNewer(this.keys.token, { version, tag: fingerprintOf(token.accessToken), payload }, ttlMs),
+    );
+    await this.attempt(() => this.store.deleteIfTagged(this.keys.failure, 'failure'));
+  }
+
+  private async writeFailure(error: TokenExchangeError, retryAtMs: number): Promise<void> {
+    const ttlMs = retryAtMs - this.clock.now();
+    if (ttlMs <= 0) return;
+    const failure: SharedFailure = {
+      retryAtMs,
+      summary: error.summary,
+      reason: error.reason,
+      status: error.status,
+      oauthError: error.oauthError,
+      oauthErrorDescription: error.oauthErrorDescription,
+      hint: error.hint,
+    };
+    const version = Math.round(retryAtMs);
+    const payload = await this.codec.seal({ kind: 'failure', failure }, version);
+    await this.attempt(() => this.store.setIfNewer(this.keys.failure, { version, tag: 'failure', payload }, ttlMs));
+  }
+
+  private async readFailure(): Promise<Outcome | undefined> {
+    const entry = await this.attempt(() => this.store.get(this.keys.failure));
+    const opened = entry && (await this.codec.open(entry.payload, 'failure', entry.version));
+    if (!opened) return undefined;
+    const { failure } = opened;
+    const waitMs = failure.retryAtMs - this.clock.now();
+    if (waitMs <= 0) return undefined;
+    const error = new TokenExchangeError(
+      `token exchange failed on another replica; next attempt in ${Math.ceil(waitMs)} ms`,
+      {
+        reason: 'backoff',
+        status: failure.status,
+        oauthError: failure.oauthError,
+        oauthErrorDescription: failure.oauthErrorDescription,
+        attempts: 0,
+        retried: false,
+        hint: `${failure.hint} (Shared by the token store: the fleet fails fast until the back-off ends, so the token endpoint is not hammered.)`,
+      },
+    );
+    return { ok: false, error, retryAfterMs: waitMs };
+  }
+
+  /** One store operation, bounded by the operation timeout; any failure becomes `StoreUnavailable`. */
+  private async attempt<T>(operation: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const pending = Promise.resolve().then(operation);
+    // A late failure of an operation that lost the race must not surface as an unhandled rejection.
+    pending.catch(() => undefined);
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailable(`no answer within ${this.timing.operationTimeoutMs} ms`)),
+        this.timing.operationTimeoutMs,
+      );
+      timer.unref();
+    });
+    try {
+      const result = await Promise.race([pending, timeout]);
+      this.markAvailable();
+      return result;
+    } catch (error) {
+      throw error instanceof StoreUnavailable ? error : new StoreUnavailable(describeStoreError(error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Work that helps the fleet but must not fail the caller: skipped while the store is unavailable. */
+  private async bestEffort(operation: () => Promise<unknown>): Promise<void> {
+    if (!this.storeMayAnswer()) return;
+    try {
+      await operation();
+    } catch (error) {
+      if (error instanceof StoreUnavailable) this.markUnavailable(error.reason);
+    }
+  }
+
+  /** For `TokenProvider.status().sharedStore`: whether the fleet's store is in use right now. */
+  status(): { state: 'shared' | 'unavailable' | 'closed' } {
+    if (this.closed) return { state: 'closed' };
+    return { state: this.unavailableUntil === undefined ? 'shared' : 'unavailable' };
+  }
+
+  /** At shutdown: the store is about to close, so nothing more is asked of it (and nothing is logged about it). */
+  close(): void {
+    this.closed = true;
+  }
+
+  private storeMayAnswer(): boolean {
+    return !this.closed && (this.unavailableUntil === undefined || performance.now() >= this.unavailableUntil);
+  }
+
+  private markUnavailable(reason: string): void {
+    if (this.unavailableUntil === undefined && !this.closed) {
+      this.logger.warn(
+        `Token store unavailable (${reason}); exchanging tokens locally until it answers again. Requests are not affected.`,
+      );
+    }
+    this.unavailableUntil = performance.now() + UNAVAILABLE_PROBE_MS;
+  }
+
+  private markAvailable(): void {
+    if (this.unavailableUntil === undefined) return;
+    this.unavailableUntil = undefined;
+    this.logger.log('Token store answers again; tokens are shared across replicas again.');
+  }
+}
+
+/** A store error in words fit for a log line: a code or a class name, never a message that might hold a URL. */
+function describeStoreError(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
+  const name = (error as { constructor?: { name?: unknown } } | undefined)?.constructor?.name;
+  return typeof name === 'string' && /^\w{1,40}$/.test(name) ? name : 'error';
+}

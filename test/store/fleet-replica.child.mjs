@@ -1,0 +1,51 @@
+// One replica process of a fleet test: several PlatformAuthModule instances (each its own token cache, as separate
+// replicas would have) on the built package, driven by the parent over IPC. Time is a FakeClock the parent moves.
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { PlatformAuthModule, TokenProvider } from '../../dist/index.js';
+import { FakeClock } from '../../dist/testing/index.js';
+
+const logs = [];
+const capture = {
+  log: (message) => logs.push({ level: 'log', message: String(message) }),
+  warn: (message) => logs.push({ level: 'warn', message: String(message) }),
+  error: (message) => logs.push({ level: 'error', message: String(message) }),
+  debug: () => undefined,
+  verbose: () => undefined,
+};
+
+const setup = await new Promise((resolve) => process.once('message', resolve));
+const clock = new FakeClock(setup.startMs);
+const apps = [];
+for (let i = 0; i < setup.instances; i += 1) {
+  apps.push(
+    await NestFactory.createApplicationContext(PlatformAuthModule.forRoot({ ...setup.options, clock }), {
+      logger: capture,
+    }),
+  );
+}
+const providers = apps.map((app) => app.get(TokenProvider));
+
+function outcome(settled) {
+  if (settled.status === 'fulfilled') return { ok: true, token: settled.value };
+  const { reason, status, code } = settled.reason ?? {};
+  return { ok: false, reason, status, code, message: String(settled.reason?.message ?? settled.reason) };
+}
+
+const handlers = {
+  get: async () => (await Promise.allSettled(providers.map((p) => p.getAccessToken()))).map(outcome),
+  peek: async () => providers.map((p) => p.peekAccessToken() ?? null),
+  invalidate: async ({ token }) => providers.map((p) => p.invalidate(token)),
+  advance: async ({ ms }) => clock.advance(ms),
+  logs: async () => logs.splice(0),
+  close: async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    setImmediate(() => process.disconnect());
+  },
+};
+
+process.on('message', async (message) => {
+  const result = await handlers[message.command](message);
+  process.send({ id: message.id, result });
+});
+process.send({ ready: true });

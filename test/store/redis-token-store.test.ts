@@ -1,0 +1,117 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisTokenStore } from 'nestjs-platform-auth';
+import { useRedisServer } from '../support/redis-server.js';
+
+const redis = useRedisServer();
+const stores: RedisTokenStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+function storeOf(): RedisTokenStore {
+  const store = new RedisTokenStore({ url: redis().url });
+  stores.push(store);
+  return store;
+}
+
+const key = (): string => `test:{${randomUUID()}}:token`;
+
+describe('RedisTokenStore on a real redis-server', () => {
+  it('writes only newer versions: an older write cannot replace a newer entry', async () => {
+    const store = storeOf();
+    const k = key();
+    expect(await store.setIfNewer(k, { version: 200, tag: 'b', payload: 'newer' }, 60_000)).toBe(true);
+    expect(await store.setIfNewer(k, { version: 100, tag: 'a', payload: 'older' }, 60_000)).toBe(false);
+    expect(await store.setIfNewer(k, { version: 200, tag: 'c', payload: 'same' }, 60_000)).toBe(false);
+    expect(await store.get(k)).toEqual({ version: 200, tag: 'b', payload: 'newer' });
+    expect(await store.setIfNewer(k, { version: 201, tag: 'd', payload: 'next' }, 60_000)).toBe(true);
+    expect(await store.get(k)).toMatchObject({ version: 201, payload: 'next' });
+    const ttl = Number(await redis().command('PTTL', k));
+    expect(ttl).toBeGreaterThan(59_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it('deletes only an entry that still carries the tag', async () => {
+    const store = storeOf();
+    const k = key();
+    await store.setIfNewer(k, { version: 1, tag: 'first', payload: 'x' }, 60_000);
+    expect(await store.deleteIfTagged(k, 'other')).toBe(false);
+    expect(await store.get(k)).toBeDefined();
+    expect(await store.deleteIfTagged(k, 'first')).toBe(true);
+    expect(await store.get(k)).toBeUndefined();
+    expect(await store.deleteIfTagged(k, 'first')).toBe(false);
+  });
+
+  it('locks with SET NX PX: one owner at a time, released only by its owner, lapsing after its TTL', async () => {
+    const store = storeOf();
+    const k = key();
+    expect(await store.acquireLock(k, 'one', 200)).toBe(true);
+    expect(await store.acquireLock(k, 'two', 200)).toBe(false);
+    expect(await store.releaseLock(k, 'two')).toBe(false);
+    expect(await store.releaseLock(k, 'one')).toBe(true);
+    expect(await store.acquireLock(k, 'two', 150)).toBe(true);
+    await sleep(250);
+    expect(await store.acquireLock(k, 'three', 1_000)).toBe(true);
+    // The lapsed owner's late release must not free the new owner's lock.
+    expect(await store.releaseLock(k, 'two')).toBe(false);
+    expect(await store.acquireLock(k, 'one', 1_000)).toBe(false);
+  });
+
+  it('reads anything that is not one of its entries as a miss', async () => {
+    const store = storeOf();
+    const k = key();
+    await redis().command('SET', k, 'not an entry');
+    expect(await store.get(k)).toBeUndefined();
+    // A newer write replaces garbage: it has no version to defend.
+    expect(await store.setIfNewer(k, { version: 5, tag: 't', payload: 'p' }, 1_000)).toBe(true);
+  });
+
+  it('works on an existing node-redis client, which it leaves open', async () => {
+    const client = createClient({ url: redis().url });
+    await client.connect();
+    try {
+      const store = new RedisTokenStore({ client });
+      const k = key();
+      expect(await store.setIfNewer(k, { version: 1, tag: 't', payload: randomBytes(8).toString('hex') }, 1_000)).toBe(
+        true,
+      );
+      expect(await store.get(k)).toMatchObject({ version: 1, tag: 't' });
+      await store.close();
+      expect(client.isReady).toBe(true);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('fails fast while redis-server is down and recovers by itself once it is back', async () => {
+    const store = storeOf();
+    const k = key();
+    await store.setIfNewer(k, { version: 1, tag: 't', payload: 'p' }, 60_000);
+    await redis().kill();
+    try {
+      const startedAt = performance.now();
+      await expect(store.get(k)).rejects.toThrow();
+      expect(performance.now() - startedAt).toBeLessThan(500);
+    } finally {
+      await redis().launch();
+    }
+    await expect
+      .poll(
+        () =>
+          store.get(k).then(
+            () => 'answered',
+            () => 'failed',
+          ),
+        { timeout: 5_000, interval: 100 },
+      )
+      .toBe('answered');
+  });
+
+  it('refuses a URL that is not redis:// or rediss://, and a second source', () => {
+    expect(() => new RedisTokenStore({ url: 'http://127.0.0.1:6379' })).toThrow(/redis:\/\/ or rediss:\/\//);
+    expect(() => new RedisTokenStore({})).toThrow(/exactly one of url and client/);
+  });
+});
