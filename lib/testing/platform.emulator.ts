@@ -14,9 +14,7 @@ import { TokenEndpoint } from './emulator.token-endpoint.js';
 import { UserFlow } from './emulator.user-flow.js';
 import type { RegisteredUserClient, RegisterUserClientInput, TestUser, UserFlowRecord } from './emulator.user-types.js';
 import type {
-  EmulatedEnvironment,
   EmulatedIntegration,
-  EmulatedModuleOptions,
   EmulatorCounters,
   EmulatorFault,
   FaultTarget,
@@ -26,6 +24,7 @@ import type {
   RegisterIntegrationInput,
   TokenRequestRecord,
 } from './emulator.types.js';
+import { checkOptions, checkTokenLifetime, emptyCounters, emulatedIntegration } from './emulator.options.js';
 import { createTestCredentials } from './test-credentials.util.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
@@ -159,53 +158,12 @@ export class PlatformEmulator {
       now: this.baseNow(),
     });
     const integration = this.registerIntegration({ ...input, certificatePem: credentials.certificatePem });
-    const moduleOptions: EmulatedModuleOptions = {
-      baseUrl: this.url,
-      machineId: integration.machineId,
-      privateKey: credentials.privateKeyPem,
-      certificate: credentials.certificatePem,
-    };
-    const env: EmulatedEnvironment = {
-      PLATFORM_BASE_URL: this.url,
-      PLATFORM_MACHINE_ID: integration.machineId,
-      PLATFORM_PRIVATE_KEY: credentials.privateKeyPem,
-      PLATFORM_CERTIFICATE: credentials.certificatePem,
-    };
-    if (this.thumbprintAlgorithm !== 'sha1') moduleOptions.thumbprintAlgorithm = this.thumbprintAlgorithm;
-    if (this.audience !== new URL(this.url).host) {
-      moduleOptions.audience = this.audience;
-      env.PLATFORM_AUDIENCE = this.audience;
-    }
-    if (!this.acceptCompactJwt) moduleOptions.tokenEncoding = 'base64';
-
-    // Accessors, so that status and permissions stay those of the live registry entry.
-    return {
-      get machineId() {
-        return integration.machineId;
-      },
-      get thumbprint() {
-        return integration.thumbprint;
-      },
-      get name() {
-        return integration.name;
-      },
-      get status() {
-        return integration.status;
-      },
-      set status(status: string) {
-        integration.status = status;
-      },
-      get permissions() {
-        return integration.permissions;
-      },
-      set permissions(permissions: IntegrationPermission[]) {
-        integration.permissions = permissions;
-      },
-      privateKeyPem: credentials.privateKeyPem,
-      certificatePem: credentials.certificatePem,
-      moduleOptions,
-      env,
-    };
+    return emulatedIntegration(integration, credentials, {
+      url: this.url,
+      audience: this.audience,
+      thumbprintAlgorithm: this.thumbprintAlgorithm,
+      acceptCompactJwt: this.acceptCompactJwt,
+    });
   }
 
   /** Registers a public client for user sign-in: its id and the exact redirect URIs it may use. */
@@ -387,42 +345,4 @@ export class PlatformEmulator {
 /** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */
 function pathnameOf(req: IncomingMessage): string {
   return (req.url ?? '/').split(/[?#]/, 1)[0];
-}
-
-function emptyCounters(): EmulatorCounters {
-  return {
-    exchanges: { total: 0, accepted: 0, rejected: 0, faulted: 0 },
-    apiCalls: { total: 0, ok: 0, unauthorized: 0, forbidden: 0, faulted: 0 },
-  };
-}
-
-function checkOptions(options: PlatformEmulatorOptions): void {
-  if (options.tokenLifetimeSeconds !== undefined)
-    checkTokenLifetime(options.tokenLifetimeSeconds, 'tokenLifetimeSeconds');
-  const status = options.invalidClientStatus;
-  if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 499)) {
-    throw new Error(`invalidClientStatus must be a 4xx status (RFC 6749 §5.2 uses 400 or 401), got ${String(status)}`);
-  }
-  const encodings = options.tokenEncodings;
-  if (encodings !== undefined && (encodings.length === 0 || encodings.some((e) => e !== 'jwt' && e !== 'base64'))) {
-    throw new Error(`tokenEncodings must list 'jwt', 'base64' or both`);
-  }
-  const limit = options.journalLimit;
-  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
-    throw new Error(`journalLimit must be a whole number >= 0, got ${String(limit)}`);
-  }
-  if (options.clockOffsetMs !== undefined && !Number.isFinite(options.clockOffsetMs)) {
-    throw new Error(`clockOffsetMs must be a finite number, got ${String(options.clockOffsetMs)}`);
-  }
-  const leeway = options.leewaySeconds;
-  if (leeway !== undefined && !(Number.isFinite(leeway) && leeway >= 0)) {
-    throw new Error(`leewaySeconds must be a number of seconds >= 0, got ${String(leeway)}`);
-  }
-  if (options.audience !== undefined && options.audience.trim() === '') throw new Error('audience must not be empty');
-}
-
-/** docs/platform-contract.md#exchange-response: `expires_in` is an integer number of seconds. */
-function checkTokenLifetime(seconds: number, setting: string): void {
-  if (!Number.isInteger(seconds) || seconds < 1)
-    throw new Error(`${setting} must be a whole number of seconds, at least 1, got ${String(seconds)}`);
 }
