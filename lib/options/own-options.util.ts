@@ -45,7 +45,8 @@ function own(source: object, name: string): unknown {
   return Object.hasOwn(source, name) ? (source as Record<string, unknown>)[name] : undefined;
 }
 
-function copyOwn(source: object, names: readonly string[]): Record<string, unknown> {
+/** The own properties `names` of `source`, in an object without a prototype. */
+export function copyOwn(source: object, names: readonly string[]): Record<string, unknown> {
   const copy = Object.create(null) as Record<string, unknown>;
   for (const name of names) {
     const value = own(source, name);

@@ -8,7 +8,7 @@ import {
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 import { PlatformUserAuth } from './platform-user-auth.service.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
-import { resolveUserAuthOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
+import { resolveUserAuthOptions, ownUserOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { PlatformUserSessions } from './user-session.service.js';
 
 /**
@@ -20,7 +20,7 @@ import { PlatformUserSessions } from './user-session.service.js';
   providers: [
     {
       provide: PLATFORM_USER_AUTH_CLOCK,
-      useFactory: (options: PlatformUserAuthOptions): Clock => options.clock ?? systemClock,
+      useFactory: (options: PlatformUserAuthOptions): Clock => ownUserOptions(options).clock ?? systemClock,
       inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS],
     },
     {

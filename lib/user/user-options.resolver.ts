@@ -1,3 +1,4 @@
+import { copyOwn } from '../options/own-options.util.js';
 import { hkdfSync } from 'node:crypto';
 import { ConfigReport } from '../options/config.report.js';
 import { parseHttpUrl } from '../options/options.resolver.js';
@@ -34,8 +35,35 @@ export interface ResolvedUserAuthConfig {
 /** RFC 6749 §3.3: scope tokens are printable ASCII without space, `"` or `\`. */
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
+/** Every option, so that the compiler fails here when one is added to the interface but not here. */
+const USER_OPTION_NAMES = Object.keys({
+  baseUrl: true,
+  clientId: true,
+  redirectUri: true,
+  scope: true,
+  stateSecret: true,
+  authorizePath: true,
+  tokenPath: true,
+  issuer: true,
+  transactionLifetimeSeconds: true,
+  sessionLifetimeSeconds: true,
+  requestTimeoutMs: true,
+  secureCookies: true,
+  clock: true,
+} satisfies Record<keyof PlatformUserAuthOptions, true>);
+
+/**
+ * The options as the caller set them, own properties only: a polluted `Object.prototype` (`secureCookies: false`,
+ * a `stateSecret` an attacker knows) must not fill settings the caller never set.
+ */
+export function ownUserOptions(input: unknown): PlatformUserAuthOptions {
+  if (typeof input !== 'object' || input === null) return Object.create(null) as PlatformUserAuthOptions;
+  return copyOwn(input, USER_OPTION_NAMES) as unknown as PlatformUserAuthOptions;
+}
+
 /** Validates every option; throws one `PlatformAuthConfigError` listing all problems. */
-export function resolveUserAuthOptions(options: PlatformUserAuthOptions): ResolvedUserAuthConfig {
+export function resolveUserAuthOptions(input: PlatformUserAuthOptions): ResolvedUserAuthConfig {
+  const options = ownUserOptions(input);
   const report = new ConfigReport(undefined, PLATFORM_USER_AUTH_ENV);
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   const baseUrl = base?.href.replace(/\/+$/, '');

@@ -5,6 +5,7 @@ import { isPlatformAuthConfigError, type PlatformAuthConfigError } from 'nestjs-
 import {
   PlatformUserAuth,
   PlatformUserAuthModule,
+  PlatformUserSessions,
   platformUserAuthConfig,
   type PlatformUserAuthOptions,
 } from 'nestjs-platform-auth/user';
@@ -107,5 +108,33 @@ describe('start-up validation of user sign-in', () => {
       /set by the library/,
     );
     await moduleRef.close();
+  });
+});
+
+describe('user sign-in options are read as own properties only', () => {
+  it('a polluted Object.prototype fills no setting: cookies stay Secure, a missing state secret stays missing', async () => {
+    const prototype = Object.prototype as Record<string, unknown>;
+    prototype.secureCookies = false;
+    prototype.stateSecret = 'attacker-known-secret-attacker-known-secret';
+    try {
+      const { stateSecret: _omitted, ...withoutSecret } = valid;
+      const failure = Test.createTestingModule({
+        imports: [PlatformUserAuthModule.forRoot(withoutSecret as PlatformUserAuthOptions)],
+      }).compile();
+      await expect(failure).rejects.toThrow(/stateSecret \(PLATFORM_USER_STATE_SECRET\)/);
+
+      const moduleRef = await Test.createTestingModule({ imports: [PlatformUserAuthModule.forRoot(valid)] }).compile();
+      const sessions = moduleRef.get(PlatformUserSessions);
+      const cookie = await sessions.sessionCookie({
+        accessToken: 'a',
+        tokenType: 'Bearer',
+        expiresAt: new Date(Date.now() + 60_000),
+      });
+      expect(cookie).toMatch(/; Secure/);
+      await moduleRef.close();
+    } finally {
+      delete prototype.secureCookies;
+      delete prototype.stateSecret;
+    }
   });
 });
