@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   createParamDecorator,
   Inject,
@@ -14,6 +15,8 @@ import { PlatformUserSessions, setCookies, type HeaderWritable } from './user-se
 
 /** Renew a little before the platform would refuse the token, so a request does not race its expiry. */
 const RENEW_BEFORE_EXPIRY_MS = 30_000;
+/** How long a refresh's result serves requests still carrying the old session cookie. */
+const REFRESH_SHARED_FOR_MS = 10_000;
 
 interface RequestWithSession {
   headers: Record<string, string | string[] | undefined>;
@@ -27,6 +30,14 @@ interface RequestWithSession {
  */
 @Injectable()
 export class PlatformUserGuard implements CanActivate {
+  /**
+   * Refreshes by a hash of the refresh token, kept a few seconds after they succeed: the requests of one session
+   * that start before the browser has the new cookie share one refresh. Each presenting the old token on its own
+   * would look like a replay to a platform that rotates refresh tokens (RFC 9700 §4.14.2), which then revokes the
+   * whole sign-in. Per process: replicas do not share it.
+   */
+  private readonly refreshing = new Map<string, { readonly refresh: Promise<UserTokens>; until?: number }>();
+
   constructor(
     private readonly auth: PlatformUserAuth,
     private readonly sessions: PlatformUserSessions,
@@ -42,7 +53,7 @@ export class PlatformUserGuard implements CanActivate {
     if (tokens.expiresAt.getTime() - RENEW_BEFORE_EXPIRY_MS <= this.clock.now()) {
       if (!tokens.refreshToken) throw new UnauthorizedException('The session has expired: sign in again');
       try {
-        tokens = await this.auth.refresh(tokens.refreshToken);
+        tokens = await this.refreshOnce(tokens.refreshToken);
       } catch (error) {
         if (isUserAuthError(error) && error.reason === 'invalid_grant') {
           setCookies(http.getResponse<HeaderWritable>(), [this.sessions.clearSessionCookie()]);
@@ -55,8 +66,30 @@ export class PlatformUserGuard implements CanActivate {
     request[PLATFORM_USER_REQUEST_KEY] = tokens;
     return true;
   }
-}
 
+  private refreshOnce(refreshToken: string): Promise<UserTokens> {
+    const now = this.clock.now();
+    for (const [key, entry] of this.refreshing)
+      if (entry.until !== undefined && entry.until <= now) this.refreshing.delete(key);
+    const key = createHash('sha256').update(refreshToken).digest('base64url');
+    const known = this.refreshing.get(key);
+    if (known) return known.refresh;
+    const entry: { refresh: Promise<UserTokens>; until?: number } = {
+      refresh: this.auth.refresh(refreshToken).then(
+        (tokens) => {
+          entry.until = this.clock.now() + REFRESH_SHARED_FOR_MS;
+          return tokens;
+        },
+        (error: unknown) => {
+          this.refreshing.delete(key);
+          throw error;
+        },
+      ),
+    };
+    this.refreshing.set(key, entry);
+    return entry.refresh;
+  }
+}
 /** The signed-in user's tokens, in a handler behind `PlatformUserGuard`. */
 export const PlatformUser = createParamDecorator((_data: unknown, context: ExecutionContext): UserTokens => {
   const tokens = context.switchToHttp().getRequest<RequestWithSession>()[PLATFORM_USER_REQUEST_KEY];

@@ -101,8 +101,23 @@ describe.each(['express', 'fastify'] as const)('PlatformUserGuard and @PlatformU
     );
     expect(platform.journal.at(-1)).toMatchObject({ grantType: 'refresh_token', verdict: 'accepted' });
 
-    // The old cookie's refresh token was rotated away: presenting it again ends the session.
+    // The old cookie's refresh token was rotated away: once the short sharing window for requests still in flight
+    // has passed, presenting it again ends the session.
+    clock.advance(11_000);
     const replay = await request(app.getHttpServer()).get('/profile').set('Cookie', cookie).expect(401);
     expect(String(replay.headers['set-cookie'])).toMatch(new RegExp(`^${USER_SESSION_COOKIE}=; Path=/; Max-Age=0`));
+  });
+
+  it('shares one refresh between concurrent requests of one session, so rotation does not look like a replay', async () => {
+    const { cookie } = await signedInCookie();
+    clock.advance(590_000);
+    const refreshesBefore = platform.journal.filter((entry) => entry.grantType === 'refresh_token').length;
+    const responses = await Promise.all(
+      [1, 2, 3].map(() => request(app.getHttpServer()).get('/profile').set('Cookie', cookie)),
+    );
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 200]);
+    expect(new Set(responses.map((response) => (response.body as { token: string }).token)).size).toBe(1);
+    const refreshes = platform.journal.filter((entry) => entry.grantType === 'refresh_token').length;
+    expect(refreshes - refreshesBefore).toBe(1);
   });
 });
