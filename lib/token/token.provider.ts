@@ -24,7 +24,7 @@ import { MAX_RETRY_AFTER_BACKOFF_MS, TokenCache, renewalLeadMs, type ExchangeOut
 import type { FleetMember, SharedTokenCoordinator } from '../store/shared-token.coordinator.js';
 import { TokenStoreHost } from '../store/token-store.host.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from '../options/options.constants.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
+import { CredentialRotationError, TokenExchangeError } from '../platform-auth.errors.js';
 import { CredentialsHolder, certificateNotAfterMs } from '../credentials/credentials.holder.js';
 import { CredentialsWatch } from '../credentials/credentials.watch.js';
 import { integrationHash } from '../telemetry/telemetry.events.js';
@@ -88,6 +88,13 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
         clock.now() +
         Math.max(config.failureBackoffMs, Math.min(MAX_RETRY_AFTER_BACKOFF_MS, failure.retryAfterMs ?? 0)),
     };
+    // A token belongs to the integration it was issued to: after a cut-over to another machineId it is not used.
+    let machineId = this.holder.active.machineId;
+    this.holder.onSwap((active) => {
+      const current = this.cache.current;
+      if (active.machineId !== machineId && current) this.cache.invalidate(current.accessToken);
+      machineId = active.machineId;
+    });
     if (this.shared) {
       const shared = this.shared;
       this.sharedStoreStatus = () => shared.status();
@@ -192,6 +199,17 @@ export class TokenProvider implements OnApplicationBootstrap, OnApplicationShutd
    * when either fails. The cached token is used until it expires.
    */
   rotateCredentials(input: RotateCredentialsInput): Promise<void> {
+    const machineId = (input as Partial<RotateCredentialsInput> | undefined)?.machineId;
+    if (this.shared && machineId !== undefined && machineId !== this.holder.active.machineId) {
+      // The fleet shares tokens by integration: one replica moving to another integration would hand its tokens to
+      // replicas still on the old one. Such a cut-over is a named integration beside this one, or a redeploy.
+      const message = 'changes the integration while a shared token store is configured; not supported';
+      return Promise.reject(
+        new CredentialRotationError(`credential rotation refused: machineId ${message}`, 'validation', [
+          { option: 'machineId', setting: 'machineId', message },
+        ]),
+      );
+    }
     return this.rotator.rotate(input, this.shutdown.signal);
   }
 

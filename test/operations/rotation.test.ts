@@ -28,9 +28,9 @@ describe('TokenProvider.rotateCredentials()', () => {
     expect(f.platform.counters.exchanges.rejected).toBe(0);
   });
 
-  it('cuts over to a second integration with its own machineId', async () => {
+  it("cuts over to a second integration with its own machineId, and never sends the first one's token again", async () => {
     const f = await start();
-    await f.tokens.getAccessToken();
+    const first = await f.tokens.getAccessToken();
     const next = await createTestCredentials();
     const second = f.platform.registerIntegration({ certificatePem: next.certificatePem, name: 'second' });
     await f.tokens.rotateCredentials({
@@ -38,8 +38,7 @@ describe('TokenProvider.rotateCredentials()', () => {
       certificate: next.certificatePem,
       machineId: second.machineId,
     });
-    f.tokens.invalidate(await f.tokens.getAccessToken());
-    await f.tokens.getAccessToken();
+    expect(await f.tokens.getAccessToken()).not.toBe(first);
     expect(lastIssuer(f)).toEqual({ iss: next.thumbprint, sub: second.machineId });
   });
 

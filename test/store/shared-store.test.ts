@@ -68,6 +68,23 @@ async function storedKeys(prefix: string): Promise<string[]> {
   return (await redis().command('KEYS', `${prefix}*`)) as string[];
 }
 
+describe('credential rotation with a shared store', () => {
+  it("refuses a cut-over to another machineId, which would hand this integration's tokens to the fleet", async () => {
+    const { shared, emulator, integration } = await startPlatform();
+    const { tokens } = await replica(shared);
+    const token = await tokens.getAccessToken();
+    const other = await emulator.createIntegration({ name: 'other' });
+    const refused = tokens.rotateCredentials({
+      privateKey: other.privateKeyPem,
+      certificate: other.certificatePem,
+      machineId: other.machineId,
+    });
+    await expect(refused).rejects.toMatchObject({ code: 'PLATFORM_AUTH_CREDENTIAL_ROTATION', stage: 'validation' });
+    expect(await tokens.getAccessToken()).toBe(token);
+    expect(tokens.status().credentials.thumbprint).toBe(integration.thumbprint);
+  });
+});
+
 describe('the shared token store at rest', () => {
   it('keeps no token in Redis and no identifier in key names: values are JWE (dir, A256GCM) with a key id', async () => {
     const { shared, integration } = await startPlatform();
