@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { getTokenProviderToken } from '../platform-auth.integrations.js';
+import { registeredTokenProviderToken } from '../platform-auth.integrations.js';
+import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
 
@@ -32,10 +33,7 @@ export class PlatformAuthHealthIndicator {
     key: Key = 'platform-auth' as Key,
     options: PlatformAuthHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
-    const tokens =
-      options.integration === undefined
-        ? this.tokens
-        : this.moduleRef.get<TokenProvider>(getTokenProviderToken(options.integration), { strict: false });
+    const tokens = options.integration === undefined ? this.tokens : this.namedTokens(options.integration);
     let status = tokens.status();
     if (options.mode === 'active' && status.state === 'none') {
       // A failure is recorded in status() and judged below like any other.
@@ -45,6 +43,15 @@ export class PlatformAuthHealthIndicator {
     const session = this.health.check(key);
     const problem = healthProblem(status);
     return problem ? session.down({ message: problem, ...detail(status) }) : session.up(detail(status));
+  }
+
+  private namedTokens(name: string): TokenProvider {
+    const token = registeredTokenProviderToken(name);
+    if (!token) {
+      const message = `no integration named '${name}' is registered (PlatformAuthModule.forRoot({ name }))`;
+      throw new PlatformAuthConfigError([{ option: 'integration', setting: 'integration', message }]);
+    }
+    return this.moduleRef.get<TokenProvider>(token, { strict: false });
   }
 }
 

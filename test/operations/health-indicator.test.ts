@@ -168,5 +168,8 @@ describe('PlatformAuthHealthIndicator with named integrations', () => {
       info: { platform: { status: 'up', integration: 'default' } },
       error: { billing: { status: 'down', integration: 'billing', lastExchange: { ok: false } } },
     });
+    await expect(
+      app.get(PlatformAuthHealthIndicator).isHealthy('x', { integration: 'not-registered-anywhere' }),
+    ).rejects.toThrow(/no integration named 'not-registered-anywhere' is registered/);
   });
 });
