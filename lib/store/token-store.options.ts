@@ -1,3 +1,4 @@
+import { isLoopbackHost } from '../options/options.resolver.js';
 import { definedOnly, type ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
@@ -44,6 +45,11 @@ export function resolveTokenStoreOptions(
   }
   if (url !== undefined && !isRedisUrl(url)) {
     report.problem('tokenStoreUrl', 'must be a redis:// or rediss:// URL');
+  } else if (url !== undefined && sendsPasswordInClear(url)) {
+    report.warn(
+      'tokenStoreUrl',
+      'is redis:// with a password to a host off loopback: the password crosses the network in clear text; use rediss://',
+    );
   }
   const keys = key === undefined ? 'is required with a token store' : parseEncryptionKeys(key);
   if (typeof keys === 'string') report.problem('tokenStoreEncryptionKey', keys);
@@ -66,6 +72,11 @@ export function resolveTokenStoreOptions(
     );
   }
   return { store, url, keys, keyPrefix: prefix, timing };
+}
+
+function sendsPasswordInClear(value: string): boolean {
+  const url = new URL(value);
+  return url.protocol === 'redis:' && url.password !== '' && !isLoopbackHost(url.hostname);
 }
 
 function isRedisUrl(value: unknown): boolean {

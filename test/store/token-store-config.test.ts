@@ -37,6 +37,19 @@ function problemsOf(options: Partial<PlatformAuthOptions>): PlatformAuthConfigEr
 const URL_WITH_PASSWORD = 'rediss://app:s3cret-pass@redis.internal:6380/0';
 
 describe('token store configuration', () => {
+  it('warns about redis:// with a password to a host off loopback, never quoting the URL', () => {
+    const key = randomBytes(32).toString('base64');
+    const warnings = resolve({
+      tokenStoreUrl: 'redis://app:s3cret-pass@redis.internal:6379',
+      tokenStoreEncryptionKey: key,
+    }).warnings;
+    expect(warnings.map((w) => w.option)).toEqual(['tokenStoreUrl']);
+    expect(JSON.stringify(warnings)).not.toContain('s3cret-pass');
+    for (const url of [URL_WITH_PASSWORD, 'redis://app:s3cret-pass@127.0.0.1:6379', 'redis://redis.internal:6379']) {
+      expect(resolve({ tokenStoreUrl: url, tokenStoreEncryptionKey: key }).warnings).toEqual([]);
+    }
+  });
+
   it('without a store resolves no store at all (behaviour as before)', () => {
     expect(resolve({}).tokenStore).toBeUndefined();
   });
