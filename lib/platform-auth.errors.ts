@@ -67,6 +67,19 @@ export interface TokenExchangeErrorDetails {
   readonly retryAfterSeconds?: number;
 }
 
+const DETAIL_FIELDS = [
+  'reason',
+  'status',
+  'oauthError',
+  'oauthErrorDescription',
+  'attempts',
+  'retried',
+  'hint',
+  'clockOffsetSeconds',
+  'networkCode',
+  'retryAfterSeconds',
+] as const satisfies ReadonlyArray<keyof TokenExchangeErrorDetails>;
+
 /** The token exchange failed. Fields, not the message, are the contract. */
 export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
   readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
@@ -86,30 +99,8 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);
     this.summary = summary;
-    const {
-      reason,
-      status,
-      oauthError,
-      oauthErrorDescription,
-      attempts,
-      retried,
-      hint,
-      clockOffsetSeconds,
-      networkCode,
-      retryAfterSeconds,
-    } = details;
-    Object.assign(this, {
-      reason,
-      status,
-      oauthError,
-      oauthErrorDescription,
-      attempts,
-      retried,
-      hint,
-      clockOffsetSeconds,
-      networkCode,
-      retryAfterSeconds,
-    });
+    // Only the detail fields: a details object spread from another error must not bring its message or stack along.
+    for (const field of DETAIL_FIELDS) Object.assign(this, { [field]: details[field] });
   }
 }
 
