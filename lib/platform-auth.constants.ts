@@ -1,7 +1,3 @@
-/** Injection token of the validated, resolved configuration (keys parsed once at start-up). Never exported. */
-export const PLATFORM_AUTH_CONFIG = Symbol('PLATFORM_AUTH_CONFIG');
-/** Injection token of the clock every time-dependent part of the module reads. */
-export const PLATFORM_AUTH_CLOCK = Symbol('PLATFORM_AUTH_CLOCK');
 /** Injection token of the authenticated `PlatformHttpService` (also provided under the `HttpService` class token). */
 export const PLATFORM_AUTH_HTTP_SERVICE = Symbol('PLATFORM_AUTH_HTTP_SERVICE');
 

@@ -105,6 +105,46 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
 }
 
 /**
+ * The one rule for which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request
+ * timeout). They are retried within an exchange, and the exception filter answers them with 503; every other 4xx is
+ * a refusal of this service's request, which repeating cannot fix.
+ */
+export function isTransientStatus(status: number): boolean {
+  return status >= 500 || status === 429 || status === 408;
+}
+
+/**
+ * Whether a failed exchange passes by itself: a transient status, the network, a timeout, or callers held back
+ * (back-off, shutdown). The rest (refusals, invalid answers, redirects) needs someone to fix something.
+ */
+export function isTransientFailure(failure: Pick<TokenExchangeErrorDetails, 'reason' | 'status'>): boolean {
+  switch (failure.reason) {
+    case 'http_error':
+      return failure.status !== undefined && isTransientStatus(failure.status);
+    case 'network_error':
+    case 'timeout':
+    case 'backoff':
+    case 'aborted':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * The reason of the module's one shutdown signal: what an exchange in flight, a caller after shutdown and a
+ * rotation after shutdown all get once the application shuts down.
+ */
+export function shutdownError(): TokenExchangeError {
+  return new TokenExchangeError('token provider is shut down', {
+    reason: 'aborted',
+    attempts: 0,
+    retried: false,
+    hint: 'The application shut down; no new tokens are fetched and credentials are not rotated.',
+  });
+}
+
+/**
  * `rotateCredentials()` refused the new pair; the credentials in use did not change. `stage: 'validation'`: the
  * pair failed a start-up check (see `problems`); `stage: 'exchange'`: the platform did not accept it (see
  * `exchange`, the failed exchange's error).

@@ -87,7 +87,7 @@ export const InjectAssertionSigner = (name?: string): ParameterDecorator & Prope
  * these; the default one also exports its services by class. Each is unique in the application, so
  * `app.get(getTokenProviderToken())` finds the default integration's even with named ones beside it.
  */
-export function namedServiceTokens(name: string): { provide: InjectionToken; useExisting: InjectionToken }[] {
+export function namedServiceTokens(name: string): { provide: InjectionToken; useExisting: object }[] {
   return [
     { provide: namedToken('PlatformHttpService', name), useExisting: PlatformHttpService },
     { provide: namedToken('TokenProvider', name), useExisting: TokenProvider },

@@ -8,11 +8,9 @@ import {
 } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
-import { systemClock, type Clock } from './platform-auth.clock.js';
+import { systemClock } from './platform-auth.clock.js';
 import {
   LOGGER_CONTEXT,
-  PLATFORM_AUTH_CLOCK,
-  PLATFORM_AUTH_CONFIG,
   PLATFORM_AUTH_HTTP_SERVICE,
   PLATFORM_AUTH_INTEGRATION,
   PLATFORM_AUTH_LOGGER,
@@ -27,78 +25,68 @@ import {
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
 import { namedServiceTokens, registerIntegrationName } from './platform-auth.integrations.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './options/options.resolver.js';
-import { PlatformHttpHost, PlatformHttpService } from './http/platform-http.service.js';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
+import { PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
-import { TokenStoreHost } from './store/token-store.host.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
-import { CredentialsHolder } from './credentials/credentials.holder.js';
-import { CredentialsWatch } from './credentials/credentials.watch.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { integrationHash } from './telemetry/telemetry.events.js';
+import { PlatformAuthRuntime, wirePlatformAuth } from './platform-auth.wiring.js';
+
+/** Injection token of the integration's runtime (everything the composition root built). Internal, never exported. */
+export const PLATFORM_AUTH_RUNTIME = Symbol('PLATFORM_AUTH_RUNTIME');
+
+/**
+ * Resolves the options (every problem at once), forgets the secrets they held, and has the composition root build
+ * the integration. The runtime's lifecycle hooks connect the store, run the start-up check and shut it all down.
+ */
+async function createRuntime(
+  options: PlatformAuthOptions,
+  integration: string,
+  logger: LoggerService,
+): Promise<PlatformAuthRuntime> {
+  const clock = options.clock ?? systemClock;
+  let config: ResolvedPlatformAuthConfig;
+  try {
+    config = resolvePlatformAuthOptions(options, clock.now(), integration);
+  } finally {
+    // The options provider holds the module's own copy (see `withOwnedOptions`): once the key is parsed into a
+    // KeyObject, its text and the other secrets have no business staying in the container.
+    forgetCredentialText(options);
+  }
+  for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
+  const telemetry = await PlatformAuthTelemetry.load(
+    integrationHash(config.tokenUrl, config.machineId),
+    clock,
+    integration === DEFAULT_INTEGRATION ? undefined : integration,
+  );
+  return wirePlatformAuth({ config, integration, clock, logger, telemetry });
+}
+
+const fromRuntime = <T>(provide: unknown, pick: (runtime: PlatformAuthRuntime) => T): FactoryProvider<T> => ({
+  provide: provide as FactoryProvider['provide'],
+  useFactory: pick,
+  inject: [PLATFORM_AUTH_RUNTIME],
+});
 
 const providers: Provider[] = [
-  {
-    provide: PLATFORM_AUTH_CLOCK,
-    useFactory: (options: PlatformAuthOptions): Clock => ownOptions(options).clock ?? systemClock,
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS],
-  },
   {
     provide: PLATFORM_AUTH_LOGGER,
     // A named integration's lines say which integration they are about.
     useFactory: (options: PlatformAuthOptions, integration: string): LoggerService =>
-      ownOptions(options).logger ??
+      options.logger ??
       new Logger(integration === DEFAULT_INTEGRATION ? LOGGER_CONTEXT : `${LOGGER_CONTEXT}:${integration}`),
     inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_INTEGRATION],
   },
   {
-    provide: PLATFORM_AUTH_CONFIG,
-    useFactory: (
-      options: PlatformAuthOptions,
-      clock: Clock,
-      integration: string,
-      logger: LoggerService,
-    ): ResolvedPlatformAuthConfig => {
-      let config: ResolvedPlatformAuthConfig;
-      try {
-        config = resolvePlatformAuthOptions(options, clock.now(), integration);
-      } finally {
-        // The options provider holds the module's own copy (see `withOwnedOptions`): once the key is parsed into a
-        // KeyObject, its text and the passphrase have no business staying in the container.
-        forgetCredentialText(options);
-      }
-      for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
-      return config;
-    },
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
+    provide: PLATFORM_AUTH_RUNTIME,
+    useFactory: createRuntime,
+    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
   },
-  {
-    provide: CredentialsHolder,
-    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock): CredentialsHolder =>
-      new CredentialsHolder(config.machineId, config.credentials, clock.now()),
-    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK],
-  },
-  {
-    provide: PlatformAuthTelemetry,
-    useFactory: (config: ResolvedPlatformAuthConfig, clock: Clock, name: string): Promise<PlatformAuthTelemetry> =>
-      PlatformAuthTelemetry.load(
-        integrationHash(config.tokenUrl, config.machineId),
-        clock,
-        name === DEFAULT_INTEGRATION ? undefined : name,
-      ),
-    inject: [PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_INTEGRATION],
-  },
-  CredentialsWatch,
-  AssertionSigner,
-  TokenStoreHost,
-  TokenProvider,
-  PlatformAuthInterceptor,
-  PlatformHttpHost,
-  {
-    provide: PlatformHttpService,
-    useFactory: (host: PlatformHttpHost): PlatformHttpService => host.httpService,
-    inject: [PlatformHttpHost],
-  },
+  fromRuntime(TokenProvider, (runtime) => runtime.tokens),
+  fromRuntime(AssertionSigner, (runtime) => runtime.signer),
+  fromRuntime(PlatformAuthInterceptor, (runtime) => runtime.interceptor),
+  fromRuntime(PlatformHttpService, (runtime) => runtime.httpService),
 ];
 
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
@@ -109,6 +97,8 @@ const defaultExports = [
   PlatformHttpService,
   HttpService,
   PLATFORM_AUTH_HTTP_SERVICE,
+  // For PlatformAuthExceptionFilter registered as a provider: it logs where the module logs.
+  PLATFORM_AUTH_LOGGER,
 ];
 const defaultAliases: Provider[] = [
   { provide: PLATFORM_AUTH_HTTP_SERVICE, useExisting: PlatformHttpService },

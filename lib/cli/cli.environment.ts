@@ -5,7 +5,7 @@ import type { PlatformAuthOptions } from '../options/platform-auth-options.inter
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
 import {
   CommandFailure,
   UsageError,

@@ -1,9 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
-import { AssertionSigner } from '../token/assertion.signer.js';
 import { systemClock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { TokenProvider } from '../token/token.provider.js';
+import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
+import { integrationHash } from '../telemetry/telemetry.events.js';
+import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
 
 export interface ExchangeSuccess {
   readonly ok: true;
@@ -27,19 +28,27 @@ export interface ExchangeFailure {
 export type ExchangeResult = ExchangeSuccess | ExchangeFailure;
 
 /**
- * One exchange through the module's own `AssertionSigner` and `TokenProvider`, with a single attempt: a diagnosis
- * should show what one request does, not hide a transient failure behind retries.
+ * The integration as the module builds it, for one command: the same composition root, the system clock, no shared
+ * store (a diagnosis shows what this process does), telemetry on the diagnostics channel only, and one attempt per
+ * exchange: a diagnosis should show what one request does, not hide a transient failure behind retries. Shut it down
+ * with `onApplicationShutdown()`.
  */
+export function commandLineRuntime(config: ResolvedPlatformAuthConfig, logger: LoggerService): PlatformAuthRuntime {
+  return wirePlatformAuth({
+    config: { ...config, tokenStore: undefined, retry: { ...config.retry, maxAttempts: 1 } },
+    integration: 'default',
+    clock: systemClock,
+    logger,
+    telemetry: PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), systemClock),
+  });
+}
+
+/** One exchange through the module's own signer and token provider, with a single attempt. */
 export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<ExchangeResult> {
-  const singleAttempt: ResolvedPlatformAuthConfig = { ...config, retry: { ...config.retry, maxAttempts: 1 } };
   const warnings: string[] = [];
   // Nest's console logger writes to stdout and would break --json: the provider's warnings go into the report.
-  const provider = new TokenProvider(
-    singleAttempt,
-    systemClock,
-    new AssertionSigner(singleAttempt, systemClock),
-    warningCollector(warnings),
-  );
+  const runtime = commandLineRuntime(config, warningCollector(warnings));
+  const provider = runtime.tokens;
   const startedAt = performance.now();
   const requestedAt = Date.now();
   try {
@@ -62,11 +71,12 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
     if (!(error instanceof TokenExchangeError)) throw error;
     return { ok: false, error, durationMs: Math.round(performance.now() - startedAt), warnings };
   } finally {
-    provider.onApplicationShutdown();
+    await runtime.onApplicationShutdown();
   }
 }
 
-function warningCollector(warnings: string[]): LoggerService {
+/** A logger that keeps warnings and errors in `warnings` (off stdout, which `--json` owns) and drops the rest. */
+export function warningCollector(warnings: string[]): LoggerService {
   const collect = (message: unknown) => void warnings.push(String(message));
   return { log: () => undefined, warn: collect, error: collect };
 }

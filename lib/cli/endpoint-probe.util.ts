@@ -1,6 +1,6 @@
 import axios, { isAxiosError } from 'axios';
-import { clockOffsetFromDateHeader } from '../http/date-header.util.js';
-import { createOpaqueAgents } from '../http/opaque-agents.util.js';
+import { clockOffsetFromDateHeader } from '../util/date-header.util.js';
+import { createOpaqueAgents } from '../util/opaque-agents.util.js';
 
 export type ProbeResult =
   | {

@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
-import type { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { certificateNotAfterMs, DAY_MS, daysLeft, type CredentialsHolder } from './credentials.holder.js';
 
 /** Days left at which a running app warns; each is reported once per certificate. */
@@ -23,7 +23,7 @@ export class CertificateExpiryMonitor {
   constructor(
     private readonly clock: Clock,
     private readonly holder: CredentialsHolder,
-    private readonly telemetry: PlatformAuthTelemetry,
+    private readonly observer: PlatformAuthObserver,
     private readonly logger: LoggerService,
   ) {}
 
@@ -68,7 +68,7 @@ export class CertificateExpiryMonitor {
         ? `The certificate (thumbprint ${thumbprint}) expired on ${when}; the platform refuses its assertions.`
         : `The certificate (thumbprint ${thumbprint}) expires in ${left} day(s), on ${when}.`;
     this.logger.warn(`${message} ${ROTATION_STEPS}`);
-    this.telemetry.certificateExpiring(left);
+    this.observer.certificateExpiring(left);
   }
 
   private arm(delayMs: number): void {

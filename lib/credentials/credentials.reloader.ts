@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import { ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
 import type { CredentialsHolder } from './credentials.holder.js';
 
@@ -41,7 +41,7 @@ export class CredentialsReloader {
     private readonly intervalMs: number | undefined,
     private readonly clock: Clock,
     private readonly holder: CredentialsHolder,
-    private readonly telemetry: PlatformAuthTelemetry,
+    private readonly observer: PlatformAuthObserver,
     private readonly logger: LoggerService,
   ) {
     this.state = this.enabled ? { state: 'watching', intervalMs } : { state: 'off' };
@@ -95,7 +95,7 @@ export class CredentialsReloader {
       this.logger.error(
         `Changed credential files were refused; the last good pair (thumbprint ${this.holder.active.credentials.thumbprint}) stays in use:\n  - ${problems.join('\n  - ')}`,
       );
-      this.telemetry.credentialsChanged('rejected');
+      this.observer.credentialsChanged('rejected');
       return 'rejected';
     }
     for (const warning of report.warnings) this.logger.warn(`${warning.setting}: ${warning.message}`);
@@ -110,7 +110,7 @@ export class CredentialsReloader {
     this.logger.log(
       `Credentials reloaded from files: assertions now carry thumbprint ${loaded.thumbprint} (was ${previous}); the cached token is used until it expires.`,
     );
-    this.telemetry.credentialsChanged('reloaded');
+    this.observer.credentialsChanged('reloaded');
     return 'reloaded';
   }
 

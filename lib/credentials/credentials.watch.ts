@@ -1,47 +1,35 @@
-import { Inject, Injectable, type LoggerService, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type { CredentialSources } from './credentials.loader.js';
 import { CertificateExpiryMonitor } from './certificate-expiry.monitor.js';
-import { CredentialsHolder } from './credentials.holder.js';
+import type { CredentialsHolder } from './credentials.holder.js';
 import { CredentialsReloader, type CredentialReloadStatus } from './credentials.reloader.js';
 
-/** The module's background work on credentials: the certificate expiry monitor and the file reloader. */
-@Injectable()
-export class CredentialsWatch implements OnModuleInit, OnModuleDestroy {
+/** The background work on credentials: the certificate expiry monitor and the file reloader. */
+export class CredentialsWatch {
   private readonly reloader: CredentialsReloader;
   private readonly monitor: CertificateExpiryMonitor;
 
   constructor(
-    @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
-    @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
+    sources: CredentialSources,
+    reloadIntervalMs: number | undefined,
+    clock: Clock,
     holder: CredentialsHolder,
-    telemetry: PlatformAuthTelemetry,
-    @Inject(PLATFORM_AUTH_LOGGER) logger: LoggerService,
+    observer: PlatformAuthObserver,
+    logger: LoggerService,
   ) {
-    this.reloader = new CredentialsReloader(
-      config.credentialSources,
-      config.credentialsReloadIntervalMs,
-      clock,
-      holder,
-      telemetry,
-      logger,
-    );
-    this.monitor = new CertificateExpiryMonitor(clock, holder, telemetry, logger);
+    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, holder, observer, logger);
+    this.monitor = new CertificateExpiryMonitor(clock, holder, observer, logger);
   }
 
   reloadStatus(): CredentialReloadStatus {
     return this.reloader.status();
   }
 
-  onModuleInit(): void {
+  start(): void {
     this.monitor.start();
     this.reloader.start();
-  }
-
-  onModuleDestroy(): void {
-    this.stop();
   }
 
   stop(): void {

@@ -1,4 +1,3 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import {
   AxiosHeaders,
   getAdapter,
@@ -8,8 +7,7 @@ import {
   type AxiosResponse,
   type InternalAxiosRequestConfig,
 } from 'axios';
-import { PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { recordingFetch } from './fetch-responding-url.util.js';
 import { REDACTED_BEARER, redactAxiosError, redactResponse } from './redaction.util.js';
 import {
@@ -21,8 +19,7 @@ import {
   textOf,
   urlText,
 } from './request-target.util.js';
-import { TokenProvider } from '../token/token.provider.js';
-import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import type { TokenProvider } from '../token/token.provider.js';
 
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;
@@ -53,6 +50,16 @@ class Prepared {
 type PreparedAdapter = AxiosAdapter & { [mark: symbol]: Prepared | undefined };
 
 /**
+ * Builds the interceptor of one integration, with the function that removes it from every instance it was attached
+ * to (at shutdown, after Nest's drain); only the composition root calls it.
+ */
+export let createPlatformAuthInterceptor: (
+  tokens: TokenProvider,
+  allowedOrigins: ReadonlySet<string>,
+  observer: Pick<PlatformAuthObserver, 'reauthenticated'>,
+) => { readonly interceptor: PlatformAuthInterceptor; readonly detachAll: () => void };
+
+/**
  * Adds `Authorization: Bearer <token>` to requests for allowed origins only, and on a 401 from such an origin
  * renews the token and re-sends once. Attach it to any axios instance; `PlatformAuthModule` attaches it to the
  * instance behind its `HttpService` and detaches it on shutdown.
@@ -60,9 +67,10 @@ type PreparedAdapter = AxiosAdapter & { [mark: symbol]: Prepared | undefined };
  * The token is set inside the request's adapter, after every request interceptor has run, so no interceptor, log
  * line or inspected config ever holds it before it is on its way to an allowed origin. The re-send happens there
  * too, so the caller's own interceptors see one request and one response, as if the first 401 had never happened.
+ *
+ * Get it from the application (`app.get(PlatformAuthInterceptor)`, or injected); the module builds it.
  */
-@Injectable()
-export class PlatformAuthInterceptor implements OnApplicationShutdown {
+export class PlatformAuthInterceptor {
   private readonly registrations = new Map<AxiosInstance, number>();
   /** Per `baseURL`: whether it is allowed. A relative URL always resolves to its base's origin (see `resolveRequestUrl`). */
   private readonly allowedBases = new Map<string, boolean>();
@@ -77,13 +85,25 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
   /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
   private readonly clearTextAllowed: boolean;
 
-  constructor(
+  private constructor(
     private readonly tokens: TokenProvider,
-    @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
-    private readonly telemetry: PlatformAuthTelemetry,
+    private readonly allowedOrigins: ReadonlySet<string>,
+    private readonly observer: Pick<PlatformAuthObserver, 'reauthenticated'>,
   ) {
-    this.allowedPrefixes = [...config.allowedOrigins].map((origin) => `${origin}/`);
-    this.clearTextAllowed = [...config.allowedOrigins].some((origin) => origin.startsWith('http:'));
+    this.allowedPrefixes = [...allowedOrigins].map((origin) => `${origin}/`);
+    this.clearTextAllowed = [...allowedOrigins].some((origin) => origin.startsWith('http:'));
+  }
+
+  static {
+    createPlatformAuthInterceptor = (tokens, allowedOrigins, observer) => {
+      const interceptor = new PlatformAuthInterceptor(tokens, allowedOrigins, observer);
+      return {
+        interceptor,
+        detachAll: () => {
+          for (const instance of [...interceptor.registrations.keys()]) interceptor.detach(instance);
+        },
+      };
+    };
   }
 
   /**
@@ -108,14 +128,9 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
     this.registrations.delete(instance);
   }
 
-  /** At application shutdown, after Nest's drain: requests of handlers still running keep their token. */
-  onApplicationShutdown(): void {
-    for (const instance of [...this.registrations.keys()]) this.detach(instance);
-  }
-
   /** Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, no userinfo. */
   isAllowed(url: URL | undefined): boolean {
-    return url !== undefined && !url.username && !url.password && this.config.allowedOrigins.has(url.origin);
+    return url !== undefined && !url.username && !url.password && this.allowedOrigins.has(url.origin);
   }
 
   /**
@@ -228,7 +243,7 @@ export class PlatformAuthInterceptor implements OnApplicationShutdown {
     sent: string,
   ): Promise<AxiosResponse> {
     this.tokens.invalidate(sent);
-    this.telemetry.reauthenticated();
+    this.observer.reauthenticated();
     const fresh = await this.tokens.getAccessToken();
     this.setToken(config, prepared, fresh);
     try {

@@ -1,10 +1,7 @@
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import axios, { type AxiosInstance } from 'axios';
-import { PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { createOpaqueAgents } from './opaque-agents.util.js';
-import { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
+import { createOpaqueAgents } from '../util/opaque-agents.util.js';
+import type { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
 
 /**
  * The authenticated `HttpService`: its `baseURL` is the platform's, and requests to allowed origins carry a valid
@@ -17,26 +14,27 @@ export class PlatformHttpService extends HttpService {
   }
 }
 
-/**
- * Owns the axios instance behind `PlatformHttpService`: its own keep-alive agents (never the global default
- * instance or agents), the interceptor installed once, and both torn down on shutdown.
- */
-@Injectable()
-export class PlatformHttpHost implements OnApplicationShutdown {
+/** The client behind `PlatformHttpService`, and what tears it down. */
+export interface PlatformHttpClient {
   readonly httpService: PlatformHttpService;
-  private readonly agents = createOpaqueAgents();
-  private readonly detachInterceptor: () => void;
+  /** Detaches the interceptor and closes the client's sockets. */
+  close(): void;
+}
 
-  constructor(@Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig, interceptor: PlatformAuthInterceptor) {
-    const instance = axios.create({ baseURL: config.baseUrl, ...this.agents });
-    this.detachInterceptor = interceptor.attach(instance);
-    this.httpService = new PlatformHttpService(instance);
-  }
-
-  /** At application shutdown, after Nest's drain, like the token provider: in-flight platform calls complete. */
-  onApplicationShutdown(): void {
-    this.detachInterceptor();
-    this.agents.httpAgent.destroy();
-    this.agents.httpsAgent.destroy();
-  }
+/**
+ * The axios instance behind `PlatformHttpService`: its own keep-alive agents (never the global default instance or
+ * agents), and the interceptor installed once.
+ */
+export function createPlatformHttpClient(baseUrl: string, interceptor: PlatformAuthInterceptor): PlatformHttpClient {
+  const agents = createOpaqueAgents();
+  const instance = axios.create({ baseURL: baseUrl, ...agents });
+  const detach = interceptor.attach(instance);
+  return {
+    httpService: new PlatformHttpService(instance),
+    close: () => {
+      detach();
+      agents.httpAgent.destroy();
+      agents.httpsAgent.destroy();
+    },
+  };
 }

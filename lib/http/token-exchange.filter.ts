@@ -1,7 +1,16 @@
-import { Catch, Injectable, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import {
+  Catch,
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type ArgumentsHost,
+  type ExceptionFilter,
+  type LoggerService,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { LOGGER_CONTEXT } from '../platform-auth.constants.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
+import { LOGGER_CONTEXT, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
+import { TokenExchangeError, isTransientFailure } from '../platform-auth.errors.js';
 
 /** The body an HTTP client receives: what went wrong in general terms, never the platform's details or a hint. */
 export interface PlatformAuthErrorBody {
@@ -9,17 +18,6 @@ export interface PlatformAuthErrorBody {
   readonly error: 'Bad Gateway' | 'Service Unavailable';
   readonly message: string;
   readonly code: 'PLATFORM_AUTH_TOKEN_EXCHANGE';
-}
-
-/** Failures that pass by themselves: the platform was down, slow, rate limiting, or we are holding callers back. */
-function isTransient(error: TokenExchangeError): boolean {
-  if (error.reason === 'http_error') return error.status === 429 || (error.status ?? 0) >= 500;
-  return (
-    error.reason === 'network_error' ||
-    error.reason === 'timeout' ||
-    error.reason === 'backoff' ||
-    error.reason === 'aborted'
-  );
 }
 
 /**
@@ -34,14 +32,23 @@ function isTransient(error: TokenExchangeError): boolean {
 @Catch(TokenExchangeError)
 @Injectable()
 export class PlatformAuthExceptionFilter implements ExceptionFilter<TokenExchangeError> {
-  private readonly logger = new Logger(LOGGER_CONTEXT);
+  private readonly logger: LoggerService;
 
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  /**
+   * `logger`: where the full error goes. Registered as a provider, the filter finds the module's (the `logger`
+   * option, else Nest's `Logger`); constructed by hand it takes the one given, else Nest's `Logger`.
+   */
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    @Optional() @Inject(PLATFORM_AUTH_LOGGER) logger?: LoggerService,
+  ) {
+    this.logger = logger ?? new Logger(LOGGER_CONTEXT);
+  }
 
   catch(error: TokenExchangeError, host: ArgumentsHost): void {
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
-    const transient = isTransient(error);
+    const transient = isTransientFailure(error);
     const body: PlatformAuthErrorBody = transient
       ? {
           statusCode: 503,

@@ -1,4 +1,4 @@
-import { PLATFORM_AUTH_ENV } from './options.constants.js';
+import { PLATFORM_AUTH_ENV } from './options.table.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 import { integrationEnvName } from './integration-name.util.js';
 

@@ -1,45 +1,8 @@
-import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
+import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
+import { FORGOTTEN_AFTER_STARTUP, OPTION_NAMES, nestedNames } from './options.table.js';
 
-/** Every option, as a record so that the compiler fails here when an option is added to the interface but not here. */
-const OPTION_NAMES = Object.keys({
-  baseUrl: true,
-  machineId: true,
-  privateKey: true,
-  privateKeyPath: true,
-  privateKeyPassphrase: true,
-  certificate: true,
-  certificatePath: true,
-  thumbprint: true,
-  thumbprintAlgorithm: true,
-  audience: true,
-  tokenPath: true,
-  tokenEncoding: true,
-  refreshBeforeExpirySeconds: true,
-  assertionLifetimeSeconds: true,
-  allowedOrigins: true,
-  exchangeTimeoutMs: true,
-  maxResponseBytes: true,
-  retry: true,
-  failureBackoffMs: true,
-  correctClockSkew: true,
-  clockMarginSeconds: true,
-  startupCheck: true,
-  clock: true,
-  logger: true,
-  credentialsReloadIntervalMs: true,
-  tokenStore: true,
-  tokenStoreUrl: true,
-  tokenStoreEncryptionKey: true,
-  tokenStoreKeyPrefix: true,
-  tokenStoreTiming: true,
-} satisfies Record<keyof PlatformAuthOptions, true>);
-
-const RETRY_NAMES = ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxTotalMs'] as const satisfies ReadonlyArray<
-  keyof RetryOptions
->;
-
-/** The settings that hold key or certificate text, or the passphrase: forgotten once the credentials are parsed. */
-const CREDENTIAL_TEXT = ['privateKey', 'privateKeyPassphrase', 'certificate'] as const;
+const RETRY_NAMES = nestedNames('retry');
+const TIMING_NAMES = nestedNames('tokenStoreTiming');
 
 function own(source: object, name: string): unknown {
   return Object.hasOwn(source, name) ? (source as Record<string, unknown>)[name] : undefined;
@@ -63,15 +26,17 @@ export function copyOwn(source: object, names: readonly string[]): Record<string
 export function ownOptions(input: unknown): PlatformAuthOptions {
   if (typeof input !== 'object' || input === null) return Object.create(null) as PlatformAuthOptions;
   const options = copyOwn(input, OPTION_NAMES);
-  const { retry, allowedOrigins } = options;
+  const { retry, tokenStoreTiming, allowedOrigins } = options;
   if (typeof retry === 'object' && retry !== null) options.retry = copyOwn(retry, RETRY_NAMES);
+  if (typeof tokenStoreTiming === 'object' && tokenStoreTiming !== null)
+    options.tokenStoreTiming = copyOwn(tokenStoreTiming, TIMING_NAMES);
   if (Array.isArray(allowedOrigins)) {
     options.allowedOrigins = Array.from({ length: allowedOrigins.length }, (_, i) => own(allowedOrigins, String(i)));
   }
   return options as unknown as PlatformAuthOptions;
 }
 
-/** Drops the key text, the passphrase and the certificate text from options the module owns (see `ownOptions`). */
+/** Drops the secrets and the PEM text from options the module owns (see `ownOptions`), once start-up has used them. */
 export function forgetCredentialText(options: PlatformAuthOptions): void {
-  for (const name of CREDENTIAL_TEXT) delete options[name];
+  for (const name of FORGOTTEN_AFTER_STARTUP) delete options[name];
 }

@@ -1,14 +1,27 @@
 import { registerAs } from '@nestjs/config';
+import { PLATFORM_AUTH_CONFIG_NAMESPACE } from './options.constants.js';
 import {
-  PLATFORM_AUTH_CONFIG_NAMESPACE,
+  FORGOTTEN_AFTER_STARTUP,
   PLATFORM_AUTH_ENV,
-  PLATFORM_AUTH_ENV_KINDS,
-  type EnvValueKind,
-} from './options.constants.js';
+  PLATFORM_AUTH_OPTIONS,
+  type OptionName,
+  type OptionRow,
+} from './options.table.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { integrationEnvName, integrationName } from './integration-name.util.js';
 
 type Env = Record<string, string | undefined>;
+
+/** How a variable's text becomes an option value; the ones not listed are taken as text. */
+export type EnvValueKind = 'number' | 'boolean' | 'list';
+
+/** From the option table: the variables whose text is parsed as a number, a boolean or a list. */
+const ENV_KINDS: Readonly<Record<string, EnvValueKind | undefined>> = Object.fromEntries(
+  Object.keys(PLATFORM_AUTH_ENV).map((name) => {
+    const { kind } = PLATFORM_AUTH_OPTIONS[name as OptionName] as OptionRow;
+    return [name, kind === 'number' || kind === 'boolean' || kind === 'list' ? kind : undefined];
+  }),
+);
 
 function read(env: Env, name: string): string | undefined {
   const value = env[name];
@@ -62,20 +75,17 @@ export function readEnvOptions(
 
 /** The options the environment variables of the options table describe. */
 export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
-  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration, PLATFORM_AUTH_ENV_KINDS) as unknown as PlatformAuthOptions;
+  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration, ENV_KINDS) as unknown as PlatformAuthOptions;
 }
 
-/** Key text, passphrase and certificate text: read from the environment when used, never kept in a namespace. */
-const CREDENTIAL_TEXT = ['privateKey', 'privateKeyPassphrase', 'certificate'] as const;
-
 /**
- * ConfigModule keeps a namespace object for the life of the app, so the credential text is not copied into it: those
- * settings become getters that read their variable when used (spreading the namespace into options still works;
- * `util.inspect` shows `[Getter]`).
+ * ConfigModule keeps a namespace object for the life of the app, so secrets and PEM text are not copied into it:
+ * those settings become getters that read their variable when used (spreading the namespace into options still
+ * works; `util.inspect` shows `[Getter]`).
  */
 function namespaceOptions(integration?: string): PlatformAuthOptions {
   const options = readPlatformAuthEnv(process.env, integration);
-  for (const option of CREDENTIAL_TEXT) {
+  for (const option of FORGOTTEN_AFTER_STARTUP) {
     if (!Object.hasOwn(options, option)) continue;
     const variable = integrationEnvName(PLATFORM_AUTH_ENV[option], integration);
     Object.defineProperty(options, option, {

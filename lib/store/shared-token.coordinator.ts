@@ -3,7 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
-import type { ExchangeOutcome, IssuedToken } from '../token/token.cache.js';
+import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
 import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
 
@@ -16,14 +16,10 @@ export interface SharedTokenTiming {
   readonly waitTimeoutMs: number;
 }
 
-/** What the token provider lends the coordinator: its own exchange, and its rules for freshness and back-off. */
-export interface FleetMember {
-  /** One exchange by this replica (the attempt loop, with its own retries); rejects only when aborted. */
-  exchange(signal: AbortSignal): Promise<ExchangeOutcome>;
-  /** Whether a token found in the store may be used now (not yet due for renewal). */
-  isUsable(token: IssuedToken): boolean;
-  /** Until when, by the clock, the fleet should fail fast after this failed exchange (`Retry-After` included). */
-  retryAtAfter(failure: Extract<ExchangeOutcome, { ok: false }>): number;
+/** One exchange by this replica, with the cache's rules for freshness and back-off. */
+interface FleetMember {
+  readonly source: TokenSource;
+  readonly policy: ExchangePolicy;
 }
 
 type Outcome = ExchangeOutcome;
@@ -50,11 +46,13 @@ const REJECTED_TAGS_KEPT = 8;
  *
  * The store is an optimisation, never a dependency: every operation is bounded by a short timeout, and when the
  * store is unavailable the replica exchanges locally, logging once when that starts and once when it ends.
- * Waiting uses real time (it waits on a real server), token times come from the injected clock.
+ * Token times and the pause after a store failure come from the injected clock. Waiting for another replica is
+ * real time, like the bound on one store operation or on an HTTP request: it measures the progress of other
+ * processes on real servers (a lock lapses in Redis by Redis's clock), which a test clock cannot speed up.
  */
 export class SharedTokenCoordinator {
   private readonly keys: { readonly token: string; readonly lock: string; readonly failure: string };
-  /** `performance.now()` from which the store may be tried again; `undefined` while it answers. */
+  /** The clock's time from which the store may be tried again; `undefined` while it answers. */
   private unavailableUntil?: number;
   private readonly rejectedTags: string[] = [];
   private pendingInvalidation?: Promise<void>;
@@ -79,15 +77,16 @@ export class SharedTokenCoordinator {
    * token from the store counts no attempts; a failure shared by another replica comes back as a `backoff` failure
    * whose `retryAfterMs` makes this replica fail fast until the fleet's back-off ends.
    */
-  async obtain(member: FleetMember, signal: AbortSignal): Promise<Outcome> {
-    if (!this.storeMayAnswer()) return member.exchange(signal);
+  async obtain(source: TokenSource, policy: ExchangePolicy, signal: AbortSignal): Promise<Outcome> {
+    const member: FleetMember = { source, policy };
+    if (!this.storeMayAnswer()) return source.exchange(signal, policy);
     let found: Outcome | { owner: string } | undefined;
     try {
       found = await this.awaitFleet(member, signal);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
       this.markUnavailable(error.reason);
-      return member.exchange(signal);
+      return source.exchange(signal, policy);
     }
     if (found && 'ok' in found) return found;
     return this.exchangeAndShare(member, signal, found?.owner);
@@ -144,7 +143,7 @@ export class SharedTokenCoordinator {
   /** What the fleet has settled: a usable token, or a failure still in its back-off; else `undefined`. */
   private async readSettled(member: FleetMember): Promise<Outcome | undefined> {
     const token = await this.readToken();
-    if (token && member.isUsable(token)) return { ok: true, token, attempts: 0 };
+    if (token && member.policy.isFresh(token)) return { ok: true, token, attempts: 0 };
     return this.readFailure();
   }
 
@@ -154,10 +153,11 @@ export class SharedTokenCoordinator {
     owner: string | undefined,
   ): Promise<Outcome> {
     try {
-      const outcome = await member.exchange(signal);
+      const outcome = await member.source.exchange(signal, member.policy);
       if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token));
       // Before the lock is released, so no waiter takes it and tries again meanwhile.
-      else if (owner) await this.bestEffort(() => this.writeFailure(outcome.error, member.retryAtAfter(outcome)));
+      else if (owner)
+        await this.bestEffort(() => this.writeFailure(outcome.error, member.policy.retryAtAfter(outcome)));
       return outcome;
     } finally {
       if (owner) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
@@ -279,7 +279,7 @@ export class SharedTokenCoordinator {
   }
 
   private storeMayAnswer(): boolean {
-    return !this.closed && (this.unavailableUntil === undefined || performance.now() >= this.unavailableUntil);
+    return !this.closed && (this.unavailableUntil === undefined || this.clock.now() >= this.unavailableUntil);
   }
 
   private markUnavailable(reason: string): void {
@@ -288,7 +288,7 @@ export class SharedTokenCoordinator {
         `Token store unavailable (${reason}); exchanging tokens locally until it answers again. Requests are not affected.`,
       );
     }
-    this.unavailableUntil = performance.now() + UNAVAILABLE_PROBE_MS;
+    this.unavailableUntil = this.clock.now() + UNAVAILABLE_PROBE_MS;
   }
 
   private markAvailable(): void {
@@ -304,4 +304,19 @@ function describeStoreError(error: unknown): string {
   if (typeof code === 'string' && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
   const name = (error as { constructor?: { name?: unknown } } | undefined)?.constructor?.name;
   return typeof name === 'string' && /^\w{1,40}$/.test(name) ? name : 'error';
+}
+
+/**
+ * `inner` with the fleet around it: a token another replica shared is used instead of exchanging, one replica
+ * exchanges for all, and a 401 removes the shared copy too. Applied by the composition root; the token core knows
+ * nothing of it.
+ */
+export function sharedTokenSource(inner: TokenSource, coordinator: SharedTokenCoordinator): TokenSource {
+  return {
+    exchange: (signal, policy) => coordinator.obtain(inner, policy, signal),
+    refused: (accessToken) => {
+      coordinator.invalidate(accessToken);
+      inner.refused?.(accessToken);
+    },
+  };
 }

@@ -66,12 +66,14 @@ export function fingerprintOf(accessToken: string): string {
  * The namespace of one integration on one platform: a hash, so key names carry no URL, machineId or thumbprint,
  * and staging and production (or two integrations) never share an entry.
  */
-export function namespaceOf(identity: {
-  tokenUrl: string;
-  audience: string;
-  machineId: string;
-  thumbprint: string;
-}): string {
+export interface NamespaceInput {
+  readonly tokenUrl: string;
+  readonly audience: string;
+  readonly machineId: string;
+  readonly thumbprint: string;
+}
+
+export function namespaceOf(identity: NamespaceInput): string {
   return hashOf(
     'platform-auth namespace',
     identity.tokenUrl,

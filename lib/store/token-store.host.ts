@@ -1,52 +1,31 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  Optional,
-  type LoggerService,
-  type OnApplicationShutdown,
-  type OnModuleInit,
-} from '@nestjs/common';
+import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import {
-  LOGGER_CONTEXT,
-  PLATFORM_AUTH_CLOCK,
-  PLATFORM_AUTH_CONFIG,
-  PLATFORM_AUTH_INTEGRATION,
-  PLATFORM_AUTH_LOGGER,
-} from '../platform-auth.constants.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { settingName } from '../options/config.report.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { SharedTokenCoordinator } from './shared-token.coordinator.js';
-import { TokenStoreCodec, namespaceOf } from './token-store.codec.js';
+import type { SharedStoreStatus } from '../token/token-status.types.js';
+import type { TokenSource } from '../token/token.cache.js';
+import { SharedTokenCoordinator, sharedTokenSource } from './shared-token.coordinator.js';
+import { TokenStoreCodec, namespaceOf, type NamespaceInput } from './token-store.codec.js';
+import type { ResolvedTokenStoreConfig } from './token-store.options.js';
 import { RedisTokenStore } from './token-store.redis.js';
 
 /**
- * The module's link to the shared token store, when one is configured: the coordinator the token provider asks,
- * and the lifecycle of a store the module built from `tokenStoreUrl` (a store passed in stays its owner's).
+ * The shared token store of one integration: the coordinator that wraps the exchange, and the lifecycle of a store
+ * the module built from `tokenStoreUrl` (a store passed in stays its owner's).
  */
-@Injectable()
-export class TokenStoreHost implements OnModuleInit, OnApplicationShutdown {
-  /** `undefined` without a store: the provider then exchanges exactly as it always did. */
-  readonly coordinator?: SharedTokenCoordinator;
+export class TokenStoreHost {
+  private readonly coordinator: SharedTokenCoordinator;
   private readonly owned?: RedisTokenStore;
 
   constructor(
-    @Inject(PLATFORM_AUTH_CONFIG) config: ResolvedPlatformAuthConfig,
-    @Inject(PLATFORM_AUTH_CLOCK) clock: Clock,
-    @Inject(PLATFORM_AUTH_INTEGRATION) private readonly integration: string,
-    @Optional() @Inject(PLATFORM_AUTH_LOGGER) logger: LoggerService = new Logger(LOGGER_CONTEXT),
+    settings: ResolvedTokenStoreConfig,
+    identity: NamespaceInput,
+    clock: Clock,
+    private readonly integration: string,
+    logger: Pick<LoggerService, 'log' | 'warn'>,
   ) {
-    const settings = config.tokenStore;
-    if (!settings) return;
     this.owned = settings.store ? undefined : new RedisTokenStore({ url: settings.url! });
-    const namespace = namespaceOf({
-      tokenUrl: config.tokenUrl,
-      audience: config.audience,
-      machineId: config.machineId,
-      thumbprint: config.credentials.thumbprint,
-    });
+    const namespace = namespaceOf(identity);
     this.coordinator = new SharedTokenCoordinator(
       settings.store ?? this.owned!,
       new TokenStoreCodec(settings.keys, namespace),
@@ -58,8 +37,13 @@ export class TokenStoreHost implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
+  /** `source` with the fleet around it (see `sharedTokenSource`). */
+  decorate(source: TokenSource): TokenSource {
+    return sharedTokenSource(source, this.coordinator);
+  }
+
   /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
-  async onModuleInit(): Promise<void> {
+  async connect(): Promise<void> {
     await this.owned?.connect().catch((error: Error) => {
       const setting = settingName('tokenStoreUrl', this.integration);
       throw new PlatformAuthConfigError(
@@ -69,9 +53,13 @@ export class TokenStoreHost implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
+  status(): SharedStoreStatus {
+    return this.coordinator.status();
+  }
+
   /** With the token provider's own shutdown (an exchange still in flight may not use the store any more). */
-  async onApplicationShutdown(): Promise<void> {
-    this.coordinator?.close();
+  async close(): Promise<void> {
+    this.coordinator.close();
     await this.owned?.close();
   }
 }

@@ -1,6 +1,7 @@
-import { isLoopbackHost } from '../options/options.resolver.js';
+import { isLoopbackHost } from '../util/loopback.util.js';
 import { definedOnly, type ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
@@ -15,8 +16,12 @@ export interface ResolvedTokenStoreConfig {
   readonly timing: SharedTokenTiming;
 }
 
-export const DEFAULT_TOKEN_STORE_KEY_PREFIX = 'platform-auth:';
-const DEFAULT_TIMING: SharedTokenTiming = { operationTimeoutMs: 500, lockTtlMs: 15_000, waitTimeoutMs: 20_000 };
+export const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStoreKeyPrefix');
+const DEFAULT_TIMING: SharedTokenTiming = {
+  operationTimeoutMs: optionDefault<number>('tokenStoreTiming.operationTimeoutMs'),
+  lockTtlMs: optionDefault<number>('tokenStoreTiming.lockTtlMs'),
+  waitTimeoutMs: optionDefault<number>('tokenStoreTiming.waitTimeoutMs'),
+};
 const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 'releaseLock'] as const;
 
 /**

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /**
  * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
@@ -23,10 +24,7 @@ export const TELEMETRY_NAMES = {
   integrationNameAttribute: 'platform_auth.integration.name',
 } as const;
 
-/** What became of one attempt to take the shared store's lock (fed by the shared token store). */
-export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
-/** A credential change: files re-read and swapped, a new pair rejected (the last good one kept), or rotated by call. */
-export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed';
+export type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /** What happened, without the integration it happened to. */
 export type PlatformAuthDiagnosticsEventBody =

@@ -1,7 +1,8 @@
 import { channel } from 'node:diagnostics_channel';
-import type { OnModuleDestroy } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type { TokenSource } from '../token/token.cache.js';
 import {
   OTEL_SPAN_KIND_CLIENT,
   OTEL_SPAN_STATUS_ERROR,
@@ -62,7 +63,7 @@ const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
  * `@opentelemetry/api` can be imported; without it every method still publishes to the channel and costs nothing
  * else. Register your SDK's providers before the Nest app starts: instruments are created once, at start-up.
  */
-export class PlatformAuthTelemetry implements OnModuleDestroy {
+export class PlatformAuthTelemetry implements PlatformAuthObserver {
   private instruments?: Instruments;
   private readonly attributes: Readonly<Record<string, string>>;
   private gaugeSources?: TelemetryGaugeSources;
@@ -179,7 +180,8 @@ export class PlatformAuthTelemetry implements OnModuleDestroy {
     this.publish({ event: 'certificate:expiring', daysLeft });
   }
 
-  onModuleDestroy(): void {
+  /** At shutdown: the gauges stop reading from this integration. */
+  close(): void {
     for (const [gauge, callback] of this.instruments?.gauges ?? []) gauge.removeCallback(callback);
     this.instruments = undefined;
   }
@@ -227,4 +229,12 @@ export class PlatformAuthTelemetry implements OnModuleDestroy {
       gauges,
     };
   }
+}
+
+/** `inner` with every exchange it makes counted, timed and traced. Applied by the composition root. */
+export function observedTokenSource(inner: TokenSource, telemetry: PlatformAuthTelemetry): TokenSource {
+  return {
+    exchange: (signal, policy) => telemetry.recordExchange(() => inner.exchange(signal, policy)),
+    refused: (accessToken) => inner.refused?.(accessToken),
+  };
 }

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Optional } from '@nestjs/common';
 import { CompactSign } from 'jose';
 import type { Clock } from '../platform-auth.clock.js';
-import { PLATFORM_AUTH_CLOCK, PLATFORM_AUTH_CONFIG } from '../platform-auth.constants.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { CredentialsHolder } from '../credentials/credentials.holder.js';
+import type { PlatformAuthSettings } from '../options/options.resolver.js';
+import type { ActiveCredentials, CredentialsHolder } from '../credentials/credentials.holder.js';
+
+/** What the signer reads of the settings. */
+export type SignerSettings = Pick<PlatformAuthSettings, 'audience' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
 
 /** The claims of a client assertion, exactly those of docs/platform-contract.md#claims, in that order. */
 export interface AssertionClaims {
@@ -29,7 +30,7 @@ export interface CreateAssertionOptions {
  * ahead of now as it reaches back, or a short lifetime would make it expired on arrival.
  */
 export function effectiveClockMargin(
-  config: Pick<ResolvedPlatformAuthConfig, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
+  config: Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
 ): number {
   return Math.min(config.clockMarginSeconds, Math.floor(config.assertionLifetimeSeconds / 2));
 }
@@ -37,52 +38,43 @@ export function effectiveClockMargin(
 const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
-/**
- * Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. Key, thumbprint and machineId
- * come from the module's `CredentialsHolder` at each call, so a reload or rotation applies from the next assertion.
- */
-@Injectable()
-export class AssertionSigner {
-  private readonly holder: CredentialsHolder;
+/** Builds a signer over the holder's credentials; only the composition root (and the rotation's candidate) call it. */
+export let createAssertionSigner: (
+  settings: SignerSettings,
+  clock: Clock,
+  holder: CredentialsHolder,
+) => AssertionSigner;
 
-  constructor(
-    @Inject(PLATFORM_AUTH_CONFIG) private readonly config: ResolvedPlatformAuthConfig,
-    @Inject(PLATFORM_AUTH_CLOCK) private readonly clock: Clock,
-    @Optional() holder?: CredentialsHolder,
-  ) {
-    this.holder = holder ?? new CredentialsHolder(config.machineId, config.credentials, clock.now());
-    if (config.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
+/**
+ * Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. Key,
+ * thumbprint and machineId come from the module's credentials at each call, so a reload or rotation applies from the
+ * next assertion. Inject it (`AssertionSigner`, or `@InjectAssertionSigner(name)`); the module builds it.
+ */
+export class AssertionSigner {
+  readonly #settings: SignerSettings;
+  readonly #clock: Clock;
+  readonly #holder: CredentialsHolder;
+
+  private constructor(settings: SignerSettings, clock: Clock, holder: CredentialsHolder) {
+    if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw new AssertionSigningError(
-        `assertion lifetime ${config.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
+        `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
       );
     }
+    this.#settings = settings;
+    this.#clock = clock;
+    this.#holder = holder;
   }
 
-  /**
-   * The claims a new assertion would carry now: a fresh `jti`, `iat = nbf = now - margin`, `exp = iat + lifetime`.
-   * Back-dating is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even
-   * 0.5 s behind is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
-   */
-  buildClaims(options: CreateAssertionOptions = {}, active = this.holder.active): AssertionClaims {
-    const now = Math.floor((this.clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
-    const issuedAt = now - effectiveClockMargin(this.config);
-    const { credentials, machineId } = active;
-    return {
-      jti: randomUUID(),
-      iss: credentials.thumbprint,
-      sub: machineId,
-      aud: this.config.audience,
-      iat: issuedAt,
-      nbf: issuedAt,
-      exp: issuedAt + this.config.assertionLifetimeSeconds,
-    };
+  static {
+    createAssertionSigner = (settings, clock, holder) => new AssertionSigner(settings, clock, holder);
   }
 
   /** A fresh compact JWT, signed RS256 with the key parsed at start-up. Never reuse one: each `jti` is single-use. */
   async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
     // One read of the holder: claims and key of the same pair even if a swap happens meanwhile.
-    const active = this.holder.active;
-    const claims = this.buildClaims(options, active);
+    const active = this.#holder.active;
+    const claims = this.#claims(options, active);
     try {
       return await new CompactSign(encoder.encode(JSON.stringify(claims)))
         .setProtectedHeader(PROTECTED_HEADER)
@@ -91,5 +83,24 @@ export class AssertionSigner {
       const kind = error instanceof Error ? error.name : 'unknown error';
       throw new AssertionSigningError(`signing the client assertion failed (${kind})`);
     }
+  }
+
+  /**
+   * The claims of a new assertion: a fresh `jti`, `iat = nbf = now - margin`, `exp = iat + lifetime`. Back-dating
+   * is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even 0.5 s behind
+   * is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
+   */
+  #claims(options: CreateAssertionOptions, { credentials, machineId }: ActiveCredentials): AssertionClaims {
+    const now = Math.floor((this.#clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
+    const issuedAt = now - effectiveClockMargin(this.#settings);
+    return {
+      jti: randomUUID(),
+      iss: credentials.thumbprint,
+      sub: machineId,
+      aud: this.#settings.audience,
+      iat: issuedAt,
+      nbf: issuedAt,
+      exp: issuedAt + this.#settings.assertionLifetimeSeconds,
+    };
   }
 }

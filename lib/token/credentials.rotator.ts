@@ -3,12 +3,10 @@ import type { Clock } from '../platform-auth.clock.js';
 import { CredentialsHolder } from '../credentials/credentials.holder.js';
 import { loadCredentials } from '../credentials/credentials.loader.js';
 import { ConfigReport } from '../options/config.report.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { checkMachineId } from '../options/options.resolver.js';
 import { CredentialRotationError } from '../platform-auth.errors.js';
-import type { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
-import { AssertionSigner } from './assertion.signer.js';
-import type { TokenExchangeClient } from './token-exchange.client.js';
-import { TokenExchangeAttempts } from './token-exchange.attempts.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type { ExchangeOutcome } from './token.cache.js';
 
 /** A new pair from a secrets manager, as PEM text. */
 export interface RotateCredentialsInput {
@@ -19,51 +17,63 @@ export interface RotateCredentialsInput {
   privateKeyPassphrase?: string;
 }
 
+/** One exchange signed with `candidate`'s credentials, made exactly as the module makes any (retries included). */
+export type CandidateExchange = (candidate: CredentialsHolder, signal: AbortSignal) => Promise<ExchangeOutcome>;
+
+export interface CredentialsRotatorOptions {
+  readonly clock: Clock;
+  readonly holder: CredentialsHolder;
+  readonly exchangeWith: CandidateExchange;
+  readonly observer: PlatformAuthObserver;
+  readonly logger: LoggerService;
+  /** A shared token store is configured: the fleet shares tokens by integration, so the machineId must not change. */
+  readonly sharedStore: boolean;
+  readonly shutdown: AbortSignal;
+}
+
 /**
- * `rotateCredentials()`: every start-up check on the new pair, then one exchange signed with it (transient
- * failures retried like any exchange), and only then the swap. Rotations run one at a time.
+ * `rotateCredentials()`: every start-up check on the new pair and the machineId, then one exchange signed with it
+ * (transient failures retried like any exchange), and only then the swap. Rotations run one at a time.
  */
 export class CredentialsRotator {
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(
-    private readonly config: ResolvedPlatformAuthConfig,
-    private readonly clock: Clock,
-    private readonly holder: CredentialsHolder,
-    private readonly client: TokenExchangeClient,
-    private readonly telemetry: PlatformAuthTelemetry,
-    private readonly logger: LoggerService,
-  ) {}
+  constructor(private readonly options: CredentialsRotatorOptions) {}
 
-  rotate(input: RotateCredentialsInput, signal: AbortSignal): Promise<void> {
-    const run = this.queue.then(() => this.rotateNow(input, signal));
+  rotate(input: RotateCredentialsInput): Promise<void> {
+    const run = this.queue.then(() => this.rotateNow(input));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async rotateNow(input: RotateCredentialsInput, signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted();
+  private async rotateNow(input: RotateCredentialsInput): Promise<void> {
+    const { clock, holder, observer, logger, shutdown } = this.options;
+    shutdown.throwIfAborted();
     const report = new ConfigReport();
-    const machineId = input.machineId ?? this.holder.active.machineId;
-    if (typeof machineId !== 'string' || machineId.trim() === '') report.problem('machineId', 'is empty');
-    const { privateKey, certificate, privateKeyPassphrase } = input;
-    const thumbprintAlgorithm = this.holder.active.credentials.thumbprintAlgorithm;
+    const given = (input as Partial<RotateCredentialsInput> | undefined) ?? {};
+    const machineId = given.machineId ?? holder.active.machineId;
+    checkMachineId(machineId, report);
+    if (report.problems.length === 0 && this.options.sharedStore && machineId !== holder.active.machineId) {
+      // One replica moving to another integration would hand its tokens to replicas still on the old one. Such a
+      // cut-over is a named integration beside this one, or a redeploy.
+      report.problem('machineId', 'changes the integration while a shared token store is configured; not supported');
+    }
+    const { privateKey, certificate, privateKeyPassphrase } = given;
+    const thumbprintAlgorithm = holder.active.credentials.thumbprintAlgorithm;
     const sources = { privateKey, certificate, privateKeyPassphrase, thumbprintAlgorithm };
-    const credentials = loadCredentials(sources, this.clock.now(), report);
+    const credentials = loadCredentials(sources, clock.now(), report);
     if (!credentials || report.problems.length > 0) {
-      this.telemetry.credentialsChanged('rotation_failed');
+      observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
-        `the new credentials failed validation (${report.problems.length} problem(s)); nothing changed: ${report.problems.map((p) => `${p.setting}: ${p.message}`).join('; ')}`,
+        `credential rotation refused: the new credentials failed validation (${report.problems.length} problem(s)); nothing changed: ${report.problems.map((p) => `${p.setting}: ${p.message}`).join('; ')}`,
         'validation',
         report.problems,
       );
     }
-    const candidate = new CredentialsHolder(machineId, credentials, this.clock.now());
-    const signer = new AssertionSigner(this.config, this.clock, candidate);
-    const attempts = new TokenExchangeAttempts(this.config, this.clock, signer, this.client, this.logger);
-    const outcome = await this.telemetry.recordExchange(() => attempts.run(signal));
+    const candidate = new CredentialsHolder(machineId, credentials, clock.now());
+    const outcome = await this.options.exchangeWith(candidate, shutdown);
     if (!outcome.ok) {
-      this.telemetry.credentialsChanged('rotation_failed');
+      observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
         `the platform did not accept the new credentials (thumbprint ${credentials.thumbprint}); nothing changed: ${outcome.error.message}`,
         'exchange',
@@ -71,12 +81,12 @@ export class CredentialsRotator {
         outcome.error,
       );
     }
-    const previous = this.holder.active.credentials.thumbprint;
-    this.holder.swap(machineId, credentials, this.clock.now());
-    for (const warning of report.warnings) this.logger.warn(`${warning.setting}: ${warning.message}`);
-    this.logger.log(
+    const previous = holder.active.credentials.thumbprint;
+    holder.swap(machineId, credentials, clock.now());
+    for (const warning of report.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
+    logger.log(
       `Credentials rotated: assertions now carry thumbprint ${credentials.thumbprint} (was ${previous}); the cached token is used until it expires.`,
     );
-    this.telemetry.credentialsChanged('rotated');
+    observer.credentialsChanged('rotated');
   }
 }

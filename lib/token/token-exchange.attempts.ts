@@ -1,13 +1,14 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
+import { isTransientStatus } from '../platform-auth.errors.js';
+import type { PlatformAuthSettings } from '../options/options.resolver.js';
 import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
 import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
 
 export type ExchangeAttemptsConfig = Pick<
-  ResolvedPlatformAuthConfig,
+  PlatformAuthSettings,
   'retry' | 'exchangeTimeoutMs' | 'correctClockSkew' | 'tokenUrl' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'
 >;
 
@@ -115,9 +116,7 @@ export class TokenExchangeAttempts {
       !alreadyDone &&
       status !== undefined &&
       status >= 400 &&
-      status < 500 &&
-      status !== 408 &&
-      status !== 429 &&
+      !isTransientStatus(status) &&
       isSkewed(offsetSeconds(clockOffsetMs), this.hints.clockToleranceSeconds) &&
       Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
     );

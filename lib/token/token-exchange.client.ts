@@ -1,15 +1,15 @@
 import axios, { isAxiosError, type AxiosInstance, type AxiosResponse } from 'axios';
-import { clockOffsetFromDateHeader } from '../http/date-header.util.js';
-import { createOpaqueAgents } from '../http/opaque-agents.util.js';
+import { clockOffsetFromDateHeader } from '../util/date-header.util.js';
+import { createOpaqueAgents } from '../util/opaque-agents.util.js';
 import {
   CLIENT_CERTIFICATE_GRANT,
   DEFAULT_TOKEN_LIFETIME_SECONDS,
   MAX_TOKEN_LIFETIME_SECONDS,
 } from '../options/options.constants.js';
-import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../options/options.resolver.js';
-import { sanitizeRemoteText } from '../http/redaction.util.js';
-import { isLoopbackHost } from '../options/options.resolver.js';
+import { isTransientStatus, type TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { PlatformAuthSettings } from '../options/options.resolver.js';
+import { sanitizeRemoteText } from '../util/remote-text.util.js';
+import { isLoopbackHost } from '../util/loopback.util.js';
 import { parseRetryAfter } from './retry-after.util.js';
 
 export interface TokenResponse {
@@ -44,6 +44,12 @@ export interface AttemptFailure {
 
 export type AttemptOutcome = AttemptSuccess | AttemptFailure;
 
+/** What one attempt reads of the settings. */
+export type ExchangeClientSettings = Pick<
+  PlatformAuthSettings,
+  'tokenUrl' | 'tokenEncoding' | 'exchangeTimeoutMs' | 'maxResponseBytes'
+>;
+
 const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 /** The resolver's answers for a name that does not resolve; EAI_AGAIN may be a passing resolver hiccup, hence one retry. */
 export const DNS_FAILURE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
@@ -62,7 +68,7 @@ export class TokenExchangeClient {
   private readonly agents = createOpaqueAgents();
 
   constructor(
-    private readonly config: ResolvedPlatformAuthConfig,
+    private readonly config: ExchangeClientSettings,
     private readonly now: () => number,
   ) {
     this.http = axios.create({
@@ -122,7 +128,7 @@ export class TokenExchangeClient {
       };
     }
     const { oauthError, oauthErrorDescription } = this.parseOAuthError(response.data, secrets);
-    const retryable = status >= 500 || status === 429 || status === 408;
+    const retryable = isTransientStatus(status);
     return {
       ok: false,
       reason: 'http_error',

@@ -46,6 +46,30 @@ export interface TokenCacheListener {
 
 export type TokenCacheState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutdown';
 
+/**
+ * The rules a token source needs from the cache, handed to it with every exchange: the shared store decides with
+ * them whether another replica's token is fresh enough and how long a failure holds the fleet back, so the cache's
+ * formulas are the only ones.
+ */
+export interface ExchangePolicy {
+  /** Whether `token` may be used now: not yet due for renewal by any replica (jitter only delays renewal). */
+  isFresh(token: IssuedToken): boolean;
+  /** Until when callers fail fast after `failure`, were the exchange to end with it now (`Retry-After` included). */
+  retryAtAfter(failure: FailedExchange): number;
+}
+
+export type FailedExchange = Extract<ExchangeOutcome, { ok: false }>;
+
+/**
+ * Where tokens come from: the exchange with the platform, possibly decorated (telemetry, the shared store). The
+ * cache calls `exchange` at most once at a time; it rejects only when aborted or on a non-exchange fault.
+ */
+export interface TokenSource {
+  exchange(signal: AbortSignal, policy: ExchangePolicy): Promise<ExchangeOutcome>;
+  /** The platform refused `accessToken` (a 401): a source that shares tokens forgets its copy too. */
+  refused?(accessToken: string): void;
+}
+
 export interface TokenCacheOptions {
   readonly clock: Clock;
   /**
@@ -55,8 +79,9 @@ export interface TokenCacheOptions {
   readonly minExchangeIntervalMs: number;
   readonly refreshBeforeExpirySeconds: number;
   readonly failureBackoffMs: number;
-  /** Obtains a token; called at most once at a time. Rejects only when aborted or on a non-exchange fault. */
-  readonly exchange: (signal: AbortSignal) => Promise<ExchangeOutcome>;
+  readonly source: TokenSource;
+  /** The application's shutdown: aborts the exchange in flight (its callers get the reason) and refuses new ones. */
+  readonly shutdown: AbortSignal;
   readonly listener?: TokenCacheListener;
 }
 
@@ -78,9 +103,9 @@ const MAX_UNUSABLE_MARGIN_MS = 5_000;
  * The token lifecycle: the current token, the renewal window, the one exchange in flight, the failure back-off and
  * shutdown. It knows nothing of HTTP; `exchange` does the work.
  */
-export class TokenCache {
+export class TokenCache implements ExchangePolicy {
   private readonly clock: Clock;
-  private readonly shutdown = new AbortController();
+  private readonly shutdown: AbortSignal;
   // True private fields: the token must not show when someone logs or inspects the cache or its owner.
   #current?: CachedToken;
   #inflight?: Promise<CachedToken>;
@@ -89,6 +114,8 @@ export class TokenCache {
 
   constructor(private readonly options: TokenCacheOptions) {
     this.clock = options.clock;
+    this.shutdown = options.shutdown;
+    this.shutdown.addEventListener('abort', () => (this.#current = undefined), { once: true });
   }
 
   /** The token when usable right now; starts a background renewal when it is due. The hot path: keep it cheap. */
@@ -105,7 +132,7 @@ export class TokenCache {
   get(): Promise<CachedToken> {
     const cached = this.peek();
     if (cached) return Promise.resolve(cached);
-    if (this.shutdown.signal.aborted) return Promise.reject(this.shutdown.signal.reason as Error);
+    if (this.shutdown.aborted) return Promise.reject(this.shutdown.reason as Error);
     if (this.#inflight) return this.#inflight;
     const failure = this.failure;
     const now = this.clock.now();
@@ -113,8 +140,12 @@ export class TokenCache {
     return this.start();
   }
 
-  /** Drops `accessToken` if it is still the current one; a token already replaced is left alone. */
+  /**
+   * The platform refused `accessToken`: the source forgets its copy, and the cache drops it if it is still the
+   * current one (a token already replaced is left alone).
+   */
   invalidate(accessToken: string): boolean {
+    this.options.source.refused?.(accessToken);
     if (this.#current?.accessToken !== accessToken) return false;
     this.#current = undefined;
     return true;
@@ -126,24 +157,23 @@ export class TokenCache {
   }
 
   get state(): TokenCacheState {
-    if (this.shutdown.signal.aborted) return 'shutdown';
+    if (this.shutdown.aborted) return 'shutdown';
     if (this.#inflight) return 'renewing';
     const now = this.clock.now();
     if (this.#current && now < this.#current.unusableAtMs) return 'valid';
     return this.inBackoff(now) ? 'backoff' : 'none';
   }
 
-  /** Cancels the exchange in flight (its callers get `reason: 'aborted'`) and refuses new ones. */
-  close(): void {
-    this.shutdown.abort(
-      new TokenExchangeError('token provider is shut down', {
-        reason: 'aborted',
-        attempts: 0,
-        retried: false,
-        hint: 'The module was destroyed; no new tokens are fetched.',
-      }),
-    );
-    this.#current = undefined;
+  isFresh(token: IssuedToken): boolean {
+    return this.clock.now() < token.expiresAtMs - renewalLeadMs(token, this.options.refreshBeforeExpirySeconds);
+  }
+
+  /** Doubling per consecutive failure from `failureBackoffMs` (at most 30 s), or `Retry-After` when longer. */
+  retryAtAfter(failure: FailedExchange): number {
+    const consecutive = (this.failure?.consecutive ?? 0) + 1;
+    const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.options.failureBackoffMs * 2 ** (consecutive - 1));
+    const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, failure.retryAfterMs ?? 0);
+    return this.clock.now() + Math.max(backoff, retryAfter);
   }
 
   private inBackoff(now: number): boolean {
@@ -158,11 +188,11 @@ export class TokenCache {
   }
 
   private start(): Promise<CachedToken> {
-    const signal = this.shutdown.signal;
+    const signal = this.shutdown;
     const run = (): Promise<CachedToken> => {
       const startedAtMs = this.clock.now();
       this.lastExchangeStartMs = startedAtMs;
-      return this.options.exchange(signal).then((outcome) => this.settle(outcome, startedAtMs));
+      return this.options.source.exchange(signal, this).then((outcome) => this.settle(outcome, startedAtMs));
     };
     // Usually nothing is left of the minimum interval and the exchange starts at once; otherwise it waits it out.
     const last = this.lastExchangeStartMs;
@@ -197,9 +227,7 @@ export class TokenCache {
       return token;
     }
     const consecutive = (this.failure?.consecutive ?? 0) + 1;
-    const backoff = Math.min(MAX_FAILURE_BACKOFF_MS, this.options.failureBackoffMs * 2 ** (consecutive - 1));
-    const retryAfter = Math.min(MAX_RETRY_AFTER_BACKOFF_MS, outcome.retryAfterMs ?? 0);
-    const retryAtMs = finishedAtMs + Math.max(backoff, retryAfter);
+    const retryAtMs = this.retryAtAfter(outcome);
     this.failure = { error: outcome.error, consecutive, retryAtMs };
     this.report({
       ok: false,

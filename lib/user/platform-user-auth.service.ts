@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../platform-auth.clock.js';
-import { sanitizeRemoteText } from '../http/redaction.util.js';
+import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import {
   DEFAULT_USER_TOKEN_LIFETIME_SECONDS,
   PLATFORM_USER_AUTH_CLOCK,

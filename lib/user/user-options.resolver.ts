@@ -1,7 +1,7 @@
 import { copyOwn } from '../options/own-options.util.js';
 import { hkdfSync } from 'node:crypto';
 import { ConfigReport } from '../options/config.report.js';
-import { parseHttpUrl } from '../options/options.resolver.js';
+import { parseHttpUrl } from '../options/url.rules.js';
 import {
   DEFAULT_AUTHORIZE_PATH,
   DEFAULT_SESSION_LIFETIME_SECONDS,

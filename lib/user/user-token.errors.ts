@@ -1,5 +1,5 @@
 import * as oauth from 'oauth4webapi';
-import { sanitizeRemoteText } from '../http/redaction.util.js';
+import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 
 /**

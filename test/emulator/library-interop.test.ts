@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner } from '../../lib/token/assertion.signer.js';
+import type { AssertionSigner } from '../../lib/token/assertion.signer.js';
 import { systemClock } from '../../lib/platform-auth.clock.js';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { wireForTest } from '../support/token-provider-harness.js';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { callApi, requestToken } from './emulator-test-kit.js';
 
@@ -12,7 +13,7 @@ let signer: AssertionSigner;
 beforeAll(async () => {
   platform = await PlatformEmulator.start();
   integration = await platform.createIntegration({ name: 'library interop' });
-  signer = new AssertionSigner(resolvePlatformAuthOptions({ ...integration.moduleOptions }, Date.now()), systemClock);
+  signer = wireForTest(resolvePlatformAuthOptions({ ...integration.moduleOptions }, Date.now()), systemClock).signer;
 });
 
 afterAll(() => platform.close());

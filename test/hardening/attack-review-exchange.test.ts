@@ -2,7 +2,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom } from 'rxjs';
 import { type TokenExchangeError } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { sanitizeRemoteText } from '../../lib/http/redaction.util.js';
+import { sanitizeRemoteText } from '../../lib/util/remote-text.util.js';
 import { parseRetryAfter } from '../../lib/token/retry-after.util.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer, type LoopbackServer } from '../support/loopback-server.js';

@@ -13,7 +13,7 @@ import {
 } from 'nestjs-platform-auth';
 import { createTestCredentials, PlatformEmulator, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { ConfigModule } from '@nestjs/config';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { ensureCliBuilt, expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';

@@ -2,7 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import {
   createCredentialVariants,
   pemFragments,

@@ -2,9 +2,9 @@ import { X509Certificate } from 'node:crypto';
 import fc from 'fast-check';
 import { compactVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner } from 'nestjs-platform-auth';
+import type { AssertionSigner } from 'nestjs-platform-auth';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../lib/options/options.constants.js';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import {
   json,
@@ -12,7 +12,7 @@ import {
   type ScriptedReply,
   type ScriptedTokenServer,
 } from '../support/scripted-token-server.js';
-import { createProvider } from '../support/token-provider-harness.js';
+import { createProvider, wireForTest } from '../support/token-provider-harness.js';
 
 let credentials: TestCredentials;
 beforeAll(async () => {
@@ -37,7 +37,7 @@ describe('property: every assertion satisfies every assertion rule of the platfo
           },
           Date.now(),
         );
-        entry = { signer: new AssertionSigner(config, clock), clock };
+        entry = { signer: wireForTest(config, clock).signer, clock };
         signers.set(lifetime, entry);
       }
       return entry;

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, type TokenExchangeError } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { startLoopbackServer } from '../support/loopback-server.js';
 import {

@@ -5,7 +5,7 @@ import axios, { AxiosError, type AxiosResponse } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor } from 'nestjs-platform-auth';
-import { REDACTED } from '../../lib/http/redaction.util.js';
+import { REDACTED } from '../../lib/util/remote-text.util.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();

@@ -1,11 +1,18 @@
 import { ConfigModule, type ConfigType } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, PlatformAuthModule, platformAuthConfig } from 'nestjs-platform-auth';
+import { decodeJwt } from 'jose';
+import {
+  AssertionSigner,
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  TokenProvider,
+  platformAuthConfig,
+} from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../../lib/options/options.resolver.js';
-import { PLATFORM_AUTH_CONFIG } from '../../lib/platform-auth.constants.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { startLoopbackServer } from '../support/loopback-server.js';
 
 let credentials: TestCredentials;
 const saved = { ...process.env };
@@ -101,7 +108,13 @@ describe('production options from the environment', () => {
   });
 
   it('overrides one option on top of platformAuthConfig as the README shows', async () => {
-    Object.assign(process.env, baseEnv(), { PLATFORM_EXCHANGE_TIMEOUT_MS: '2500' });
+    // A token endpoint that never answers: the timeout the exchange reports is the one that applied.
+    const silent = await startLoopbackServer(() => undefined);
+    Object.assign(process.env, baseEnv(), {
+      PLATFORM_BASE_URL: silent.url,
+      PLATFORM_EXCHANGE_TIMEOUT_MS: '60000',
+      PLATFORM_RETRY_MAX_TOTAL_MS: '0',
+    });
     // README "Overriding one option": the environment's options, one of them replaced in code.
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -109,16 +122,21 @@ describe('production options from the environment', () => {
         PlatformAuthModule.forRootAsync({
           imports: [ConfigModule.forFeature(platformAuthConfig)],
           inject: [platformAuthConfig.KEY],
-          useFactory: (env: ConfigType<typeof platformAuthConfig>) => ({ ...env, exchangeTimeoutMs: 5_000 }),
+          useFactory: (env: ConfigType<typeof platformAuthConfig>) => ({ ...env, exchangeTimeoutMs: 300 }),
         }),
       ],
     }).compile();
     try {
-      const config = moduleRef.get<ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG, { strict: false });
-      expect(config.exchangeTimeoutMs).toBe(5_000);
-      expect(config.machineId).toBe('machine-1');
+      const tokens = moduleRef.get(TokenProvider);
+      await expect(tokens.getAccessToken()).rejects.toMatchObject({
+        reason: 'timeout',
+        summary: 'token endpoint did not answer within 300 ms',
+      });
+      const claims = decodeJwt(await moduleRef.get(AssertionSigner).createAssertion());
+      expect(claims.sub).toBe('machine-1');
     } finally {
       await moduleRef.close();
+      await silent.close();
     }
   });
 });

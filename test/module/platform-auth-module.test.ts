@@ -1,7 +1,8 @@
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { HttpModule } from '@nestjs/axios';
 import { ConfigModule } from '@nestjs/config';
-import { Test } from '@nestjs/testing';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { decodeJwt } from 'jose';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   AssertionSigner,
@@ -11,9 +12,8 @@ import {
   platformAuthConfig,
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
-import { PLATFORM_AUTH_CONFIG } from '../../lib/platform-auth.constants.js';
 import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-definition.js';
-import { type ResolvedPlatformAuthConfig } from '../../lib/options/options.resolver.js';
+import { PLATFORM_AUTH_RUNTIME } from '../../lib/platform-auth.module.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 let credentials: TestCredentials;
@@ -31,6 +31,11 @@ beforeAll(async () => {
 afterEach(() => {
   for (const key of ENV_KEYS) delete process.env[key];
 });
+
+/** The machineId an assertion of the module carries as `sub`: what the resolved configuration says. */
+async function assertedMachineId(moduleRef: TestingModule): Promise<unknown> {
+  return decodeJwt(await moduleRef.get(AssertionSigner).createAssertion()).sub;
+}
 
 function options(): PlatformAuthOptions {
   return {
@@ -107,13 +112,13 @@ describe('PlatformAuthModule wiring', () => {
     const viaClass = await Test.createTestingModule({
       imports: [PlatformAuthModule.forRootAsync({ useClass: OptionsFactory })],
     }).compile();
-    expect(viaClass.get<ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG).machineId).toBe('machine-1');
+    expect(await assertedMachineId(viaClass)).toBe('machine-1');
     await viaClass.close();
 
     const viaExisting = await Test.createTestingModule({
       imports: [PlatformAuthModule.forRootAsync({ imports: [OptionsModule], useExisting: OptionsFactory })],
     }).compile();
-    expect(viaExisting.get<ResolvedPlatformAuthConfig>(PLATFORM_AUTH_CONFIG).machineId).toBe('machine-1');
+    expect(await assertedMachineId(viaExisting)).toBe('machine-1');
     await viaExisting.close();
   });
 
@@ -157,10 +162,10 @@ describe('PlatformAuthModule wiring', () => {
     }
   });
 
-  it('does not export the resolved configuration (it holds the private key) to importing modules', async () => {
+  it('does not export its runtime (it holds the parsed key) to importing modules', async () => {
     @Injectable()
     class Snooper {
-      constructor(@Inject(PLATFORM_AUTH_CONFIG) readonly config: unknown) {}
+      constructor(@Inject(PLATFORM_AUTH_RUNTIME) readonly runtime: unknown) {}
     }
     @Module({ imports: [PlatformAuthModule.forRoot(options())], providers: [Snooper] })
     class FeatureModule {}

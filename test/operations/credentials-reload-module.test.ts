@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isPlatformAuthConfigError } from 'nestjs-platform-auth';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { createSecretVolume, type SecretVolume } from '../support/secret-volume.js';

@@ -39,7 +39,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
       outcome: 'success',
       reason: 'none',
     });
-    named.onModuleDestroy();
+    named.close();
   });
 
   it('counts exchanges by outcome and reason, records their duration in seconds, one span each', async () => {
@@ -76,7 +76,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
       'platform_auth.attempts': 1,
     });
     expect(spans[1].status.code).toBe(2);
-    telemetry.onModuleDestroy();
+    telemetry.close();
   });
 
   it('reports token and certificate time to expiry as gauges, re-authentications and store lock outcomes as counters', async () => {
@@ -100,7 +100,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
         .sort(),
     ).toEqual(['acquired', 'timeout']);
 
-    telemetry.onModuleDestroy(); // a destroyed module's callbacks are no longer called
+    telemetry.close(); // a destroyed module's callbacks are no longer called
     clock.advance(100_000);
     const after = await otel.collect();
     const values = after.get(TELEMETRY_NAMES.tokenTimeToExpiry)?.dataPoints.map((point) => point.value) ?? [];

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { Fleet, type CallOutcome } from '../support/fleet.js';
@@ -129,8 +128,7 @@ describe('a fleet sharing tokens through Redis', () => {
     } finally {
       redis().resume();
     }
-    await sleep(1_200); // a replica leaves a failed store alone for a second before it asks again
-    await fleet.advance(601_000);
+    await fleet.advance(601_000); // past the second a replica leaves a failed store alone, by its clock
     expect(new Set(tokensOf(await fleet.getAll())).size).toBe(1);
     expect(platform.counters.exchanges.total).toBe(6);
 
@@ -153,8 +151,7 @@ describe('a fleet sharing tokens through Redis', () => {
     } finally {
       await redis().launch();
     }
-    // A replica asks a failed store again a second later, connecting anew.
-    await sleep(1_200);
+    // A replica asks a failed store again a second later by its clock, connecting anew.
     await fleet.advance(601_000);
     expect(new Set(tokensOf(await fleet.getAll())).size).toBe(1);
     expect(platform.counters.exchanges.total).toBe(6);

@@ -3,7 +3,7 @@ import { inspect } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 
 let credentials: TestCredentials;

@@ -1,6 +1,9 @@
 import { expect } from 'vitest';
-import { AssertionSigner, TokenExchangeError, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import type { LoggerService } from '@nestjs/common';
+import { TokenExchangeError, type Clock, type PlatformAuthOptions, type TokenProvider } from 'nestjs-platform-auth';
+import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
+import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
+import { wirePlatformAuth, type PlatformAuthRuntime } from '../../lib/platform-auth.wiring.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
 import { expectNoSecrets } from './leak-check.js';
@@ -13,7 +16,20 @@ export interface ProviderHarness {
   destroy(): void;
 }
 
-/** A TokenProvider wired by hand (no Nest container), on a fake clock, for tests that only need the provider. */
+/**
+ * An integration built by the composition root the module uses, without a Nest container: for tests that need its
+ * parts (provider, signer) but not an application. Shut it down with `onApplicationShutdown()`.
+ */
+export function wireForTest(
+  config: ResolvedPlatformAuthConfig,
+  clock: Clock,
+  logger: LoggerService = new CapturingLogger(),
+): PlatformAuthRuntime {
+  const telemetry = PlatformAuthTelemetry.channelOnly('test', clock);
+  return wirePlatformAuth({ config, integration: 'default', clock, logger, telemetry });
+}
+
+/** A TokenProvider built by the composition root (no Nest container), on a fake clock, for tests that only need the provider. */
 export function createProvider(
   credentials: TestCredentials,
   baseUrl: string,
@@ -33,8 +49,8 @@ export function createProvider(
     clock.now(),
   );
   const logger = new CapturingLogger();
-  const tokens = new TokenProvider(config, clock, new AssertionSigner(config, clock), logger);
-  return { tokens, clock, logger, destroy: () => tokens.onApplicationShutdown() };
+  const runtime = wireForTest(config, clock, logger);
+  return { tokens: runtime.tokens, clock, logger, destroy: () => void runtime.onApplicationShutdown() };
 }
 
 /** The failure of the next exchange, checked to be a TokenExchangeError that leaks none of `secrets`. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
+import { shutdownError } from '../../lib/platform-auth.errors.js';
 import { FakeClock } from 'nestjs-platform-auth/testing';
 import {
   TokenCache,
@@ -52,17 +53,19 @@ function setUp(overrides: Partial<TokenCacheOptions> = {}) {
   const platform = manualExchange(clock);
   const reports: ExchangeReport[] = [];
   const renewalFailures: Error[] = [];
+  const shutdown = new AbortController();
   const cache = new TokenCache({
     clock,
     minExchangeIntervalMs: 0,
     refreshBeforeExpirySeconds: 60,
     failureBackoffMs: 1_000,
-    exchange: platform.exchange,
+    source: { exchange: platform.exchange },
+    shutdown: shutdown.signal,
     listener: { exchanged: (r) => reports.push(r), renewalFailed: (e) => renewalFailures.push(e) },
     ...overrides,
   });
   const settled = () => new Promise((resolve) => setImmediate(resolve));
-  return { clock, platform, cache, reports, renewalFailures, settled };
+  return { clock, platform, cache, reports, renewalFailures, settled, shutdown };
 }
 
 describe('TokenCache: renewal window', () => {
@@ -192,10 +195,10 @@ describe('TokenCache: invalidate and close', () => {
     expect(cache.state).toBe('none');
   });
 
-  it('cancels the exchange in flight and refuses new ones after close', async () => {
-    const { platform, cache } = setUp();
+  it('cancels the exchange in flight and refuses new ones after shutdown', async () => {
+    const { platform, cache, shutdown } = setUp();
     const pending = cache.get().catch((e: unknown) => e);
-    cache.close();
+    shutdown.abort(shutdownError());
     await expect(pending).resolves.toMatchObject({ reason: 'aborted' });
     await expect(cache.get()).rejects.toMatchObject({ reason: 'aborted' });
     expect(cache.state).toBe('shutdown');

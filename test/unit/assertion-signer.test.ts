@@ -1,7 +1,8 @@
 import { createPublicKey, verify, X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { AssertionSigner } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
+import type { AssertionSigner } from 'nestjs-platform-auth';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { wireForTest } from '../support/token-provider-harness.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0, 750);
@@ -23,7 +24,7 @@ function signer(clock = new FakeClock(NOW), lifetime?: number, clockMarginSecond
     },
     clock.now(),
   );
-  return new AssertionSigner(config, clock);
+  return wireForTest(config, clock).signer;
 }
 
 function decodePart(part: string): Record<string, unknown> {

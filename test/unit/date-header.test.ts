@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clockOffsetFromDateHeader } from '../../lib/http/date-header.util.js';
+import { clockOffsetFromDateHeader } from '../../lib/util/date-header.util.js';
 
 describe('clockOffsetFromDateHeader', () => {
   const now = Date.UTC(2026, 10, 23, 12, 0, 0, 250);

@@ -1,13 +1,12 @@
 import { createPublicKey } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
-import { AssertionSigner } from '../../token/assertion.signer.js';
-import { systemClock } from '../../platform-auth.clock.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
-import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { CLAIM_RULE_LABELS, evaluateClaimRules, type ClaimRuleOutcome } from '../../testing/emulator.claim-rules.js';
 import { flag, type CheckResult, type CheckStatus, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../cli.environment.js';
+import { commandLineRuntime, warningCollector } from '../cli.exchange.js';
 import { countChecks, printChecks, printFields, summaryLine } from '../cli.output.js';
 
 export const assertionCommand: Command = {
@@ -38,7 +37,9 @@ async function run(context: CommandContext): Promise<number> {
   const configuration = requireConfiguration(context);
   if (!configuration) return 1;
   const { config, options } = configuration;
-  const jwt = await new AssertionSigner(config, systemClock).createAssertion();
+  // Configuration warnings are reported from `config.warnings`; signing itself logs nothing.
+  const runtime = commandLineRuntime(config, warningCollector([]));
+  const jwt = await runtime.signer.createAssertion().finally(() => runtime.onApplicationShutdown());
   const header = decodeProtectedHeader(jwt);
   const claims = decodeJwt(jwt);
   const checks = await checkAssertion(jwt, header, claims, config, options, context.now());

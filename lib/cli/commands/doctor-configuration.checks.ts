@@ -6,7 +6,7 @@ import { normalizePem } from '../../credentials/pem.util.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
 import type { ConfigProblem } from '../../platform-auth.errors.js';
-import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { describeCertificate, validityText } from '../certificate-info.util.js';
 import type { CheckResult, CheckStatus } from '../cli.command.js';
 

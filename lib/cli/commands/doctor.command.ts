@@ -1,7 +1,7 @@
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
 import { DEFAULT_CLOCK_MARGIN_SECONDS, DEFAULT_TOKEN_PATH } from '../../options/options.constants.js';
 import { effectiveClockMargin } from '../../token/assertion.signer.js';
-import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { describeClockSkew, isSkewed } from '../../token/token-exchange.hints.js';
 import type { CheckResult, Command, CommandContext } from '../cli.command.js';
 import {

@@ -1,7 +1,7 @@
 import { flag, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
 import { effectiveClockMargin } from '../../token/assertion.signer.js';
-import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
+import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../cli.exchange.js';
 import { printFields, signedSeconds, type Output } from '../cli.output.js';
 

@@ -1,0 +1,16 @@
+/**
+ * What the module's parts report as it happens, for telemetry to count and publish. The parts know only this
+ * interface; the composition root plugs the telemetry in (or nothing), so no layer imports the telemetry folder.
+ */
+export interface PlatformAuthObserver {
+  /** A 401 from the platform made the interceptor drop the token and re-send with a fresh one. */
+  reauthenticated(): void;
+  credentialsChanged(outcome: CredentialChangeOutcome): void;
+  certificateExpiring(daysLeft: number): void;
+  storeLock(outcome: StoreLockOutcome): void;
+}
+
+/** What became of one attempt to take the shared store's lock (fed by the shared token store). */
+export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
+/** A credential change: files re-read and swapped, a new pair rejected (the last good one kept), or rotated by call. */
+export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed';
