@@ -1,4 +1,4 @@
-import { Inject } from '@nestjs/common';
+import { Inject, type Abstract } from '@nestjs/common';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
@@ -6,14 +6,13 @@ import { AssertionSigner } from './token/assertion.signer.js';
 import { TokenProvider } from './token/token.provider.js';
 
 type ServiceKind = 'PlatformHttpService' | 'TokenProvider' | 'AssertionSigner';
-type InjectionToken = abstract new (...args: never[]) => unknown;
 
 /*
  * Named tokens must be the same object wherever they are asked for (in `@InjectTokenProvider('billing')` and in the
  * module that provides it), so they are memoised per process. The set of registered names exists only to make the
  * error for a misspelt name list the names that do exist; it never decides what is injected.
  */
-const namedTokens = new Map<string, InjectionToken>();
+const namedTokens = new Map<string, Abstract<unknown>>();
 const registeredNames = new Set<string>();
 
 /** Records that a module provides `name`, for the message of a misspelt name elsewhere. */
@@ -25,11 +24,11 @@ export function registerIntegrationName(name: string): void {
  * The injection token of a named integration's service. It is a function so that Nest, which names an unknown
  * dependency by the token's `name`, says which integration is missing and which ones are registered.
  */
-function namedToken(kind: ServiceKind, name: string): InjectionToken {
+function namedToken(kind: ServiceKind, name: string): Abstract<unknown> {
   const key = `${kind}:${name}`;
   let token = namedTokens.get(key);
   if (!token) {
-    const created = class {} as InjectionToken;
+    const created: Abstract<unknown> = class {};
     Object.defineProperty(created, 'name', {
       get: () =>
         registeredNames.has(name)
@@ -44,19 +43,19 @@ function namedToken(kind: ServiceKind, name: string): InjectionToken {
   return token;
 }
 
-export function getPlatformHttpServiceToken(name?: string): InjectionToken | symbol {
+export function getPlatformHttpServiceToken(name?: string): Abstract<unknown> | symbol {
   const integration = integrationName(name);
   return integration === DEFAULT_INTEGRATION
     ? PLATFORM_AUTH_HTTP_SERVICE
     : namedToken('PlatformHttpService', integration);
 }
 
-export function getTokenProviderToken(name?: string): InjectionToken {
+export function getTokenProviderToken(name?: string): Abstract<unknown> {
   const integration = integrationName(name);
   return namedToken('TokenProvider', integration);
 }
 
-export function getAssertionSignerToken(name?: string): InjectionToken {
+export function getAssertionSignerToken(name?: string): Abstract<unknown> {
   const integration = integrationName(name);
   return namedToken('AssertionSigner', integration);
 }
@@ -65,7 +64,7 @@ export function getAssertionSignerToken(name?: string): InjectionToken {
  * The `TokenProvider` token of an integration some module registers, or `undefined`: for lookups at run time with a
  * name that may come from outside, which must not grow the memoised tokens.
  */
-export function registeredTokenProviderToken(name: string): InjectionToken | undefined {
+export function registeredTokenProviderToken(name: string): Abstract<unknown> | undefined {
   const integration = integrationName(name);
   return registeredNames.has(integration) ? namedToken('TokenProvider', integration) : undefined;
 }
@@ -87,7 +86,7 @@ export const InjectAssertionSigner = (name?: string): ParameterDecorator & Prope
  * these; the default one also exports its services by class. Each is unique in the application, so
  * `app.get(getTokenProviderToken())` finds the default integration's even with named ones beside it.
  */
-export function namedServiceTokens(name: string): { provide: InjectionToken; useExisting: object }[] {
+export function namedServiceTokens(name: string): { provide: Abstract<unknown>; useExisting: object }[] {
   return [
     { provide: namedToken('PlatformHttpService', name), useExisting: PlatformHttpService },
     { provide: namedToken('TokenProvider', name), useExisting: TokenProvider },

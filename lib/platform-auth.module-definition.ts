@@ -1,4 +1,4 @@
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type ConfigurableModuleAsyncOptions } from '@nestjs/common';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
 export interface PlatformAuthModuleExtras {
@@ -15,8 +15,6 @@ export interface PlatformAuthModuleExtras {
 export const {
   ConfigurableModuleClass: ConfigurablePlatformAuthModule,
   MODULE_OPTIONS_TOKEN: PLATFORM_AUTH_MODULE_OPTIONS,
-  OPTIONS_TYPE: PLATFORM_AUTH_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: PLATFORM_AUTH_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<PlatformAuthOptions>({ moduleName: 'PlatformAuth' })
   .setClassMethodName('forRoot')
   .setExtras<PlatformAuthModuleExtras>({ isGlobal: false }, (definition, extras) => ({
@@ -25,5 +23,8 @@ export const {
   }))
   .build();
 
-export type PlatformAuthModuleOptions = typeof PLATFORM_AUTH_OPTIONS_TYPE;
-export type PlatformAuthModuleAsyncOptions = typeof PLATFORM_AUTH_ASYNC_OPTIONS_TYPE;
+/** What `forRoot` takes: the options, and the module's extras. */
+export type PlatformAuthModuleOptions = PlatformAuthOptions & Partial<PlatformAuthModuleExtras>;
+/** What `forRootAsync` takes: `useFactory` / `useClass` / `useExisting` for the options, and the module's extras. */
+export type PlatformAuthModuleAsyncOptions = ConfigurableModuleAsyncOptions<PlatformAuthOptions, 'create'> &
+  Partial<PlatformAuthModuleExtras>;

@@ -119,6 +119,7 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
   const isDefault = integration === DEFAULT_INTEGRATION;
   return {
     ...definition,
+    module: PlatformAuthModule,
     providers: [
       ...(definition.providers ?? []),
       { provide: PLATFORM_AUTH_INTEGRATION, useValue: integration },
@@ -136,14 +137,15 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
  * its requests to the platform carry a valid bearer token.
  */
 @Module({})
-export class PlatformAuthModule extends ConfigurablePlatformAuthModule {
+export class PlatformAuthModule {
   /** One integration: the default one, or with `name` a named one beside it (inject with `@InjectTokenProvider(name)`, …). */
-  static override forRoot(options: PlatformAuthModuleOptions): DynamicModule {
-    return integrationModule(withOwnedOptions(super.forRoot(options)), options.name);
+  static forRoot(options: PlatformAuthModuleOptions): DynamicModule {
+    return integrationModule(withOwnedOptions(ConfigurablePlatformAuthModule.forRoot(options)), options.name);
   }
 
-  static override forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
-    return integrationModule(withOwnedOptions(super.forRootAsync(options)), options.name);
+  /** The same, with the options from a factory, a class or an existing provider (`platformAuthConfig.asProvider()`). */
+  static forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
+    return integrationModule(withOwnedOptions(ConfigurablePlatformAuthModule.forRootAsync(options)), options.name);
   }
 }
 

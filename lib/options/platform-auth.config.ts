@@ -97,14 +97,6 @@ function namespaceOptions(integration?: string): PlatformAuthOptions {
   return options;
 }
 
-/** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */
-function forIntegration(name: string) {
-  const integration = integrationName(name);
-  return registerAs(`${PLATFORM_AUTH_CONFIG_NAMESPACE}:${integration}`, (): PlatformAuthOptions =>
-    namespaceOptions(integration),
-  );
-}
-
 /**
  * `@nestjs/config` namespace `platformAuth`, filled from the environment. The whole set-up of an app that uses
  * `ConfigModule` is `PlatformAuthModule.forRootAsync(platformAuthConfig.asProvider())`; a named integration beside
@@ -112,5 +104,13 @@ function forIntegration(name: string) {
  */
 export const platformAuthConfig = Object.assign(
   registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions => namespaceOptions()),
-  { forIntegration },
+  {
+    /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */
+    forIntegration: (name: string) => {
+      const integration = integrationName(name);
+      return registerAs(`${PLATFORM_AUTH_CONFIG_NAMESPACE}:${integration}`, (): PlatformAuthOptions =>
+        namespaceOptions(integration),
+      );
+    },
+  },
 );

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { registeredTokenProviderToken } from '../platform-auth.integrations.js';
+import { getTokenProviderToken, registeredTokenProviderToken } from '../platform-auth.integrations.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
-import { TokenProvider } from '../token/token.provider.js';
+import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
 
 export interface PlatformAuthHealthOptions {
@@ -23,9 +23,12 @@ export interface PlatformAuthHealthOptions {
  */
 @Injectable()
 export class PlatformAuthHealthIndicator {
+  /**
+   * Takes the token provider from the application, not from its own module's scope, so the indicator works in a
+   * health module of its own whether or not `PlatformAuthModule` is global.
+   */
   constructor(
     private readonly health: HealthIndicatorService,
-    private readonly tokens: TokenProvider,
     private readonly moduleRef: ModuleRef,
   ) {}
 
@@ -33,7 +36,10 @@ export class PlatformAuthHealthIndicator {
     key: Key = 'platform-auth' as Key,
     options: PlatformAuthHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
-    const tokens = options.integration === undefined ? this.tokens : this.namedTokens(options.integration);
+    const tokens =
+      options.integration === undefined
+        ? this.moduleRef.get<TokenProvider>(getTokenProviderToken(), { strict: false })
+        : this.namedTokens(options.integration);
     let status = tokens.status();
     if (options.mode === 'active' && status.state === 'none') {
       // A failure is recorded in status() and judged below like any other.

@@ -6,6 +6,23 @@ import { ACTIVE_STATUS } from './emulator.registry.js';
 import { numericDate, timeRules, verdict } from './emulator.time-rules.js';
 import type { TokenRequestRule } from './emulator.types.js';
 
+/** `iat` has no rule of its own (only `exp − iat` and `iat − nbf` bound it); its row shows it against the clock. */
+export type ClaimRuleId =
+  | 'alg'
+  | 'typ'
+  | 'claims'
+  | 'iss'
+  | 'signature'
+  | 'sub'
+  | 'status'
+  | 'aud'
+  | 'iat'
+  | 'lifetime'
+  | 'nbf-before-iat'
+  | 'expired'
+  | 'not-yet-valid'
+  | 'jti-replay';
+
 /** The order the token endpoint applies the rules in: the first one failed is the answer. */
 export const CLAIM_RULE_ORDER = [
   'alg',
@@ -22,12 +39,11 @@ export const CLAIM_RULE_ORDER = [
   'expired',
   'not-yet-valid',
   'jti-replay',
-] as const satisfies readonly (TokenRequestRule | 'iat')[];
+  // Each is also a rule the token endpoint can refuse with (`iat` aside).
+] as const satisfies readonly (ClaimRuleId & (TokenRequestRule | 'iat'))[];
 
 /** A rule of docs/platform-contract.md#assertion on a decoded assertion; each is also the `rule` the token endpoint refuses with. */
 export type AssertionRule = Exclude<ClaimRuleId, 'iat'>;
-/** `iat` has no rule of its own (only `exp − iat` and `iat − nbf` bound it); its row shows it against the clock. */
-export type ClaimRuleId = (typeof CLAIM_RULE_ORDER)[number];
 
 /** Short names for the rules, for tables and check lists. */
 export const CLAIM_RULE_LABELS: Readonly<Record<ClaimRuleId, string>> = {

@@ -17,3 +17,6 @@ export { PlatformUser, PlatformUserGuard } from './platform-user.guard.js';
 export { platformUserAuthConfig } from './platform-user-auth.config.js';
 export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
 export { UserAuthError, isUserAuthError, type UserAuthErrorDetails, type UserAuthFailure } from './user-auth.errors.js';
+// Types the classes above use, from the main entry point, so this one is complete on its own.
+export type { Clock } from '../platform-auth.clock.js';
+export { PlatformAuthError } from '../platform-auth.errors.js';

@@ -1,4 +1,4 @@
-import { ConfigurableModuleBuilder } from '@nestjs/common';
+import { ConfigurableModuleBuilder, type ConfigurableModuleAsyncOptions } from '@nestjs/common';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 
 export interface PlatformUserAuthModuleExtras {
@@ -9,8 +9,6 @@ export interface PlatformUserAuthModuleExtras {
 export const {
   ConfigurableModuleClass: ConfigurablePlatformUserAuthModule,
   MODULE_OPTIONS_TOKEN: PLATFORM_USER_AUTH_MODULE_OPTIONS,
-  OPTIONS_TYPE: PLATFORM_USER_AUTH_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: PLATFORM_USER_AUTH_ASYNC_OPTIONS_TYPE,
 } = new ConfigurableModuleBuilder<PlatformUserAuthOptions>({ moduleName: 'PlatformUserAuth' })
   .setClassMethodName('forRoot')
   .setExtras<PlatformUserAuthModuleExtras>({ isGlobal: false }, (definition, extras) => ({
@@ -19,5 +17,8 @@ export const {
   }))
   .build();
 
-export type PlatformUserAuthModuleOptions = typeof PLATFORM_USER_AUTH_OPTIONS_TYPE;
-export type PlatformUserAuthModuleAsyncOptions = typeof PLATFORM_USER_AUTH_ASYNC_OPTIONS_TYPE;
+/** What `forRoot` takes: the options, and the module's extras. */
+export type PlatformUserAuthModuleOptions = PlatformUserAuthOptions & Partial<PlatformUserAuthModuleExtras>;
+/** What `forRootAsync` takes: `useFactory` / `useClass` / `useExisting` for the options, and the module's extras. */
+export type PlatformUserAuthModuleAsyncOptions = ConfigurableModuleAsyncOptions<PlatformUserAuthOptions, 'create'> &
+  Partial<PlatformUserAuthModuleExtras>;

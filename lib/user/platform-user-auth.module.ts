@@ -1,15 +1,17 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { systemClock, type Clock } from '../platform-auth.clock.js';
 import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_AUTH_CONFIG } from './platform-user-auth.constants.js';
 import {
   ConfigurablePlatformUserAuthModule,
   PLATFORM_USER_AUTH_MODULE_OPTIONS,
+  type PlatformUserAuthModuleAsyncOptions,
+  type PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
-import { PlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuth, createPlatformUserAuth } from './platform-user-auth.service.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import { resolveUserAuthOptions, ownUserOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
-import { PlatformUserSessions } from './user-session.service.js';
+import { PlatformUserSessions, createPlatformUserSessions } from './user-session.service.js';
 
 /**
  * User sign-in with the Authorization Code flow and PKCE. Configure with `forRoot(options)` or
@@ -28,11 +30,28 @@ import { PlatformUserSessions } from './user-session.service.js';
       useFactory: (options: PlatformUserAuthOptions): ResolvedUserAuthConfig => resolveUserAuthOptions(options),
       inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS],
     },
-    PlatformUserAuth,
-    PlatformUserSessions,
+    {
+      provide: PlatformUserAuth,
+      useFactory: createPlatformUserAuth,
+      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK],
+    },
+    {
+      provide: PlatformUserSessions,
+      useFactory: createPlatformUserSessions,
+      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK],
+    },
     PlatformUserGuard,
   ],
   // Never the resolved configuration: it holds the derived keys.
   exports: [PlatformUserAuth, PlatformUserSessions, PlatformUserGuard, PLATFORM_USER_AUTH_CLOCK],
 })
-export class PlatformUserAuthModule extends ConfigurablePlatformUserAuthModule {}
+export class PlatformUserAuthModule {
+  static forRoot(options: PlatformUserAuthModuleOptions): DynamicModule {
+    return { ...ConfigurablePlatformUserAuthModule.forRoot(options), module: PlatformUserAuthModule };
+  }
+
+  /** The same, with the options from a factory, a class or an existing provider (`platformUserAuthConfig.asProvider()`). */
+  static forRootAsync(options: PlatformUserAuthModuleAsyncOptions): DynamicModule {
+    return { ...ConfigurablePlatformUserAuthModule.forRootAsync(options), module: PlatformUserAuthModule };
+  }
+}

@@ -1,12 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../platform-auth.clock.js';
 import { sanitizeRemoteText } from '../util/remote-text.util.js';
-import {
-  DEFAULT_USER_TOKEN_LIFETIME_SECONDS,
-  PLATFORM_USER_AUTH_CLOCK,
-  PLATFORM_USER_AUTH_CONFIG,
-} from './platform-user-auth.constants.js';
+import { DEFAULT_USER_TOKEN_LIFETIME_SECONDS } from './platform-user-auth.constants.js';
 import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import { tokenEndpointFailure } from './user-token.errors.js';
@@ -62,15 +57,21 @@ const PROTOCOL_PARAMETERS = new Set([
  * work done by oauth4webapi. Stateless: everything the callback needs travels in the encrypted `transaction`, so
  * any replica that shares the state secret can finish a sign-in another one started.
  */
-@Injectable()
+/** Builds the service over a resolved configuration; only the module calls it. */
+export let createPlatformUserAuth: (config: ResolvedUserAuthConfig, clock: Clock) => PlatformUserAuth;
+
 export class PlatformUserAuth {
   private readonly server: oauth.AuthorizationServer;
   private readonly client: oauth.Client;
   private readonly insecure: boolean;
 
-  constructor(
-    @Inject(PLATFORM_USER_AUTH_CONFIG) private readonly config: ResolvedUserAuthConfig,
-    @Inject(PLATFORM_USER_AUTH_CLOCK) private readonly clock: Clock,
+  static {
+    createPlatformUserAuth = (config, clock) => new PlatformUserAuth(config, clock);
+  }
+
+  private constructor(
+    private readonly config: ResolvedUserAuthConfig,
+    private readonly clock: Clock,
   ) {
     this.server = {
       issuer: config.issuer,

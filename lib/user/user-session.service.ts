@@ -1,11 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import {
-  PLATFORM_USER_AUTH_CLOCK,
-  PLATFORM_USER_AUTH_CONFIG,
-  USER_SESSION_COOKIE,
-  USER_TRANSACTION_COOKIE,
-} from './platform-user-auth.constants.js';
+import { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
 import type { UserTokens } from './platform-user-auth.service.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
@@ -16,13 +10,19 @@ import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
  * SameSite=Lax and, unless `secureCookies: false`, Secure. Returns `Set-Cookie` header values; see
  * `setCookies` for writing them on Express or Fastify.
  */
-@Injectable()
+/** Builds the cookie helper over a resolved configuration; only the module calls it. */
+export let createPlatformUserSessions: (config: ResolvedUserAuthConfig, clock: Clock) => PlatformUserSessions;
+
 export class PlatformUserSessions {
   private readonly callbackPath: string;
 
-  constructor(
-    @Inject(PLATFORM_USER_AUTH_CONFIG) private readonly config: ResolvedUserAuthConfig,
-    @Inject(PLATFORM_USER_AUTH_CLOCK) private readonly clock: Clock,
+  static {
+    createPlatformUserSessions = (config, clock) => new PlatformUserSessions(config, clock);
+  }
+
+  private constructor(
+    private readonly config: ResolvedUserAuthConfig,
+    private readonly clock: Clock,
   ) {
     // Sent back only where it is needed.
     this.callbackPath = new URL(config.redirectUri).pathname;
