@@ -93,13 +93,11 @@ function installIntoFreshApp(): void {
     [
       "import 'reflect-metadata';",
       "import { NestFactory } from '@nestjs/core';",
-      "import { PlatformHttpService } from 'nestjs-platform-auth';",
-      "import { firstValueFrom } from 'rxjs';",
-      "import { AppModule } from './app.module.js';",
+      "import { AppModule, MessagesClient } from './app.module.js';",
       '',
       'const app = await NestFactory.createApplicationContext(AppModule, { logger: false });',
-      "const response = await firstValueFrom(app.get(PlatformHttpService).get('/api/billing'));",
-      'console.log(JSON.stringify({ status: response.status }));',
+      "const status = await app.get(MessagesClient).send('hello');",
+      'console.log(JSON.stringify({ status }));',
       'await app.close();',
     ].join('\n'),
   );
@@ -169,7 +167,7 @@ describe('npm pack from a clean tree, installed into a fresh app', () => {
       );
       const call = await run(process.execPath, ['dist/main.js'], {});
       expect(call.stderr).toBe('');
-      expect(JSON.parse(call.stdout)).toEqual({ status: 200 });
+      expect(JSON.parse(call.stdout)).toEqual({ status: 202 });
       expect(platform.counters.exchanges.accepted).toBe(1);
       expect(platform.counters.apiCalls.ok).toBe(1);
 
