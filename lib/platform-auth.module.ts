@@ -36,6 +36,7 @@ import { CredentialsHolder } from './credentials/credentials.holder.js';
 import { CredentialsWatch } from './credentials/credentials.watch.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { integrationHash } from './telemetry/telemetry.events.js';
+import { registerBuildClasses, withOtherBuildAliases } from './platform-auth.builds.js';
 
 const providers: Provider[] = [
   {
@@ -101,6 +102,10 @@ const providers: Provider[] = [
   },
 ];
 
+/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
+const injectedByClass = { AssertionSigner, TokenProvider, PlatformAuthInterceptor, PlatformHttpService };
+registerBuildClasses('platform-auth', injectedByClass);
+
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
 const defaultExports = [
   AssertionSigner,
@@ -127,7 +132,7 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
   const ownTokens = namedServiceTokens(integration);
   const ownExports = ownTokens.map((alias) => alias.provide);
   const isDefault = integration === DEFAULT_INTEGRATION;
-  return {
+  const module: DynamicModule = {
     ...definition,
     providers: [
       ...(definition.providers ?? []),
@@ -138,6 +143,8 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
     ],
     exports: isDefault ? [...defaultExports, ...ownExports] : ownExports,
   };
+  // A named integration is injected by its tokens only, which both builds share already.
+  return isDefault ? withOtherBuildAliases(module, 'platform-auth', injectedByClass) : module;
 }
 
 /**

@@ -1,15 +1,22 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { registerBuildClasses, withOtherBuildAliases } from '../platform-auth.builds.js';
 import { systemClock, type Clock } from '../platform-auth.clock.js';
 import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_AUTH_CONFIG } from './platform-user-auth.constants.js';
 import {
   ConfigurablePlatformUserAuthModule,
   PLATFORM_USER_AUTH_MODULE_OPTIONS,
+  type PlatformUserAuthModuleAsyncOptions,
+  type PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 import { PlatformUserAuth } from './platform-user-auth.service.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import { resolveUserAuthOptions, ownUserOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { PlatformUserSessions } from './user-session.service.js';
+
+/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
+const injectedByClass = { PlatformUserAuth, PlatformUserSessions, PlatformUserGuard };
+registerBuildClasses('user', injectedByClass);
 
 /**
  * User sign-in with the Authorization Code flow and PKCE. Configure with `forRoot(options)` or
@@ -35,4 +42,12 @@ import { PlatformUserSessions } from './user-session.service.js';
   // Never the resolved configuration: it holds the derived keys.
   exports: [PlatformUserAuth, PlatformUserSessions, PlatformUserGuard, PLATFORM_USER_AUTH_CLOCK],
 })
-export class PlatformUserAuthModule extends ConfigurablePlatformUserAuthModule {}
+export class PlatformUserAuthModule extends ConfigurablePlatformUserAuthModule {
+  static override forRoot(options: PlatformUserAuthModuleOptions): DynamicModule {
+    return withOtherBuildAliases(super.forRoot(options), 'user', injectedByClass);
+  }
+
+  static override forRootAsync(options: PlatformUserAuthModuleAsyncOptions): DynamicModule {
+    return withOtherBuildAliases(super.forRootAsync(options), 'user', injectedByClass);
+  }
+}
