@@ -40,7 +40,10 @@ function packageJson(name) {
 
 function packageDir(name) {
   let dir = dirname(require.resolve(name));
-  while (!readdirSync(dir).includes('package.json') || JSON.parse(readFileSync(join(dir, 'package.json'))).name !== name)
+  while (
+    !readdirSync(dir).includes('package.json') ||
+    JSON.parse(readFileSync(join(dir, 'package.json'))).name !== name
+  )
     dir = dirname(dir);
   return dir;
 }
