@@ -102,6 +102,9 @@ for (const [name, licence] of Object.entries(VENDORED)) {
     ...common,
     entryPoints: [require.resolve(name)],
     outfile: vendored,
+    // Unminified, so readable as it is. A map would chain to the package's own, which names sources (oauth4webapi's
+    // src/*.ts) that the package does not ship.
+    sourcemap: false,
     banner: { js: `/*! ${name} ${version} | ${license} licence: ./${name}.${licence} */` },
   });
   copyFileSync(join(packageDir(name), licence), join(out, 'vendor', `${name}.${licence}`));
