@@ -38,11 +38,14 @@ const registry = sharedAcrossBuilds<Registry>('classes', () => new Map());
 /** Records the injectable classes of `group` in this build, for the other build's modules to provide aliases. */
 export function registerBuildClasses(group: string, classes: ServiceClasses): void {
   let builds = registry.get(group);
-  if (!builds) registry.set(group, (builds = new Map()));
+  if (!builds) registry.set(group, (builds = new Map<symbol, ServiceClasses>()));
   builds.set(THIS_BUILD, classes);
 }
 
-function otherBuildAliases(group: string, classes: ServiceClasses): { provide: ServiceClass; useExisting: ServiceClass }[] {
+function otherBuildAliases(
+  group: string,
+  classes: ServiceClasses,
+): { provide: ServiceClass; useExisting: ServiceClass }[] {
   const aliases: { provide: ServiceClass; useExisting: ServiceClass }[] = [];
   for (const [build, theirs] of registry.get(group) ?? []) {
     if (build === THIS_BUILD) continue;
@@ -57,7 +60,11 @@ function otherBuildAliases(group: string, classes: ServiceClasses): { provide: S
  * `definition`, also providing and exporting its services (`classes`) under the other build's classes. Read when Nest
  * scans the module, not when `forRoot` runs, so it holds whichever build was loaded first.
  */
-export function withOtherBuildAliases(definition: DynamicModule, group: string, classes: ServiceClasses): DynamicModule {
+export function withOtherBuildAliases(
+  definition: DynamicModule,
+  group: string,
+  classes: ServiceClasses,
+): DynamicModule {
   const { providers = [], exports = [] } = definition;
   return Object.defineProperties(
     { ...definition },

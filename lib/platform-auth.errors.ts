@@ -17,8 +17,9 @@ export abstract class PlatformAuthError extends Error {
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     if (typeof value !== 'object' || value === null || !(PLATFORM_AUTH_ERROR in value)) return false;
-    for (let proto = Object.getPrototypeOf(value) as object | null; proto; proto = Object.getPrototypeOf(proto)) {
-      if (Object.hasOwn(proto, 'constructor') && (proto.constructor as { name?: unknown }).name === this.name) return true;
+    for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      const own = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as { name?: unknown } | undefined;
+      if (own?.name === this.name) return true;
     }
     return false;
   }
