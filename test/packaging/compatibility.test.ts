@@ -150,8 +150,8 @@ describe('the apps the Nest CLIs make, with the tarball installed by a plain npm
     '$app: installs without a peer conflict and passes its own e2e tests',
     async ({ app, tests }) => {
       const { dir, install, test } = await runs.get(app)!;
-    // How long the slowest tests of the suite take, in its output.
-    console.info(`${app}: npm install ${install.seconds} s, npm run test:e2e ${test?.seconds ?? '-'} s`);
+      // How long the slowest tests of the suite take, in its output.
+      console.info(`${app}: npm install ${install.seconds} s, npm run test:e2e ${test?.seconds ?? '-'} s`);
       expect(install.code, install.output).toBe(0);
       expect(install.output).not.toMatch(/ERESOLVE|peer dep/i);
       // What npm installed is this tarball, not a cached copy of an older one.
