@@ -20,11 +20,16 @@ const THIS_BUILD = Symbol('nestjs-platform-auth build');
 
 /**
  * The installed package, the same for both of its builds: dist/cjs/ mirrors dist/ file for file, so this file's path
- * without the `cjs` folder names the install.
+ * without the `cjs` folder names the install. An app bundler may leave no file URL (esbuild turns `import.meta` into
+ * `{}` in CommonJS output); the bundle then holds one copy, under one name.
  */
-const INSTALL = fileURLToPath(import.meta.url)
-  .replace(/([\\/])cjs[\\/]([^\\/]+)$/, '$1$2')
-  .replace(/\.[cm]?[jt]s$/, '');
+function installOf(url: string | undefined): string {
+  if (!url?.startsWith('file:')) return 'bundled';
+  return fileURLToPath(url)
+    .replace(/([\\/])cjs[\\/]([^\\/]+)$/, '$1$2')
+    .replace(/\.[cm]?[jt]s$/, '');
+}
+const INSTALL = installOf(import.meta.url);
 
 /** One object per installed package and `name`, shared by the package's builds in this process. */
 export function sharedAcrossBuilds<T extends object>(name: string, create: () => T): T {
