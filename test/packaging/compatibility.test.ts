@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,16 @@ async function installAndTest(app: string, report: readonly string[]): Promise<A
   if (install.code !== 0) return { dir, install };
   const test = await run('npm', ['run', 'test:e2e', '--', ...report], dir, 180_000);
   return { dir, install, test };
+}
+
+/** The declaration file of the package in `dir`, as TypeScript would find it without an `exports` map. */
+function declarationsOf(dir: string): string {
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    types?: string;
+    typings?: string;
+    main?: string;
+  };
+  return join(dir, manifest.types ?? manifest.typings ?? (manifest.main ?? 'index.js').replace(/\.js$/, '.d.ts'));
 }
 
 function sha256(file: string): string {
@@ -169,6 +179,44 @@ describe('the apps the Nest CLIs make, with the tarball installed by a plain npm
     },
     600_000,
   );
+
+  it('nest11-cjs-jest: lib type-checks against the Nest 11 packages it installed (config 4, axios 4, terminus 11)', async () => {
+    const { dir, install } = await runs.get('nest11-cjs-jest')!;
+    expect(install.code, install.output).toBe(0);
+    const modules = join(dir, 'node_modules');
+    const packages = [
+      '@nestjs/common',
+      '@nestjs/core',
+      '@nestjs/config',
+      '@nestjs/axios',
+      '@nestjs/terminus',
+      'axios',
+      'rxjs',
+    ];
+    const paths = Object.fromEntries(packages.map((name) => [name, [declarationsOf(join(modules, name))]]));
+    const tsconfig = join(work, 'tsconfig.nest11.json');
+    writeFileSync(
+      tsconfig,
+      JSON.stringify({
+        extends: join(root, 'tsconfig.json'),
+        compilerOptions: { noEmit: true, typeRoots: [join(root, 'node_modules/@types')], paths },
+        include: [join(root, 'lib')],
+        exclude: [],
+      }),
+    );
+    const check = await run(
+      process.execPath,
+      [join(root, 'node_modules/typescript/bin/tsc'), '-p', tsconfig, '--listFiles'],
+      work,
+      120_000,
+    );
+    const lines = check.output.split('\n');
+    expect(lines.filter((line) => line.includes('error TS'))).toEqual([]);
+    expect(check.code).toBe(0);
+    // The declarations came from the Nest 11 app, not from this repository's Nest 12.
+    expect(lines).toContain(join(modules, '@nestjs/common/index.d.ts'));
+    expect(lines.filter((line) => line.startsWith(join(root, 'node_modules/@nestjs/')))).toEqual([]);
+  }, 600_000);
 
   it('pin every dependency in a lockfile that leaves out only the tarball integrity, which changes with every build', () => {
     const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
