@@ -1,5 +1,8 @@
-/** Injection token of the authenticated `PlatformHttpService` (also provided under the `HttpService` class token). */
-export const PLATFORM_AUTH_HTTP_SERVICE = Symbol('PLATFORM_AUTH_HTTP_SERVICE');
+/**
+ * Injection token of the authenticated `PlatformHttpService` (also provided under the `HttpService` class token). From
+ * the global symbol registry, so the package's ES module and CommonJS builds share it when both are loaded.
+ */
+export const PLATFORM_AUTH_HTTP_SERVICE: unique symbol = Symbol.for('nestjs-platform-auth.PLATFORM_AUTH_HTTP_SERVICE');
 
 /** Injection token of the integration's name (`default` without `name`). */
 export const PLATFORM_AUTH_INTEGRATION = Symbol('PLATFORM_AUTH_INTEGRATION');

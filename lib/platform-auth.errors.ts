@@ -1,3 +1,6 @@
+/** Brands the errors of this package, whichever of its builds defined them (see `PlatformAuthError`). */
+const PLATFORM_AUTH_ERROR = Symbol.for('nestjs-platform-auth.error');
+
 /**
  * Every error the module raises. Messages and fields are built from our own words and from values that are not
  * secret (paths, variable names, status codes, sanitised remote text); key material, passphrases, assertions and
@@ -5,6 +8,21 @@
  */
 export abstract class PlatformAuthError extends Error {
   abstract readonly code: string;
+
+  /**
+   * `instanceof` holds for an error of the same class from the package's other build (ES module or CommonJS) too,
+   * when a process loads both: `catch` blocks, `@Catch(TokenExchangeError)` and `isTokenExchangeError` work whichever
+   * build threw. Such an error carries the shared brand, and a class of the same name is in its prototype chain.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null || !(PLATFORM_AUTH_ERROR in value)) return false;
+    for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      const own = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value as { name?: unknown } | undefined;
+      if (own?.name === this.name) return true;
+    }
+    return false;
+  }
 
   constructor(message: string) {
     super(message);
@@ -15,6 +33,7 @@ export abstract class PlatformAuthError extends Error {
     return { ...(this as object), name: this.name, code: this.code, message: this.message };
   }
 }
+Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value: true });
 
 export interface ConfigProblem {
   /** The option it concerns: `privateKeyPath`, `retry.maxAttempts`, … */

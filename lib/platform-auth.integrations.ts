@@ -1,6 +1,7 @@
 import { Inject, type Abstract } from '@nestjs/common';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
+import { sharedAcrossBuilds } from './platform-auth.builds.js';
 import { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { TokenProvider } from './token/token.provider.js';
@@ -9,11 +10,14 @@ type ServiceKind = 'PlatformHttpService' | 'TokenProvider' | 'AssertionSigner';
 
 /*
  * Named tokens must be the same object wherever they are asked for (in `@InjectTokenProvider('billing')` and in the
- * module that provides it), so they are memoised per process. The set of registered names exists only to make the
- * error for a misspelt name list the names that do exist; it never decides what is injected.
+ * module that provides it), so they are memoised per process, and shared by the package's ES module and CommonJS
+ * builds when both are loaded. The set of registered names exists only to make the error for a misspelt name list
+ * the names that do exist; it never decides what is injected.
  */
-const namedTokens = new Map<string, Abstract<unknown>>();
-const registeredNames = new Set<string>();
+const { namedTokens, registeredNames } = sharedAcrossBuilds('integrations', () => ({
+  namedTokens: new Map<string, Abstract<unknown>>(),
+  registeredNames: new Set<string>(),
+}));
 
 /** Records that a module provides `name`, for the message of a misspelt name elsewhere. */
 export function registerIntegrationName(name: string): void {

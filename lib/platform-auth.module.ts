@@ -68,6 +68,7 @@ const fromRuntime = <T>(provide: unknown, pick: (runtime: PlatformAuthRuntime) =
   useFactory: pick,
   inject: [PLATFORM_AUTH_RUNTIME],
 });
+import { registerBuildClasses, withOtherBuildAliases } from './platform-auth.builds.js';
 
 const providers: Provider[] = [
   {
@@ -88,6 +89,10 @@ const providers: Provider[] = [
   fromRuntime(PlatformAuthInterceptor, (runtime) => runtime.interceptor),
   fromRuntime(PlatformHttpService, (runtime) => runtime.httpService),
 ];
+
+/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
+const injectedByClass = { AssertionSigner, TokenProvider, PlatformAuthInterceptor, PlatformHttpService };
+registerBuildClasses('platform-auth', injectedByClass);
 
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
 const defaultExports = [
@@ -117,7 +122,7 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
   const ownTokens = namedServiceTokens(integration);
   const ownExports = ownTokens.map((alias) => alias.provide);
   const isDefault = integration === DEFAULT_INTEGRATION;
-  return {
+  const module: DynamicModule = {
     ...definition,
     module: PlatformAuthModule,
     providers: [
@@ -129,6 +134,8 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
     ],
     exports: isDefault ? [...defaultExports, ...ownExports] : ownExports,
   };
+  // A named integration is injected by its tokens only, which both builds share already.
+  return isDefault ? withOtherBuildAliases(module, 'platform-auth', injectedByClass) : module;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { registerBuildClasses, withOtherBuildAliases } from '../platform-auth.builds.js';
 import { systemClock, type Clock } from '../platform-auth.clock.js';
 import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_AUTH_CONFIG } from './platform-user-auth.constants.js';
 import {
@@ -12,6 +13,10 @@ import { PlatformUserAuth, createPlatformUserAuth } from './platform-user-auth.s
 import { PlatformUserGuard } from './platform-user.guard.js';
 import { resolveUserAuthOptions, ownUserOptions, type ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { PlatformUserSessions, createPlatformUserSessions } from './user-session.service.js';
+
+/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
+const injectedByClass = { PlatformUserAuth, PlatformUserSessions, PlatformUserGuard };
+registerBuildClasses('user', injectedByClass);
 
 /**
  * User sign-in with the Authorization Code flow and PKCE. Configure with `forRoot(options)` or
@@ -47,11 +52,13 @@ import { PlatformUserSessions, createPlatformUserSessions } from './user-session
 })
 export class PlatformUserAuthModule {
   static forRoot(options: PlatformUserAuthModuleOptions): DynamicModule {
-    return { ...ConfigurablePlatformUserAuthModule.forRoot(options), module: PlatformUserAuthModule };
+    const definition = { ...ConfigurablePlatformUserAuthModule.forRoot(options), module: PlatformUserAuthModule };
+    return withOtherBuildAliases(definition, 'user', injectedByClass);
   }
 
   /** The same, with the options from a factory, a class or an existing provider (`platformUserAuthConfig.asProvider()`). */
   static forRootAsync(options: PlatformUserAuthModuleAsyncOptions): DynamicModule {
-    return { ...ConfigurablePlatformUserAuthModule.forRootAsync(options), module: PlatformUserAuthModule };
+    const definition = { ...ConfigurablePlatformUserAuthModule.forRootAsync(options), module: PlatformUserAuthModule };
+    return withOtherBuildAliases(definition, 'user', injectedByClass);
   }
 }

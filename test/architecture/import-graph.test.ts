@@ -18,6 +18,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
       'platform-auth.clock.ts',
       'platform-auth.constants.ts',
       'platform-auth.observer.ts',
+      'platform-auth.builds.ts',
     ],
   },
   { options: ['options'] },

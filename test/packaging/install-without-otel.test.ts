@@ -17,7 +17,16 @@ describe('the packed package in an app without @opentelemetry/api', () => {
   beforeAll(() => {
     const build = join(work, 'build');
     mkdirSync(build);
-    for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'lib', 'README.md', 'SECURITY.md']) {
+    for (const entry of [
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'lib',
+      'tools/build-cjs.mjs',
+      'tools/cjs-import-meta-url.js',
+      'README.md',
+      'SECURITY.md',
+    ]) {
       cpSync(join(root, entry), join(build, entry), { recursive: true });
     }
     symlinkSync(join(root, 'node_modules'), join(build, 'node_modules'), 'dir');

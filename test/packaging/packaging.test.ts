@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { builtinModules } from 'node:module';
@@ -22,6 +22,20 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+function builtFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    return entry.isDirectory() ? builtFiles(path) : [path];
+  });
+}
+
+/** The package's entry points by name: `nestjs-platform-auth`, `nestjs-platform-auth/testing`, … */
+function subpaths(): string[] {
+  return Object.keys(pkg.exports)
+    .filter((subpath) => subpath !== './package.json')
+    .map((subpath) => (subpath === '.' ? 'nestjs-platform-auth' : `nestjs-platform-auth/${subpath.slice(2)}`));
+}
+
 /** A copy of the package, built on its own, so this test never rewrites the dist/ other tests may be reading. */
 const packageDir = mkdtempSync(join(tmpdir(), 'platform-auth-package-'));
 
@@ -36,53 +50,130 @@ function runNode(script: string, type: 'module' | 'commonjs'): string {
   );
 }
 
+/** `runNode`, without blocking: for scripts that take seconds and can run side by side. */
+function runNodeAsync(script: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', script],
+      { cwd: packageDir, encoding: 'utf8' },
+      (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+    );
+  });
+}
+
 describe('the published package', () => {
   beforeAll(() => {
-    for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'lib']) {
+    for (const entry of [
+      'package.json',
+      'tsconfig.json',
+      'tsconfig.build.json',
+      'lib',
+      'tools/build-cjs.mjs',
+      'tools/cjs-import-meta-url.js',
+    ]) {
       cpSync(join(root, entry), join(packageDir, entry), { recursive: true });
     }
     symlinkSync(join(root, 'node_modules'), join(packageDir, 'node_modules'), 'dir');
     execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
       cwd: packageDir,
     });
+    execFileSync(process.execPath, ['tools/build-cjs.mjs'], { cwd: packageDir });
   }, 120_000);
   afterAll(() => rmSync(packageDir, { recursive: true, force: true }));
 
-  it('states engines, ESM and types-first exports', () => {
+  it('states engines, and exports an ES module and a CommonJS build, each with its types first', () => {
     expect(pkg.engines.node).toBe('>=20.19');
     for (const [subpath, target] of Object.entries(pkg.exports)) {
       if (typeof target === 'string') continue;
-      expect(Object.keys(target), subpath).toEqual(['types', 'default']);
+      const dir = subpath === '.' ? '' : `${subpath.slice(2)}/`;
+      expect(target, subpath).toEqual({
+        import: { types: `./dist/${dir}index.d.ts`, default: `./dist/${dir}index.js` },
+        require: { types: `./dist/cjs/${dir}index.d.ts`, default: `./dist/cjs/${dir}index.js` },
+      });
+      for (const condition of Object.values(target)) expect(Object.keys(condition)).toEqual(['types', 'default']);
     }
     expect(pkg.exports['./package.json']).toBe('./package.json');
+    // Node and TypeScript read the files under dist/cjs/ as CommonJS, the ones beside them as ES modules.
+    expect(JSON.parse(readFileSync(join(packageDir, 'dist/cjs/package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
   });
 
   it('has every exports target on disk after the build', () => {
-    for (const target of Object.values(pkg.exports)) {
-      for (const file of typeof target === 'string' ? [target] : Object.values(target)) {
-        expect(existsSync(join(packageDir, file)), file).toBe(true);
-      }
-    }
+    const targets = (target: unknown): string[] =>
+      typeof target === 'string' ? [target] : Object.values(target as object).flatMap(targets);
+    for (const file of targets(pkg.exports)) expect(existsSync(join(packageDir, file)), file).toBe(true);
   });
 
-  it('loads both entry points in a separate Node process by import() and by require()', () => {
+  it('loads every entry point in a separate Node process by import() (ES modules) and by require() (CommonJS)', () => {
+    const entries = JSON.stringify(subpaths());
     const imported = runNode(
-      `const m = await import('nestjs-platform-auth'); const t = await import('nestjs-platform-auth/testing');
-       console.log(typeof m.PlatformAuthModule, typeof m.AssertionSigner, typeof m.platformAuthConfig, typeof t.createTestCredentials);`,
+      `const out = {}; for (const entry of ${entries}) { const url = import.meta.resolve(entry); out[entry] = url.slice(url.indexOf('/dist/') + 1); }
+       const m = await import('nestjs-platform-auth'); const t = await import('nestjs-platform-auth/testing');
+       console.log(JSON.stringify(out), typeof m.PlatformAuthModule, typeof m.platformAuthConfig, typeof t.createTestCredentials);`,
       'module',
     );
-    expect(imported.trim()).toBe('function function function function');
+    expect(imported.trim()).toBe(
+      '{"nestjs-platform-auth":"dist/index.js","nestjs-platform-auth/testing":"dist/testing/index.js",' +
+        '"nestjs-platform-auth/user":"dist/user/index.js","nestjs-platform-auth/terminus":"dist/terminus/index.js"} ' +
+        'function function function',
+    );
     const required = runNode(
-      `const m = require('nestjs-platform-auth'); const t = require('nestjs-platform-auth/testing');
-       console.log(typeof m.PlatformAuthModule, typeof t.createTestCredentials);`,
+      `const out = {}; for (const entry of ${entries}) { const path = require.resolve(entry); out[entry] = path.slice(path.indexOf('/dist/') + 1); }
+       const m = require('nestjs-platform-auth'); const t = require('nestjs-platform-auth/testing');
+       console.log(JSON.stringify(out), typeof m.PlatformAuthModule, typeof m.platformAuthConfig, typeof t.createTestCredentials);`,
       'commonjs',
     );
-    expect(required.trim()).toBe('function function');
+    expect(required.trim()).toBe(
+      '{"nestjs-platform-auth":"dist/cjs/index.js","nestjs-platform-auth/testing":"dist/cjs/testing/index.js",' +
+        '"nestjs-platform-auth/user":"dist/cjs/user/index.js","nestjs-platform-auth/terminus":"dist/cjs/terminus/index.js"} ' +
+        'function function function',
+    );
+  });
+
+  it('exports the same names from the CommonJS build as from the ES module build', () => {
+    const entries = JSON.stringify(subpaths());
+    const imported = runNode(
+      `const out = {}; for (const entry of ${entries}) out[entry] = Object.keys(await import(entry)).sort();
+       console.log(JSON.stringify(out));`,
+      'module',
+    );
+    const required = runNode(
+      `const out = {}; for (const entry of ${entries}) out[entry] = Object.keys(require(entry)).sort();
+       console.log(JSON.stringify(out));`,
+      'commonjs',
+    );
+    expect(JSON.parse(required)).toEqual(JSON.parse(imported));
+  });
+
+  it('the CommonJS build loads no ES module: jose and oauth4webapi are inlined, optional peers are require()d', () => {
+    const cjs = join(packageDir, 'dist/cjs');
+    const files = builtFiles(cjs).filter((file) => file.endsWith('.js'));
+    const problems: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      const name = file.slice(cjs.length + 1);
+      if (/\bimport\(/.test(text)) problems.push(`${name}: import()`);
+      for (const match of text.matchAll(/\brequire\("([^"]+)"\)/g)) {
+        const specifier = match[1];
+        if (specifier === 'jose' || specifier === 'oauth4webapi') problems.push(`${name}: require("${specifier}")`);
+      }
+    }
+    expect(problems).toEqual([]);
+    // The inlined packages name their version and licence, which ships beside them.
+    for (const vendored of ['jose', 'oauth4webapi']) {
+      const { version } = JSON.parse(readFileSync(join(root, 'node_modules', vendored, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      expect(readFileSync(join(cjs, 'vendor', `${vendored}.js`), 'utf8').split('\n', 1)[0]).toBe(
+        `/*! ${vendored} ${version} | MIT licence: ./${vendored}.LICENSE.md */`,
+      );
+      expect(readFileSync(join(cjs, 'vendor', `${vendored}.LICENSE.md`), 'utf8')).toMatch(/MIT License/);
+    }
   });
 
   it('exports exactly the public API: a new or removed name must be a deliberate change to the snapshot', () => {
     const names = runNode(
-      `const out = {}; for (const entry of ['nestjs-platform-auth', 'nestjs-platform-auth/testing', 'nestjs-platform-auth/user', 'nestjs-platform-auth/terminus']) out[entry] = Object.keys(await import(entry)).sort();
+      `const out = {}; for (const entry of ${JSON.stringify(subpaths())}) out[entry] = Object.keys(await import(entry)).sort();
        console.log(JSON.stringify(out));`,
       'module',
     );
@@ -112,5 +203,106 @@ describe('the published package', () => {
       }
     }
     expect(undeclared).toEqual([]);
+  });
+
+  /*
+   * One process that loads both builds, as an app does when it imports the package and a CommonJS library it uses
+   * require()s it: the module comes from one build, the classes a service injects from the other.
+   */
+  describe.concurrent.each([
+    { first: 'esm', module: 'esm' },
+    { first: 'esm', module: 'cjs' },
+    { first: 'cjs', module: 'esm' },
+    { first: 'cjs', module: 'cjs' },
+  ])('with both builds loaded ($first first), the module from the $module build', ({ first, module }) => {
+    it("injects its services into a class written against the other build's classes, and errors match", async () => {
+      const other = module === 'esm' ? 'cjs' : 'esm';
+      const output = await runNodeAsync(
+        `
+        import 'reflect-metadata';
+        import { createRequire } from 'node:module';
+        import { Injectable, Module } from '@nestjs/common';
+        import { NestFactory } from '@nestjs/core';
+        import { TerminusModule } from '@nestjs/terminus';
+        import { firstValueFrom } from 'rxjs';
+        const require = createRequire(process.cwd() + '/package.json');
+        const builds = {};
+        for (const format of ${JSON.stringify(first === 'esm' ? ['esm', 'cjs'] : ['cjs', 'esm'])}) {
+          const load = async (entry) => (format === 'esm' ? import(entry) : require(entry));
+          builds[format] = {
+            main: await load('nestjs-platform-auth'),
+            testing: await load('nestjs-platform-auth/testing'),
+            terminus: await load('nestjs-platform-auth/terminus'),
+            user: await load('nestjs-platform-auth/user'),
+          };
+        }
+        const provider = builds.${module};
+        const consumer = builds.${other};
+
+        class Billing {
+          constructor(tokens, http, httpByToken, named, health, userAuth) {
+            Object.assign(this, { tokens, http, httpByToken, named, health, userAuth });
+          }
+        }
+        Injectable()(Billing);
+        Reflect.defineMetadata('design:paramtypes', [consumer.main.TokenProvider, consumer.main.PlatformHttpService,
+          Object, Object, consumer.terminus.PlatformAuthHealthIndicator, consumer.user.PlatformUserAuth], Billing);
+        consumer.main.InjectPlatformHttpService()(Billing, undefined, 2);
+        consumer.main.InjectTokenProvider('billing')(Billing, undefined, 3);
+
+        const platform = await provider.testing.PlatformEmulator.start();
+        const integration = await platform.createIntegration();
+        platform.registerUserClient({ clientId: 'web-app', redirectUris: ['http://127.0.0.1:9/callback'] });
+        class AppModule {}
+        Module({
+          imports: [
+            TerminusModule,
+            provider.main.PlatformAuthModule.forRoot(integration.moduleOptions),
+            provider.main.PlatformAuthModule.forRoot({ name: 'billing', ...integration.moduleOptions }),
+            provider.user.PlatformUserAuthModule.forRoot({ baseUrl: platform.url, clientId: 'web-app',
+              redirectUri: 'http://127.0.0.1:9/callback', stateSecret: 'uP4g0cF8vJm2Qx7Rz1Kd9Wn3Ys6Tb5Ha' }),
+          ],
+          providers: [Billing, consumer.terminus.PlatformAuthHealthIndicator],
+        })(AppModule);
+        const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+        const billing = app.get(Billing);
+        const response = await firstValueFrom(billing.http.get('/api/billing'));
+        const health = await billing.health.isHealthy('platform-auth');
+        const { url } = await billing.userAuth.createAuthorizationRequest();
+        platform.injectFault({ kind: 'status', status: 400, body: { error: 'invalid_client' } });
+        const error = await billing.named.getAccessToken().catch((caught) => caught);
+        console.log(JSON.stringify({
+          twoBuilds: consumer.main.TokenProvider !== provider.main.TokenProvider,
+          call: response.status,
+          sameHttpService: billing.httpByToken === billing.http,
+          namedIsItsOwn: billing.named !== billing.tokens,
+          health: health['platform-auth'].status,
+          userSignIn: new URL(url).pathname,
+          error: {
+            instanceOfTheOtherBuildsClass: error instanceof consumer.main.TokenExchangeError,
+            isTokenExchangeError: consumer.main.isTokenExchangeError(error),
+            instanceOfTheOtherBuildsBase: error instanceof consumer.main.PlatformAuthError,
+            instanceOfAnotherClass: error instanceof consumer.main.PlatformAuthConfigError,
+          },
+        }));
+        await app.close();
+        await platform.close();
+        `,
+      );
+      expect(JSON.parse(output.trim().split('\n').at(-1)!)).toEqual({
+        twoBuilds: true,
+        call: 200,
+        sameHttpService: true,
+        namedIsItsOwn: true,
+        health: 'up',
+        userSignIn: '/loginservice/connect/authorize',
+        error: {
+          instanceOfTheOtherBuildsClass: true,
+          isTokenExchangeError: true,
+          instanceOfTheOtherBuildsBase: true,
+          instanceOfAnotherClass: false,
+        },
+      });
+    });
   });
 });

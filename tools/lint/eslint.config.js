@@ -7,7 +7,17 @@ import tseslint from 'typescript-eslint';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 export default tseslint.config(
-  { basePath: root, ignores: ['**/dist/**', '**/node_modules/**', 'bench/results/**', 'coverage/**', 'tools/**'] },
+  {
+    basePath: root,
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      'bench/results/**',
+      'coverage/**',
+      'tools/**',
+      'test/fixtures/apps/**',
+    ],
+  },
   {
     basePath: root,
     files: ['**/*.ts'],
