@@ -1,25 +1,28 @@
 import { trace } from '@opentelemetry/api';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TELEMETRY_ATTRIBUTES as ATTR, TELEMETRY_NAMES } from '../../lib/telemetry/telemetry.events.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
 import { startPlatformFixture, type PlatformFixture } from '../support/platform-fixture.js';
+import { signIn, startUserFixture } from '../user/user-test-kit.js';
 
 /*
  * What an app with the OpenTelemetry Node SDK sees: the AsyncLocalStorage context manager and the real HTTP
- * instrumentation, which makes a CLIENT span for every outgoing request (the token POSTs and the API calls) and a
- * SERVER span for every request the emulator receives in this process.
+ * instrumentations: `http`'s makes a CLIENT span for every outgoing request (the token POSTs and the API calls) and a
+ * SERVER span for every request the emulator receives in this process; undici's a CLIENT span for every `fetch`
+ * (user sign-in's token requests, made by oauth4webapi).
  */
 let otel: OtelMemory;
-let instrumentation: HttpInstrumentation;
+let instrumentations: { disable(): void }[];
 beforeAll(() => {
   otel = installOtelMemory();
-  instrumentation = new HttpInstrumentation();
+  instrumentations = [new HttpInstrumentation(), new UndiciInstrumentation()];
 });
 afterAll(async () => {
-  instrumentation.disable();
+  for (const instrumentation of instrumentations) instrumentation.disable();
   await otel.close();
 });
 
@@ -121,5 +124,45 @@ describe('tracing with the HTTP instrumentation', () => {
       [ATTR.statusCode]: 401,
     });
     expect(reauthentication.status.code).toBe(2);
+  });
+});
+
+describe('tracing user sign-in with the fetch (undici) instrumentation', () => {
+  it('gives the code exchange and the refresh a span each, parent of their token request', async () => {
+    const fx = await startUserFixture();
+    try {
+      const { url, transaction } = await fx.auth.createAuthorizationRequest();
+      const callback = await signIn(fx.platform, url);
+      otel.spans.reset();
+      const tokens = await asCaller(() => fx.auth.completeAuthorization(callback, transaction));
+      await asCaller(() => fx.auth.refresh(tokens.refreshToken!));
+      const refused = await asCaller(() => fx.auth.refresh('not-a-refresh-token')).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ reason: 'invalid_grant' });
+
+      const [codeExchange] = named(TELEMETRY_NAMES.userCodeExchangeSpan);
+      const [refresh, failedRefresh] = named(TELEMETRY_NAMES.userRefreshSpan);
+      const callers = named('caller').map(idOf);
+      expect([codeExchange, refresh, failedRefresh].map(parentOf)).toEqual(callers);
+      expect(codeExchange.kind).toBe(0);
+      expect(codeExchange.attributes).toEqual({
+        [ATTR.serverAddress]: '127.0.0.1',
+        [ATTR.userGrantType]: 'authorization_code',
+        [ATTR.outcome]: 'success',
+      });
+      expect(refresh.attributes).toMatchObject({ [ATTR.userGrantType]: 'refresh_token', [ATTR.outcome]: 'success' });
+      expect(failedRefresh.attributes).toMatchObject({
+        [ATTR.outcome]: 'failure',
+        [ATTR.errorType]: 'invalid_grant',
+        [ATTR.statusCode]: 400,
+      });
+      expect(failedRefresh.status.code).toBe(2);
+      // Each token request (a fetch) is a CLIENT span under its own sign-in span.
+      const posts = clientSpans('POST');
+      expect(posts.map(parentOf).sort()).toEqual([codeExchange, refresh, failedRefresh].map(idOf).sort());
+      const rendered = JSON.stringify(spans().map((span) => span.attributes));
+      for (const secret of [tokens.accessToken, tokens.refreshToken!]) expect(rendered).not.toContain(secret);
+    } finally {
+      await fx.close();
+    }
   });
 });
