@@ -75,7 +75,8 @@ export class PlatformAuthHealthIndicator {
 
 function unknownIntegration(name: string, registered: readonly string[]): string {
   const asked = PRINTABLE_NAME.test(name) ? `'${name}'` : 'of that name';
-  const known = registered.length === 0 ? 'none (import PlatformAuthModule)' : registered.map((n) => `'${n}'`).join(', ');
+  const known =
+    registered.length === 0 ? 'none (import PlatformAuthModule)' : registered.map((n) => `'${n}'`).join(', ');
   return `no integration ${asked} is registered in this application; registered integrations: ${known}`;
 }
 

@@ -4,9 +4,9 @@ import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   PlatformAuthModule,
-  PlatformHttpService,
   getPlatformHttpServiceToken,
   getTokenProviderToken,
+  type PlatformHttpService,
   type TokenProvider,
 } from 'nestjs-platform-auth';
 import { runCli as runCliProgram } from '../../lib/cli/cli.program.js';

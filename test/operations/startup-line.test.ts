@@ -1,7 +1,7 @@
 import { X509Certificate, randomBytes } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PlatformAuthModule, TokenProvider, getTokenProviderToken } from 'nestjs-platform-auth';
+import { PlatformAuthModule, getTokenProviderToken, type TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator, createTestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { startupLine } from '../../lib/platform-auth.startup-line.js';

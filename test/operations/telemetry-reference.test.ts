@@ -6,10 +6,10 @@ import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   PlatformAuthModule,
-  PlatformHttpService,
   TokenExchangeError,
   getPlatformHttpServiceToken,
   getTokenProviderToken,
+  type PlatformHttpService,
   type TokenProvider,
 } from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
@@ -148,7 +148,7 @@ function emittedMetrics(collected: Map<string, MetricData>): Emitted['metrics'] 
   for (const [name, metric] of collected) {
     const attributes = new Set(metric.dataPoints.flatMap((point) => Object.keys(point.attributes)));
     metrics.set(name, {
-      instrument: INSTRUMENT_OF[metric.dataPointType] ?? metric.dataPointType,
+      instrument: INSTRUMENT_OF[metric.dataPointType] ?? `data points of type ${metric.dataPointType}`,
       unit: metric.descriptor.unit,
       attributes,
     });

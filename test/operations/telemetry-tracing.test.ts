@@ -1,4 +1,4 @@
-import { trace } from '@opentelemetry/api';
+import { SpanKind, trace } from '@opentelemetry/api';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -54,7 +54,7 @@ function spans(): ReadableSpan[] {
 }
 const named = (name: string) => spans().filter((span) => span.name === name);
 /** The outgoing HTTP requests of the process, by method (the instrumentation names CLIENT spans by method). */
-const clientSpans = (method: string) => spans().filter((span) => span.kind === 2 && span.name === method);
+const clientSpans = (method: string) => spans().filter((span) => span.kind === SpanKind.CLIENT && span.name === method);
 const idOf = (span: ReadableSpan) => span.spanContext().spanId;
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
@@ -66,7 +66,7 @@ describe('tracing with the HTTP instrumentation', () => {
 
     const [caller] = named('caller');
     const [exchange] = named(TELEMETRY_NAMES.exchangeSpan);
-    expect(exchange.kind).toBe(0); // INTERNAL: the HTTP attempts are the CLIENT spans
+    expect(exchange.kind).toBe(SpanKind.INTERNAL); // the HTTP attempts are the CLIENT spans
     expect(parentOf(exchange)).toBe(idOf(caller));
     expect(exchange.attributes).toMatchObject({ [ATTR.attempts]: 2, [ATTR.outcome]: 'success' });
     const posts = clientSpans('POST');
@@ -101,7 +101,7 @@ describe('tracing with the HTTP instrumentation', () => {
     const [refused, resent] = clientSpans('GET');
     expect(refused.attributes['http.response.status_code']).toBe(401);
     expect(parentOf(refused)).toBe(idOf(caller));
-    expect(reauthentication.kind).toBe(0);
+    expect(reauthentication.kind).toBe(SpanKind.INTERNAL);
     expect(parentOf(reauthentication)).toBe(idOf(caller));
     expect(reauthentication.attributes).toMatchObject({ [ATTR.outcome]: 'success', [ATTR.statusCode]: 200 });
     expect(parentOf(exchange)).toBe(idOf(reauthentication));
@@ -143,7 +143,7 @@ describe('tracing user sign-in with the fetch (undici) instrumentation', () => {
       const [refresh, failedRefresh] = named(TELEMETRY_NAMES.userRefreshSpan);
       const callers = named('caller').map(idOf);
       expect([codeExchange, refresh, failedRefresh].map(parentOf)).toEqual(callers);
-      expect(codeExchange.kind).toBe(0);
+      expect(codeExchange.kind).toBe(SpanKind.INTERNAL);
       expect(codeExchange.attributes).toEqual({
         [ATTR.serverAddress]: '127.0.0.1',
         [ATTR.userGrantType]: 'authorization_code',
