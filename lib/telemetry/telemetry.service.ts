@@ -112,10 +112,6 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     return new PlatformAuthTelemetry({ integration }, clock);
   }
 
-  get integration(): string {
-    return this.identity.integration;
-  }
-
   /** Where the time-to-expiry gauges read from; set once the token cache and the credentials exist. */
   observe(sources: TelemetryGaugeSources): void {
     this.gaugeSources = sources;
