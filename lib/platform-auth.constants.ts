@@ -4,8 +4,12 @@
  */
 export const PLATFORM_AUTH_HTTP_SERVICE: unique symbol = Symbol.for('nestjs-platform-auth.PLATFORM_AUTH_HTTP_SERVICE');
 
-/** Injection token of the integration's name (`default` without `name`). */
-export const PLATFORM_AUTH_INTEGRATION = Symbol('PLATFORM_AUTH_INTEGRATION');
+/**
+ * Injection token of the integration's name (`default` without `name`); every integration's module provides it, so
+ * the health indicator finds an application's integrations by it. From the global symbol registry, so the ES module
+ * and CommonJS builds agree on it when both are loaded.
+ */
+export const PLATFORM_AUTH_INTEGRATION: unique symbol = Symbol.for('nestjs-platform-auth.PLATFORM_AUTH_INTEGRATION');
 /** Injection token of the logger the module's parts write to: `options.logger`, else Nest's `Logger`. Internal. */
 export const PLATFORM_AUTH_LOGGER = Symbol('PLATFORM_AUTH_LOGGER');
 

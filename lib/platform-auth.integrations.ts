@@ -64,15 +64,6 @@ export function getAssertionSignerToken(name?: string): Abstract<unknown> {
   return namedToken('AssertionSigner', integration);
 }
 
-/**
- * The `TokenProvider` token of an integration some module registers, or `undefined`: for lookups at run time with a
- * name that may come from outside, which must not grow the memoised tokens.
- */
-export function registeredTokenProviderToken(name: string): Abstract<unknown> | undefined {
-  const integration = integrationName(name);
-  return registeredNames.has(integration) ? namedToken('TokenProvider', integration) : undefined;
-}
-
 /** Injects the authenticated `PlatformHttpService` of the default integration, or of the named one. */
 export const InjectPlatformHttpService = (name?: string): ParameterDecorator & PropertyDecorator =>
   Inject(getPlatformHttpServiceToken(name));

@@ -56,9 +56,13 @@ async function createRuntime(
   }
   for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
   const telemetry = await PlatformAuthTelemetry.load(
-    integrationHash(config.tokenUrl, config.machineId),
+    {
+      integration: integrationHash(config.tokenUrl, config.machineId),
+      name: integration === DEFAULT_INTEGRATION ? undefined : integration,
+      serverAddress: new URL(config.tokenUrl).hostname,
+      logger,
+    },
     clock,
-    integration === DEFAULT_INTEGRATION ? undefined : integration,
   );
   return wirePlatformAuth({ config, integration, clock, logger, telemetry });
 }

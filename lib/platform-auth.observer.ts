@@ -3,8 +3,11 @@
  * interface; the composition root plugs the telemetry in (or nothing), so no layer imports the telemetry folder.
  */
 export interface PlatformAuthObserver {
-  /** A 401 from the platform made the interceptor drop the token and re-send with a fresh one. */
-  reauthenticated(): void;
+  /**
+   * A 401 from the platform made the interceptor drop the token; `resend` renews it and sends the request again.
+   * Resolves or rejects as `resend` does (telemetry traces it on the caller's trace).
+   */
+  reauthenticate<T extends { readonly status: number }>(resend: () => Promise<T>): Promise<T>;
   credentialsChanged(outcome: CredentialChangeOutcome): void;
   certificateExpiring(daysLeft: number): void;
   storeLock(outcome: StoreLockOutcome): void;

@@ -16,6 +16,7 @@ import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/tel
 import { TokenStoreHost } from './store/token-store.host.js';
 import { createPlatformAuthInterceptor, type PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
+import { startupLine } from './platform-auth.startup-line.js';
 
 export interface PlatformAuthWiringInput {
   readonly config: ResolvedPlatformAuthConfig;
@@ -40,6 +41,7 @@ export class PlatformAuthRuntime {
   readonly #shutdown = new AbortController();
   readonly #parts: {
     readonly startupCheck: ResolvedPlatformAuthConfig['startupCheck'];
+    readonly startupLine: string;
     readonly logger: LoggerService;
     readonly telemetry: PlatformAuthTelemetry;
     readonly watch: CredentialsWatch;
@@ -142,6 +144,7 @@ export class PlatformAuthRuntime {
     });
     this.#parts = {
       startupCheck: config.startupCheck,
+      startupLine: startupLine(config, integration, clock.now()),
       logger,
       telemetry,
       watch,
@@ -152,8 +155,9 @@ export class PlatformAuthRuntime {
     };
   }
 
-  /** Connects the shared store before the first token is wanted, and starts the credential watch. */
+  /** Says what was configured, connects the shared store before the first token is wanted, starts the watch. */
   async onModuleInit(): Promise<void> {
+    this.#parts.logger.log(this.#parts.startupLine);
     await this.#parts.store?.connect();
     this.#parts.watch.start();
   }

@@ -20,10 +20,12 @@ export interface OptionSpec {
   /** Shown in help: `--out DIR`. */
   readonly placeholder?: string;
   readonly description: string;
+  /** A string option that may be given more than once; its values come in order (see {@link stringOptions}). */
+  readonly multiple?: boolean;
 }
 
 export interface CommandContext {
-  readonly options: Readonly<Record<string, string | boolean | undefined>>;
+  readonly options: Readonly<Record<string, string | boolean | readonly (string | boolean)[] | undefined>>;
   readonly positionals: readonly string[];
   readonly out: Output;
   readonly env: Env;
@@ -64,6 +66,13 @@ export class CommandFailure extends Error {
 export function stringOption(context: CommandContext, name: string): string | undefined {
   const value = context.options[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** Every value of a repeatable option, in the order given. */
+export function stringOptions(context: CommandContext, name: string): readonly string[] {
+  const value = context.options[name];
+  const values = Array.isArray(value) ? value : [value];
+  return values.filter((each): each is string => typeof each === 'string');
 }
 
 export function flag(context: CommandContext, name: string): boolean {

@@ -103,10 +103,10 @@ function parseCommandLine(command: Command, args: readonly string[]) {
   const options = Object.fromEntries(
     Object.entries(specs).map(([name, spec]) => [
       name,
-      name === 'help' ? { type: spec.type, short: 'h' } : { type: spec.type },
+      name === 'help' ? { type: spec.type, short: 'h' } : { type: spec.type, multiple: spec.multiple === true },
     ]),
   );
-  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  let parsed: { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
   try {
     parsed = parseArgs({ args: joinNegativeValues(args, specs), options, strict: true, allowPositionals: true });
   } catch (error) {

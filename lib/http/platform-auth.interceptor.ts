@@ -56,7 +56,7 @@ type PreparedAdapter = AxiosAdapter & { [mark: symbol]: Prepared | undefined };
 export let createPlatformAuthInterceptor: (
   tokens: TokenProvider,
   allowedOrigins: ReadonlySet<string>,
-  observer: Pick<PlatformAuthObserver, 'reauthenticated'>,
+  observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
 ) => { readonly interceptor: PlatformAuthInterceptor; readonly detachAll: () => void };
 
 /**
@@ -88,7 +88,7 @@ export class PlatformAuthInterceptor {
   private constructor(
     private readonly tokens: TokenProvider,
     private readonly allowedOrigins: ReadonlySet<string>,
-    private readonly observer: Pick<PlatformAuthObserver, 'reauthenticated'>,
+    private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
   ) {
     this.allowedPrefixes = [...allowedOrigins].map((origin) => `${origin}/`);
     this.clearTextAllowed = [...allowedOrigins].some((origin) => origin.startsWith('http:'));
@@ -236,21 +236,22 @@ export class PlatformAuthInterceptor {
     return this.leaving(response, [token]);
   }
 
-  private async resend(
+  private resend(
     adapter: AxiosAdapter,
     config: InternalAxiosRequestConfig,
     prepared: Prepared,
     sent: string,
   ): Promise<AxiosResponse> {
     this.tokens.invalidate(sent);
-    this.observer.reauthenticated();
-    const fresh = await this.tokens.getAccessToken();
-    this.setToken(config, prepared, fresh);
-    try {
-      return this.leaving(await adapter(config), [sent, fresh]);
-    } catch (error) {
-      throw this.redacted(error, [sent, fresh]);
-    }
+    return this.observer.reauthenticate(async () => {
+      const fresh = await this.tokens.getAccessToken();
+      this.setToken(config, prepared, fresh);
+      try {
+        return this.leaving(await adapter(config), [sent, fresh]);
+      } catch (error) {
+        throw this.redacted(error, [sent, fresh]);
+      }
+    });
   }
 
   private setToken(config: InternalAxiosRequestConfig, prepared: Prepared, token: string): void {

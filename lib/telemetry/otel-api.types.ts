@@ -38,15 +38,40 @@ export interface OtelSpan {
   end(endTime?: number): void;
 }
 
+/** An OpenTelemetry `Context`: opaque here, only handed back to the API. */
+export type OtelContext = object;
+
 export interface OtelTracer {
-  startSpan(name: string, options?: { kind?: number; attributes?: OtelAttributes; startTime?: number }): OtelSpan;
+  startSpan(
+    name: string,
+    options?: { kind?: number; attributes?: OtelAttributes; startTime?: number },
+    context?: OtelContext,
+  ): OtelSpan;
 }
 
 export interface OtelApi {
   metrics: { getMeter(name: string, version?: string): OtelMeter };
-  trace: { getTracer(name: string, version?: string): OtelTracer };
+  trace: {
+    getTracer(name: string, version?: string): OtelTracer;
+    setSpan(context: OtelContext, span: OtelSpan): OtelContext;
+  };
+  context: {
+    active(): OtelContext;
+    with<T>(context: OtelContext, fn: () => T): T;
+  };
 }
 
-/** `SpanStatusCode.ERROR` and `SpanKind.CLIENT` of the API; stable numbers since 1.0. */
+/**
+ * `SpanStatusCode.ERROR` and `SpanKind.INTERNAL` of the API; stable numbers since 1.0. Our spans are INTERNAL: the
+ * HTTP requests inside them are the CLIENT spans, made by the app's HTTP instrumentation.
+ */
 export const OTEL_SPAN_STATUS_ERROR = 2;
-export const OTEL_SPAN_KIND_CLIENT = 2;
+export const OTEL_SPAN_KIND_INTERNAL = 0;
+
+/** Loads `@opentelemetry/api` when it is installed, `undefined` when it is not. */
+export function loadOtelApi(): Promise<OtelApi | undefined> {
+  return import('@opentelemetry/api').then(
+    (module) => module as unknown as OtelApi,
+    () => undefined,
+  );
+}

@@ -8,7 +8,11 @@ import type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth
  */
 export const PLATFORM_AUTH_DIAGNOSTICS_CHANNEL = 'nestjs-platform-auth';
 
-/** Names of the OpenTelemetry instruments, span and attributes (documented in docs/operations.md). */
+/**
+ * Names of the OpenTelemetry meter, instruments, spans and attributes (the table in docs/operations.md lists them,
+ * and a test checks it against what is emitted). Every attribute is an OpenTelemetry semantic-convention name or
+ * starts with `platform_auth.`.
+ */
 export const TELEMETRY_NAMES = {
   meter: 'nestjs-platform-auth',
   exchanges: 'platform_auth.token.exchanges',
@@ -18,10 +22,33 @@ export const TELEMETRY_NAMES = {
   reauthentications: 'platform_auth.reauthentications',
   storeLock: 'platform_auth.store.lock',
   credentialChanges: 'platform_auth.credentials.changes',
+  userTokenRequests: 'platform_auth.user.token_requests',
+  userTokenRequestDuration: 'platform_auth.user.token_request.duration',
   exchangeSpan: 'platform_auth.token_exchange',
-  integrationAttribute: 'platform_auth.integration',
+  reauthenticationSpan: 'platform_auth.reauthentication',
+  userCodeExchangeSpan: 'platform_auth.user.code_exchange',
+  userRefreshSpan: 'platform_auth.user.refresh',
+} as const;
+
+/** Attribute keys: OpenTelemetry's own where one exists, `platform_auth.*` otherwise. */
+export const TELEMETRY_ATTRIBUTES = {
+  /** A hash of the token URL and machineId (see {@link integrationHash}); on everything an integration emits. */
+  integration: 'platform_auth.integration',
   /** Only for a named integration (`forRoot({ name })`): the name the app gave it, which is not secret. */
-  integrationNameAttribute: 'platform_auth.integration.name',
+  integrationName: 'platform_auth.integration.name',
+  /** `success` or `failure`. */
+  outcome: 'platform_auth.outcome',
+  /** HTTP attempts one token exchange made. */
+  attempts: 'platform_auth.exchange.attempts',
+  storeLockOutcome: 'platform_auth.store.lock.outcome',
+  credentialsOutcome: 'platform_auth.credentials.outcome',
+  /** `authorization_code` or `refresh_token`. */
+  userGrantType: 'platform_auth.user.grant_type',
+  /** Why it failed (a `TokenExchangeError` or `UserAuthError` reason); only on failures. */
+  errorType: 'error.type',
+  statusCode: 'http.response.status_code',
+  /** The host of the token endpoint. */
+  serverAddress: 'server.address',
 } as const;
 
 export type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';

@@ -1,20 +1,25 @@
 import { channel } from 'node:diagnostics_channel';
+import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import type { TokenSource } from '../token/token.cache.js';
+import type { ExchangeOutcome, TokenSource } from '../token/token.cache.js';
 import {
-  OTEL_SPAN_KIND_CLIENT,
+  OTEL_SPAN_KIND_INTERNAL,
   OTEL_SPAN_STATUS_ERROR,
+  loadOtelApi,
   type OtelApi,
+  type OtelAttributes,
   type OtelCounter,
   type OtelHistogram,
   type OtelObservableGauge,
   type OtelObservableResult,
+  type OtelSpan,
   type OtelTracer,
 } from './otel-api.types.js';
 import {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
+  TELEMETRY_ATTRIBUTES as ATTR,
   TELEMETRY_NAMES as NAMES,
   type CredentialChangeOutcome,
   type PlatformAuthDiagnosticsEventBody,
@@ -27,26 +32,31 @@ export interface TelemetryGaugeSources {
   certificateNotAfterMs(): number | undefined;
 }
 
+/** Who the telemetry speaks for. Nothing here is secret: the machineId only ever appears hashed. */
+export interface TelemetryIdentity {
+  /** {@link integrationHash} of the token URL and machineId. */
+  readonly integration: string;
+  /** The name of a named integration; absent for the default one. */
+  readonly name?: string;
+  /** The token endpoint's host (`server.address`). */
+  readonly serverAddress?: string;
+  /** Where each exchange is described at `debug` level. */
+  readonly logger?: LoggerService;
+}
+
 export interface ExchangeResult {
   readonly ok: boolean;
   /** `signing_failed`: no request was made, the assertion could not be signed. */
   readonly reason?: TokenExchangeFailure | 'signing_failed';
   readonly status?: number;
   readonly attempts: number;
+  /** For a success: the token's lifetime, from the platform's `expires_in`. */
+  readonly lifetimeSeconds?: number;
 }
 
-/** What one exchange resolves with (the token cache's `ExchangeOutcome`, seen structurally). */
-export type ObservedOutcome =
-  | { readonly ok: true; readonly attempts: number }
-  | {
-      readonly ok: false;
-      readonly error: { readonly reason: TokenExchangeFailure; readonly status?: number; readonly attempts: number };
-    };
-
-/** Ends what {@link PlatformAuthTelemetry.exchangeStarted} began; returns the duration in ms. */
-export type ExchangeRecorder = (result: ExchangeResult) => number;
-
+/** A counter or histogram with the unit OpenTelemetry expects, and what it counts. */
 interface Instruments {
+  readonly api: OtelApi;
   readonly tracer: OtelTracer;
   readonly exchanges: OtelCounter;
   readonly exchangeDuration: OtelHistogram;
@@ -62,37 +72,44 @@ const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
  * Metrics, one span per exchange, and the same events on a diagnostics channel. OpenTelemetry is used only when
  * `@opentelemetry/api` can be imported; without it every method still publishes to the channel and costs nothing
  * else. Register your SDK's providers before the Nest app starts: instruments are created once, at start-up.
+ *
+ * The exchange span is the active context while the exchange runs, so the HTTP client spans of its attempts (from
+ * the app's HTTP instrumentation) are its children; the re-send after a 401 gets a span of its own on the caller's
+ * trace, around the renewal and the second request.
  */
 export class PlatformAuthTelemetry implements PlatformAuthObserver {
   private instruments?: Instruments;
+  /** On every span and data point: the integration, and its name when it has one. */
   private readonly attributes: Readonly<Record<string, string>>;
+  /** The exchange's: {@link attributes} and the token endpoint's host. */
+  private readonly exchangeAttributes: Readonly<Record<string, string>>;
   private gaugeSources?: TelemetryGaugeSources;
 
   private constructor(
-    readonly integration: string,
+    private readonly identity: TelemetryIdentity,
     private readonly clock: Clock,
-    name?: string,
   ) {
     this.attributes = {
-      [NAMES.integrationAttribute]: integration,
-      ...(name === undefined ? {} : { [NAMES.integrationNameAttribute]: name }),
+      [ATTR.integration]: identity.integration,
+      ...(identity.name === undefined ? {} : { [ATTR.integrationName]: identity.name }),
+    };
+    this.exchangeAttributes = {
+      ...this.attributes,
+      ...(identity.serverAddress === undefined ? {} : { [ATTR.serverAddress]: identity.serverAddress }),
     };
   }
 
   /** Loads `@opentelemetry/api` when it is installed; a channel-only instance when it is not. */
-  static async load(integration: string, clock: Clock, name?: string): Promise<PlatformAuthTelemetry> {
-    const telemetry = new PlatformAuthTelemetry(integration, clock, name);
-    const api = await import('@opentelemetry/api').then(
-      (module) => module as unknown as OtelApi,
-      () => undefined,
-    );
+  static async load(identity: TelemetryIdentity, clock: Clock): Promise<PlatformAuthTelemetry> {
+    const telemetry = new PlatformAuthTelemetry(identity, clock);
+    const api = await loadOtelApi();
     if (api) telemetry.instruments = telemetry.createInstruments(api);
     return telemetry;
   }
 
-  /** Telemetry that publishes on the diagnostics channel only, whatever is installed. */
+  /** Telemetry that publishes on the diagnostics channel only, whatever is installed, and logs nothing. */
   static channelOnly(integration: string, clock: Clock): PlatformAuthTelemetry {
-    return new PlatformAuthTelemetry(integration, clock);
+    return new PlatformAuthTelemetry({ integration }, clock);
   }
 
   /** Where the time-to-expiry gauges read from; set once the token cache and the credentials exist. */
@@ -105,74 +122,79 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     return this.instruments !== undefined;
   }
 
-  exchangeStarted(): ExchangeRecorder {
+  /**
+   * Runs one exchange inside its span (the active context, so the attempts' HTTP spans are its children), and
+   * counts, times, publishes and logs it.
+   */
+  async recordExchange<T extends ExchangeOutcome>(run: () => Promise<T>): Promise<T> {
     const startedAt = this.clock.now();
-    const span = this.instruments?.tracer.startSpan(NAMES.exchangeSpan, {
-      kind: OTEL_SPAN_KIND_CLIENT,
-      attributes: this.attributes,
-    });
     this.publish({ event: 'exchange:start' });
-    return (result) => {
-      const durationMs = Math.max(0, this.clock.now() - startedAt);
-      const outcome = result.ok ? 'success' : 'failure';
-      const metricAttributes = { ...this.attributes, outcome, reason: result.reason ?? 'none' };
-      this.instruments?.exchanges.add(1, metricAttributes);
-      this.instruments?.exchangeDuration.record(durationMs / 1000, metricAttributes);
-      if (span) {
-        span.setAttribute('platform_auth.attempts', result.attempts);
-        span.setAttribute('platform_auth.outcome', outcome);
-        if (result.status !== undefined) span.setAttribute('http.response.status_code', result.status);
-        if (!result.ok) {
-          span.setAttribute('error.type', result.reason ?? 'unknown');
-          span.setStatus({ code: OTEL_SPAN_STATUS_ERROR, message: result.reason });
-        }
-        span.end();
-      }
-      this.publish({
-        event: 'exchange:end',
-        outcome,
-        reason: result.reason,
-        status: result.status,
-        attempts: result.attempts,
-        durationSeconds: durationMs / 1000,
-      });
-      return durationMs;
-    };
-  }
-
-  /** Runs one exchange inside a span, counting and timing it. */
-  async recordExchange<T extends ObservedOutcome>(run: () => Promise<T>): Promise<T> {
-    const end = this.exchangeStarted();
+    const otel = this.instruments;
+    const span = otel?.tracer.startSpan(NAMES.exchangeSpan, {
+      kind: OTEL_SPAN_KIND_INTERNAL,
+      attributes: this.exchangeAttributes,
+    });
     let outcome: T;
     try {
-      outcome = await run();
+      outcome = await (otel && span ? inContext(otel.api, span, run) : run());
     } catch (error) {
       const reason = (error as { reason?: TokenExchangeFailure }).reason ?? 'signing_failed';
-      end({ ok: false, reason, attempts: 0 });
+      this.exchangeEnded(span, startedAt, { ok: false, reason, attempts: 0 });
       throw error;
     }
-    end(
+    this.exchangeEnded(
+      span,
+      startedAt,
       outcome.ok
-        ? { ok: true, attempts: outcome.attempts }
-        : { ok: false, reason: outcome.error.reason, status: outcome.error.status, attempts: outcome.error.attempts },
+        ? {
+            ok: true,
+            attempts: outcome.attempts,
+            lifetimeSeconds: Math.round((outcome.token.expiresAtMs - outcome.token.issuedAtMs) / 1000),
+          }
+        : {
+            ok: false,
+            reason: outcome.error.reason,
+            status: outcome.error.status,
+            attempts: outcome.error.attempts,
+          },
     );
     return outcome;
   }
 
-  /** A 401 from the platform made the interceptor drop the token and re-send with a fresh one. */
-  reauthenticated(): void {
-    this.instruments?.reauthentications.add(1, this.attributes);
+  /**
+   * A 401 from the platform: the interceptor drops the token and `resend` renews it and sends the request again,
+   * inside a span of its own on the caller's trace.
+   */
+  async reauthenticate<T extends { readonly status: number }>(resend: () => Promise<T>): Promise<T> {
     this.publish({ event: 'reauthentication' });
+    const otel = this.instruments;
+    if (!otel) return resend();
+    const span = otel.tracer.startSpan(NAMES.reauthenticationSpan, {
+      kind: OTEL_SPAN_KIND_INTERNAL,
+      attributes: this.attributes,
+    });
+    try {
+      const response = await inContext(otel.api, span, resend);
+      this.reauthenticationEnded(span, { status: response.status });
+      return response;
+    } catch (error) {
+      const status = (error as { response?: { status?: unknown } }).response?.status;
+      this.reauthenticationEnded(span, {
+        status: typeof status === 'number' ? status : undefined,
+        errorType: reauthenticationErrorType(error, status),
+      });
+      throw error;
+    }
   }
 
   /** For the shared token store: the outcome of one attempt to take its exchange lock. */
   storeLock(outcome: StoreLockOutcome): void {
-    this.instruments?.storeLock.add(1, { ...this.attributes, outcome });
+    this.instruments?.storeLock.add(1, { ...this.attributes, [ATTR.storeLockOutcome]: outcome });
     this.publish({ event: 'store:lock', outcome });
   }
 
   credentialsChanged(outcome: CredentialChangeOutcome): void {
-    this.instruments?.credentialChanges.add(1, { ...this.attributes, outcome });
+    this.instruments?.credentialChanges.add(1, { ...this.attributes, [ATTR.credentialsOutcome]: outcome });
     this.publish({ event: 'credentials', outcome });
   }
 
@@ -186,8 +208,61 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     this.instruments = undefined;
   }
 
+  private exchangeEnded(span: OtelSpan | undefined, startedAt: number, result: ExchangeResult): void {
+    const durationSeconds = Math.max(0, this.clock.now() - startedAt) / 1000;
+    const outcome = result.ok ? 'success' : 'failure';
+    const otel = this.instruments;
+    if (otel) {
+      const attributes: OtelAttributes = {
+        ...this.exchangeAttributes,
+        [ATTR.outcome]: outcome,
+        ...(result.ok ? {} : { [ATTR.errorType]: result.reason ?? '_OTHER' }),
+        ...(result.status === undefined ? {} : { [ATTR.statusCode]: result.status }),
+      };
+      otel.exchanges.add(1, attributes);
+      otel.exchangeDuration.record(durationSeconds, attributes);
+    }
+    if (span) {
+      span.setAttribute(ATTR.attempts, result.attempts);
+      span.setAttribute(ATTR.outcome, outcome);
+      if (result.status !== undefined) span.setAttribute(ATTR.statusCode, result.status);
+      if (!result.ok) {
+        span.setAttribute(ATTR.errorType, result.reason ?? '_OTHER');
+        span.setStatus({ code: OTEL_SPAN_STATUS_ERROR, message: result.reason });
+      }
+      span.end();
+    }
+    this.publish({
+      event: 'exchange:end',
+      outcome,
+      reason: result.reason,
+      status: result.status,
+      attempts: result.attempts,
+      durationSeconds,
+    });
+    this.identity.logger?.debug?.(describeExchange(result, durationSeconds));
+  }
+
+  private reauthenticationEnded(span: OtelSpan, end: { status?: number; errorType?: string }): void {
+    const otel = this.instruments;
+    const outcome = end.errorType === undefined ? 'success' : 'failure';
+    const attributes: OtelAttributes = {
+      ...this.attributes,
+      [ATTR.outcome]: outcome,
+      ...(end.errorType === undefined ? {} : { [ATTR.errorType]: end.errorType }),
+    };
+    otel?.reauthentications.add(1, attributes);
+    span.setAttribute(ATTR.outcome, outcome);
+    if (end.status !== undefined) span.setAttribute(ATTR.statusCode, end.status);
+    if (end.errorType !== undefined) {
+      span.setAttribute(ATTR.errorType, end.errorType);
+      span.setStatus({ code: OTEL_SPAN_STATUS_ERROR, message: end.errorType });
+    }
+    span.end();
+  }
+
   private publish(event: PlatformAuthDiagnosticsEventBody): void {
-    if (diagnostics.hasSubscribers) diagnostics.publish({ integration: this.integration, ...event });
+    if (diagnostics.hasSubscribers) diagnostics.publish({ integration: this.identity.integration, ...event });
   }
 
   private createInstruments(api: OtelApi): Instruments {
@@ -211,27 +286,60 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     ];
     for (const [gauge, callback] of gauges) gauge.addCallback(callback);
     return {
+      api,
       tracer: api.trace.getTracer(NAMES.meter),
-      exchanges: meter.createCounter(NAMES.exchanges, { description: 'Token exchanges, by outcome and reason' }),
+      exchanges: meter.createCounter(NAMES.exchanges, {
+        description: 'Token exchanges, by outcome; failures by error.type',
+        unit: '{exchange}',
+      }),
       exchangeDuration: meter.createHistogram(NAMES.exchangeDuration, {
         description: 'Duration of one token exchange, retries included',
         unit: 's',
       }),
       reauthentications: meter.createCounter(NAMES.reauthentications, {
-        description: 'Requests re-sent with a fresh token after a 401',
+        description: 'Requests re-sent with a fresh token after a 401, by outcome',
+        unit: '{request}',
       }),
       storeLock: meter.createCounter(NAMES.storeLock, {
         description: "Attempts to take the shared token store's exchange lock, by outcome",
+        unit: '{attempt}',
       }),
       credentialChanges: meter.createCounter(NAMES.credentialChanges, {
         description: 'Credential reloads and rotations, by outcome',
+        unit: '{change}',
       }),
       gauges,
     };
   }
 }
 
-/** `inner` with every exchange it makes counted, timed and traced. Applied by the composition root. */
+/** Runs `run` with `span` as the active span, so what it starts (HTTP client spans above all) nests under it. */
+export function inContext<T>(api: OtelApi, span: OtelSpan, run: () => Promise<T>): Promise<T> {
+  return api.context.with(api.trace.setSpan(api.context.active(), span), run);
+}
+
+/** The renewal failed (its `TokenExchangeError` reason), or the re-sent request did (its HTTP status). */
+function reauthenticationErrorType(error: unknown, status: unknown): string {
+  const reason = (error as { reason?: unknown }).reason;
+  if (typeof reason === 'string') return reason;
+  if (typeof status === 'number') return String(status);
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^[A-Z_]{2,40}$/.test(code) ? code : '_OTHER';
+}
+
+/** One exchange in one line, for `debug`: never the token, the assertion or the machineId. */
+function describeExchange(result: ExchangeResult, durationSeconds: number): string {
+  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${durationSeconds.toFixed(3)} s`;
+  if (result.ok) {
+    return result.attempts === 0
+      ? `Token taken from the shared token store (valid for ${result.lifetimeSeconds} s)`
+      : `Token exchange succeeded (${took}); the token is valid for ${result.lifetimeSeconds} s`;
+  }
+  const status = result.status === undefined ? '' : `, HTTP ${result.status}`;
+  return `Token exchange failed: ${result.reason}${status} (${took})`;
+}
+
+/** `inner` with every exchange it makes counted, timed, traced and logged. Applied by the composition root. */
 export function observedTokenSource(inner: TokenSource, telemetry: PlatformAuthTelemetry): TokenSource {
   return {
     exchange: (signal, policy) => telemetry.recordExchange(() => inner.exchange(signal, policy)),

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { ModuleRef, ModulesContainer } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { getTokenProviderToken, registeredTokenProviderToken } from '../platform-auth.integrations.js';
-import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { getTokenProviderToken } from '../platform-auth.integrations.js';
+import { PLATFORM_AUTH_INTEGRATION } from '../platform-auth.constants.js';
+import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
 
@@ -12,53 +13,71 @@ export interface PlatformAuthHealthOptions {
    * none is being fetched, through the provider's single flight, so probes never cause an exchange storm.
    */
   mode?: 'passive' | 'active';
-  /** A named integration (`forRoot({ name })`) to check instead of the default one. */
+  /**
+   * A named integration (`forRoot({ name })`) to check instead of the default one. A name this application does not
+   * register gives a down result (503) whose message lists the integrations it does register.
+   */
   integration?: string;
 }
 
+/** What an integration name looks like (see `forRoot({ name })`); anything else is not echoed back. */
+const PRINTABLE_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
+
 /**
  * A `@nestjs/terminus` health indicator for platform authentication. Down when there is no usable token and the
- * last exchange failed (or callers are in back-off), or when the certificate has expired. Its detail comes from
- * `status()`: never a token, assertion or PEM.
+ * last exchange failed (or callers are in back-off), when the certificate has expired, or when the integration asked
+ * about is not registered in this application. Its detail comes from `status()`: never a token, assertion or PEM.
  */
 @Injectable()
 export class PlatformAuthHealthIndicator {
   /**
    * Takes the token provider from the application, not from its own module's scope, so the indicator works in a
-   * health module of its own whether or not `PlatformAuthModule` is global.
+   * health module of its own whether or not `PlatformAuthModule` is global; and reads which integrations exist
+   * from this application's modules, so two applications in one process never see each other's.
    */
   constructor(
     private readonly health: HealthIndicatorService,
     private readonly moduleRef: ModuleRef,
+    private readonly modules: ModulesContainer,
   ) {}
 
   async isHealthy<const Key extends string = 'platform-auth'>(
     key: Key = 'platform-auth' as Key,
     options: PlatformAuthHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
-    const tokens =
-      options.integration === undefined
-        ? this.moduleRef.get<TokenProvider>(getTokenProviderToken(), { strict: false })
-        : this.namedTokens(options.integration);
+    const session = this.health.check(key);
+    const name = options.integration ?? DEFAULT_INTEGRATION;
+    const registered = this.registeredIntegrations();
+    if (!registered.includes(name)) {
+      return session.down({ message: unknownIntegration(name, registered), registeredIntegrations: registered });
+    }
+    const tokens = this.moduleRef.get<TokenProvider>(getTokenProviderToken(name), { strict: false });
     let status = tokens.status();
     if (options.mode === 'active' && status.state === 'none') {
       // A failure is recorded in status() and judged below like any other.
       await tokens.getAccessToken().catch(() => undefined);
       status = tokens.status();
     }
-    const session = this.health.check(key);
     const problem = healthProblem(status);
     return problem ? session.down({ message: problem, ...detail(status) }) : session.up(detail(status));
   }
 
-  private namedTokens(name: string): TokenProvider {
-    const token = registeredTokenProviderToken(name);
-    if (!token) {
-      const message = `no integration named '${name}' is registered (PlatformAuthModule.forRoot({ name }))`;
-      throw new PlatformAuthConfigError([{ option: 'integration', setting: 'integration', message }]);
+  /** The integrations this application's modules provide, in the order Nest registered them. */
+  private registeredIntegrations(): string[] {
+    const names: string[] = [];
+    for (const module of this.modules.values()) {
+      const name: unknown = module.providers.get(PLATFORM_AUTH_INTEGRATION)?.instance;
+      if (typeof name === 'string' && !names.includes(name)) names.push(name);
     }
-    return this.moduleRef.get<TokenProvider>(token, { strict: false });
+    return names;
   }
+}
+
+function unknownIntegration(name: string, registered: readonly string[]): string {
+  const asked = PRINTABLE_NAME.test(name) ? `'${name}'` : 'of that name';
+  const known =
+    registered.length === 0 ? 'none (import PlatformAuthModule)' : registered.map((n) => `'${n}'`).join(', ');
+  return `no integration ${asked} is registered in this application; registered integrations: ${known}`;
 }
 
 /** Why `status` is not healthy, or `undefined` when it is. */

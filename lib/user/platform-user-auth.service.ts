@@ -6,6 +6,7 @@ import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import { tokenEndpointFailure } from './user-token.errors.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
+import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
 
 export interface AuthorizationRequestOptions {
   /** Scopes for this sign-in instead of the configured ones. */
@@ -64,6 +65,7 @@ export class PlatformUserAuth {
   private readonly server: oauth.AuthorizationServer;
   private readonly client: oauth.Client;
   private readonly insecure: boolean;
+  private readonly telemetry: PlatformUserTelemetry;
 
   static {
     createPlatformUserAuth = (config, clock) => new PlatformUserAuth(config, clock);
@@ -81,6 +83,7 @@ export class PlatformUserAuth {
     this.client = { client_id: config.clientId };
     // Start-up validation allows http: only on loopback.
     this.insecure = config.tokenEndpoint.startsWith('http:');
+    this.telemetry = new PlatformUserTelemetry(config.tokenEndpoint, clock);
   }
 
   /** The authorize URL for a new sign-in, and the transaction the callback will need. */
@@ -133,6 +136,10 @@ export class PlatformUserAuth {
     }
     const tx = opened.value;
     const parameters = this.validateCallback(callbackUrl, tx);
+    return this.telemetry.record('authorization_code', () => this.exchangeCode(parameters, tx));
+  }
+
+  private async exchangeCode(parameters: URLSearchParams, tx: Transaction): Promise<UserTokens> {
     let response: Response;
     try {
       response = await oauth.authorizationCodeGrantRequest(
@@ -166,6 +173,10 @@ export class PlatformUserAuth {
   async refresh(refreshToken: string): Promise<UserTokens> {
     if (typeof refreshToken !== 'string' || refreshToken === '')
       throw new UserAuthError('Refresh failed: no refresh token was given', { reason: 'invalid_grant' });
+    return this.telemetry.record('refresh_token', () => this.refreshGrant(refreshToken));
+  }
+
+  private async refreshGrant(refreshToken: string): Promise<UserTokens> {
     try {
       const response = await oauth.refreshTokenGrantRequest(
         this.server,

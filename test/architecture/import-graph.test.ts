@@ -30,6 +30,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
     composition: [
       'platform-auth.configuration.ts',
       'platform-auth.wiring.ts',
+      'platform-auth.startup-line.ts',
       'platform-auth.module-definition.ts',
       'platform-auth.module.ts',
       'platform-auth.integrations.ts',

@@ -1,4 +1,4 @@
-import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
+import { Controller, Get, Module, type INestApplication, type ModuleMetadata, type Type } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -7,6 +7,7 @@ import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
 import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { blockContaining, importBlock, scratchProject } from '../support/docs-blocks.js';
 
 const DAY = 86_400_000;
 
@@ -168,8 +169,143 @@ describe('PlatformAuthHealthIndicator with named integrations', () => {
       info: { platform: { status: 'up', integration: 'default' } },
       error: { billing: { status: 'down', integration: 'billing', lastExchange: { ok: false } } },
     });
-    await expect(
-      app.get(PlatformAuthHealthIndicator).isHealthy('x', { integration: 'not-registered-anywhere' }),
-    ).rejects.toThrow(/no integration named 'not-registered-anywhere' is registered/);
+    const unknown = await app.get(PlatformAuthHealthIndicator).isHealthy('x', { integration: 'biling' });
+    expect(unknown).toEqual({
+      x: {
+        status: 'down',
+        message:
+          "no integration 'biling' is registered in this application; registered integrations: 'default', 'billing'",
+        registeredIntegrations: ['default', 'billing'],
+      },
+    });
+  });
+});
+
+describe('PlatformAuthHealthIndicator asked about an integration that is not registered', () => {
+  /** An app whose `/health` checks the integrations it is given, each under its own name. */
+  async function appChecking(
+    imports: ModuleMetadata['imports'],
+    checked: readonly (string | undefined)[],
+  ): Promise<INestApplication> {
+    @Controller()
+    class HealthController {
+      constructor(
+        private readonly health: HealthCheckService,
+        private readonly indicator: PlatformAuthHealthIndicator,
+      ) {}
+      @Get('health')
+      @HealthCheck()
+      check() {
+        return this.health.check(
+          checked.map((integration) => () => this.indicator.isHealthy(integration ?? 'platform', { integration })),
+        );
+      }
+    }
+    @Module({
+      imports: [TerminusModule.forRoot({ logger: false }), ...(imports ?? [])],
+      controllers: [HealthController],
+      providers: [PlatformAuthHealthIndicator],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    return app;
+  }
+
+  const apps: INestApplication[] = [];
+  afterEach(async () => {
+    for (const app of apps.splice(0)) await app.close();
+  });
+
+  it('answers 503 with a message naming the integrations of this application, never a 500', async () => {
+    const platform = await PlatformEmulator.start();
+    try {
+      const billing = await platform.createIntegration();
+      const app = await appChecking(
+        [PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions })],
+        ['billing', 'payments'],
+      );
+      apps.push(app);
+      const response = await request(app.getHttpServer()).get('/health').expect(503);
+      expect(response.body).toMatchObject({
+        info: { billing: { status: 'up', integration: 'billing' } },
+        error: {
+          payments: {
+            status: 'down',
+            message: "no integration 'payments' is registered in this application; registered integrations: 'billing'",
+            registeredIntegrations: ['billing'],
+          },
+        },
+      });
+    } finally {
+      await platform.close();
+    }
+  });
+
+  it('names only its own application’s integrations when two applications share the process', async () => {
+    const platform = await PlatformEmulator.start();
+    try {
+      const billing = await platform.createIntegration();
+      const main = await platform.createIntegration();
+      apps.push(await appChecking([PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions })], []));
+      const other = await appChecking([PlatformAuthModule.forRoot(main.moduleOptions)], ['billing']);
+      apps.push(other);
+      const response = await request(other.getHttpServer()).get('/health').expect(503);
+      expect(response.body.error.billing).toEqual({
+        status: 'down',
+        message: "no integration 'billing' is registered in this application; registered integrations: 'default'",
+        registeredIntegrations: ['default'],
+      });
+    } finally {
+      await platform.close();
+    }
+  });
+
+  it('is down, not an error, without any PlatformAuthModule, and does not echo a name that is no name', async () => {
+    const app = await appChecking([], [undefined, 'x'.repeat(200), 'Bad\nName']);
+    apps.push(app);
+    const response = await request(app.getHttpServer()).get('/health').expect(503);
+    const messages = Object.values(response.body.error as Record<string, { message: string }>).map((e) => e.message);
+    expect(messages).toEqual([
+      "no integration 'default' is registered in this application; registered integrations: none (import PlatformAuthModule)",
+      'no integration of that name is registered in this application; registered integrations: none (import PlatformAuthModule)',
+      'no integration of that name is registered in this application; registered integrations: none (import PlatformAuthModule)',
+    ]);
+  });
+});
+
+describe('the health module of docs/operations.md', () => {
+  it('works as a module of its own beside a PlatformAuthModule that is not global', async () => {
+    const scratch = scratchProject();
+    const platform = await PlatformEmulator.start();
+    try {
+      const integration = await platform.createIntegration();
+      const block = blockContaining('docs/operations.md', 'class HealthModule');
+      const { HealthModule } = await importBlock<{ HealthModule: Type }>(block, scratch.dir);
+      @Module({
+        imports: [
+          PlatformAuthModule.forRoot({ ...integration.moduleOptions, retry: { maxAttempts: 1 } }),
+          HealthModule,
+        ],
+      })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      try {
+        const up = await request(app.getHttpServer()).get('/health').expect(200);
+        expect(up.body.info.platform).toMatchObject({ status: 'up', state: 'valid', integration: 'default' });
+        app.get(TokenProvider).invalidate(await app.get(TokenProvider).getAccessToken());
+        platform.setIntegrationStatus(integration.machineId, 'Suspended');
+        const down = await request(app.getHttpServer()).get('/health').expect(503);
+        expect(down.body.error.platform).toMatchObject({ status: 'down', lastExchange: { ok: false, status: 400 } });
+      } finally {
+        await app.close();
+      }
+    } finally {
+      await platform.close();
+      scratch.remove();
+    }
   });
 });

@@ -1,4 +1,5 @@
-import { metrics, trace } from '@opentelemetry/api';
+import { context, metrics, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -16,8 +17,9 @@ export interface OtelMemory {
 }
 
 /**
- * The OpenTelemetry SDK with in-memory exporters, registered as the global providers (as an app registers its
- * SDK before Nest starts). `close()` unregisters them so the next test starts clean.
+ * The OpenTelemetry SDK with in-memory exporters and the AsyncLocalStorage context manager (what the Node SDK
+ * registers), as the global providers: as an app registers its SDK before Nest starts. `close()` unregisters them
+ * so the next test starts clean.
  */
 export function installOtelMemory(): OtelMemory {
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
@@ -27,6 +29,7 @@ export function installOtelMemory(): OtelMemory {
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
   metrics.setGlobalMeterProvider(meterProvider);
   trace.setGlobalTracerProvider(tracerProvider);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   return {
     spans,
     async collect() {
@@ -42,6 +45,7 @@ export function installOtelMemory(): OtelMemory {
     async close() {
       metrics.disable();
       trace.disable();
+      context.disable();
       await meterProvider.shutdown();
       await tracerProvider.shutdown();
     },

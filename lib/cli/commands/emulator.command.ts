@@ -10,22 +10,25 @@ import {
   flag,
   integerOption,
   stringOption,
+  stringOptions,
   type Command,
   type CommandContext,
 } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
+import { DEFAULT_INTEGRATION, integrationEnvName, integrationName } from '../../options/integration-name.util.js';
 import { userClientOption } from './user-client-option.util.js';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
   synopsis:
-    '[--certificate FILE] [--machine-id ID] [--port N] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
+    '[--certificate FILE] [--machine-id ID] [--integration NAME[=FILE]]… [--port N] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
   description: [
     'Runs the platform emulator of nestjs-platform-auth/testing on 127.0.0.1 and prints the PLATFORM_* variables that',
     'point an application at it. With --certificate, the certificate you made with keygen is registered as the system',
     'integration (your private key never leaves your machine); without it, a throwaway key is made in memory and its',
-    'PEM values are printed on one line with literal \\n, which the module accepts. Runs until Ctrl+C (SIGINT) or',
-    'SIGTERM, then closes every connection and exits 0. A development tool: plain HTTP on loopback, everything in memory.',
+    'PEM values are printed on one line with literal \\n, which the module accepts. Each --integration registers a named',
+    'integration beside it, printed with its PLATFORM_<NAME>_ variables. Runs until Ctrl+C (SIGINT) or SIGTERM, then',
+    'closes every connection and exits 0. A development tool: plain HTTP on loopback, everything in memory.',
   ].join('\n'),
   options: {
     certificate: {
@@ -37,6 +40,13 @@ export const emulatorCommand: Command = {
       type: 'string',
       placeholder: 'ID',
       description: 'the machineId of the registered integration; default: a new UUID, as the portal assigns',
+    },
+    integration: {
+      type: 'string',
+      multiple: true,
+      placeholder: 'NAME[=FILE]',
+      description:
+        'also registers the named integration NAME (forRoot({ name })), with a throwaway key or the certificate FILE; repeatable',
     },
     port: {
       type: 'string',
@@ -72,19 +82,31 @@ export const emulatorCommand: Command = {
 };
 
 const INTEGRATION_NAME = 'platform-auth emulator';
+const THROWAWAY_NOTE = 'The key is a throwaway that only this emulator accepts.';
 /** What keygen writes beside publickey.cer; printed as the key path when it is there. */
 const KEYGEN_PRIVATE_KEY_FILE = 'private-key.pem';
+
+/** One integration to register: the default one (`--certificate`, `--machine-id`) or a named one (`--integration`). */
+interface IntegrationRequest {
+  /** `default`, or the name of a named integration. */
+  readonly name: string;
+  readonly certificatePath?: string;
+  readonly machineId?: string;
+}
 
 interface EmulatorSettings {
   readonly port: number;
   readonly userClient: ReturnType<typeof userClientOption>;
   readonly emulatorOptions: PlatformEmulatorOptions;
-  readonly certificatePath?: string;
-  readonly machineId?: string;
+  /** The default integration first, then the named ones in the order given. */
+  readonly integrations: readonly IntegrationRequest[];
 }
 
-/** The integration the emulator serves and the variables an app needs for it. */
+/** An integration the emulator serves and the variables an app needs for it (`PLATFORM_<NAME>_…` for a named one). */
 interface Registration {
+  readonly integration: string;
+  /** How the emulator lists it. */
+  readonly displayName: string;
   readonly machineId: string;
   readonly thumbprint: string;
   readonly status: string;
@@ -98,14 +120,15 @@ async function run(context: CommandContext): Promise<number> {
   const settings = readSettings(context);
   const emulator = await start(settings);
   try {
-    const registration = await register(emulator, settings);
+    const registrations: Registration[] = [];
+    for (const request of settings.integrations) registrations.push(await register(emulator, request));
     const userClient = settings.userClient;
     if (userClient) {
       emulator.registerUserClient(userClient);
-      registration.env.PLATFORM_USER_CLIENT_ID = userClient.clientId;
-      registration.env.PLATFORM_USER_REDIRECT_URI = userClient.redirectUris[0];
+      registrations[0].env.PLATFORM_USER_CLIENT_ID = userClient.clientId;
+      registrations[0].env.PLATFORM_USER_REDIRECT_URI = userClient.redirectUris[0];
     }
-    report(context, emulator, settings, registration);
+    report(context, emulator, settings, registrations);
     const signal = await context.untilStopped();
     await emulator.close();
     context.out.note(`${signal}: emulator closed.`);
@@ -133,9 +156,39 @@ function readSettings(context: CommandContext): EmulatorSettings {
       leewaySeconds,
       inspector: !flag(context, 'no-inspector'),
     },
-    certificatePath: certificate === undefined ? undefined : resolve(context.cwd, certificate),
-    machineId,
+    integrations: [
+      {
+        name: DEFAULT_INTEGRATION,
+        certificatePath: certificate === undefined ? undefined : resolve(context.cwd, certificate),
+        machineId,
+      },
+      ...namedIntegrations(context),
+    ],
   };
+}
+
+/** `--integration NAME[=FILE]`, each NAME a valid integration name, given once. */
+function namedIntegrations(context: CommandContext): IntegrationRequest[] {
+  const requests: IntegrationRequest[] = [];
+  for (const raw of stringOptions(context, 'integration')) {
+    const separator = raw.indexOf('=');
+    const name = (separator < 0 ? raw : raw.slice(0, separator)).trim();
+    const file = separator < 0 ? undefined : raw.slice(separator + 1).trim();
+    try {
+      integrationName(name);
+    } catch {
+      throw new UsageError(
+        `--integration takes NAME[=FILE], NAME lower-case letters, digits, '-' or '_', starting with a letter (at most 40), got '${raw}'`,
+      );
+    }
+    if (name === DEFAULT_INTEGRATION)
+      throw new UsageError("--integration: 'default' is the integration the emulator always registers; name another");
+    if (file === '') throw new UsageError(`--integration ${name}= needs a certificate file after '='`);
+    if (requests.some((request) => request.name === name))
+      throw new UsageError(`--integration: '${name}' is given more than once`);
+    requests.push({ name, certificatePath: file === undefined ? undefined : resolve(context.cwd, file) });
+  }
+  return requests;
 }
 
 /** A number of seconds, fractions and a sign allowed: `-0.5` is a realistic clock offset. */
@@ -164,48 +217,59 @@ async function start(settings: EmulatorSettings): Promise<PlatformEmulator> {
   }
 }
 
-async function register(emulator: PlatformEmulator, settings: EmulatorSettings): Promise<Registration> {
-  const machineId = settings.machineId;
-  if (settings.certificatePath === undefined) {
-    const integration = await emulator.createIntegration({ name: INTEGRATION_NAME, machineId });
+async function register(emulator: PlatformEmulator, request: IntegrationRequest): Promise<Registration> {
+  const { machineId, name } = request;
+  const displayName = name === DEFAULT_INTEGRATION ? INTEGRATION_NAME : `${INTEGRATION_NAME} (${name})`;
+  const variable = (base: string) => integrationEnvName(base, name);
+  if (request.certificatePath === undefined) {
+    const integration = await emulator.createIntegration({ name: displayName, machineId });
     return {
+      integration: name,
+      displayName,
       machineId: integration.machineId,
       thumbprint: integration.thumbprint,
       status: integration.status,
       permissions: integration.permissions,
       source: 'a throwaway key and certificate made in memory',
-      env: Object.fromEntries(Object.entries(integration.env).map(([name, value]) => [name, singleLine(value)])),
-      notes: ['The key is a throwaway that only this emulator accepts.'],
+      env: Object.fromEntries(
+        Object.entries(integration.env).map(([base, value]) => [variable(base), singleLine(value)]),
+      ),
+      notes: [THROWAWAY_NOTE],
     };
   }
-  const path = settings.certificatePath;
+  const path = request.certificatePath;
+  const source = name === DEFAULT_INTEGRATION ? `--certificate '${path}'` : `--integration ${name}='${path}'`;
   let content: Buffer;
   try {
     content = readFileSync(path);
   } catch (error) {
-    throw new CommandFailure(`cannot read --certificate '${path}': ${describeFsError(error)}`);
+    throw new CommandFailure(`cannot read ${source}: ${describeFsError(error)}`);
   }
-  const { certificate } = parseCertificateFile(content, `--certificate '${path}'`);
+  const { certificate } = parseCertificateFile(content, source);
   let integration;
   try {
     integration = emulator.registerIntegration({
-      name: INTEGRATION_NAME,
+      name: displayName,
       certificatePem: certificate.toString(),
       machineId,
     });
   } catch (error) {
-    throw new CommandFailure(`cannot register --certificate '${path}': ${(error as Error).message}`);
+    throw new CommandFailure(`cannot register ${source}: ${(error as Error).message}`);
   }
   const keyPath = join(dirname(path), KEYGEN_PRIVATE_KEY_FILE);
   const hasKeygenKey = existsSync(keyPath);
   const env: Record<string, string> = {
-    PLATFORM_BASE_URL: emulator.url,
-    PLATFORM_MACHINE_ID: integration.machineId,
-    PLATFORM_PRIVATE_KEY_PATH: hasKeygenKey ? keyPath : '<the private key this certificate was made from>',
-    PLATFORM_CERTIFICATE_PATH: path,
+    [variable('PLATFORM_BASE_URL')]: emulator.url,
+    [variable('PLATFORM_MACHINE_ID')]: integration.machineId,
+    [variable('PLATFORM_PRIVATE_KEY_PATH')]: hasKeygenKey
+      ? keyPath
+      : '<the private key this certificate was made from>',
+    [variable('PLATFORM_CERTIFICATE_PATH')]: path,
   };
-  if (emulator.audience !== new URL(emulator.url).host) env.PLATFORM_AUDIENCE = emulator.audience;
+  if (emulator.audience !== new URL(emulator.url).host) env[variable('PLATFORM_AUDIENCE')] = emulator.audience;
   return {
+    integration: name,
+    displayName,
     machineId: integration.machineId,
     thumbprint: integration.thumbprint,
     status: integration.status,
@@ -214,7 +278,7 @@ async function register(emulator: PlatformEmulator, settings: EmulatorSettings):
     env,
     notes: hasKeygenKey
       ? [`The private key is ${keyPath}, found beside the certificate; it is read by your app, never by the emulator.`]
-      : ['Set PLATFORM_PRIVATE_KEY_PATH to the private key the certificate was made from.'],
+      : [`Set ${variable('PLATFORM_PRIVATE_KEY_PATH')} to the private key the certificate was made from.`],
   };
 }
 
@@ -222,11 +286,20 @@ function report(
   context: CommandContext,
   emulator: PlatformEmulator,
   settings: EmulatorSettings,
-  registration: Registration,
+  registrations: readonly Registration[],
 ): void {
   const out = context.out;
   const { clockOffsetMs = 0, tokenLifetimeSeconds, leewaySeconds = 0 } = settings.emulatorOptions;
+  const [main, ...named] = registrations;
   if (out.json) {
+    const described = (registration: Registration) => ({
+      name: registration.displayName,
+      machineId: registration.machineId,
+      thumbprint: registration.thumbprint,
+      status: registration.status,
+      permissions: registration.permissions,
+      certificate: registration.source,
+    });
     out.printJson({
       url: emulator.url,
       tokenUrl: emulator.tokenUrl,
@@ -235,16 +308,14 @@ function report(
       clockOffsetSeconds: clockOffsetMs / 1000,
       tokenLifetimeSeconds,
       leewaySeconds,
-      integration: {
-        name: INTEGRATION_NAME,
-        machineId: registration.machineId,
-        thumbprint: registration.thumbprint,
-        status: registration.status,
-        permissions: registration.permissions,
-        certificate: registration.source,
-      },
+      integration: described(main),
+      namedIntegrations: named.map((registration) => ({
+        integration: registration.integration,
+        ...described(registration),
+        env: registration.env,
+      })),
       userSignIn: settings.userClient ? { authorizeUrl: emulator.authorizeUrl, ...settings.userClient } : undefined,
-      env: registration.env,
+      env: Object.assign({}, ...registrations.map((registration) => registration.env)) as Record<string, string>,
     });
     return;
   }
@@ -253,11 +324,7 @@ function report(
   const fields: Array<[string, string]> = [
     ['token endpoint', emulator.tokenUrl],
     ['audience', emulator.audience],
-    ['integration', `"${INTEGRATION_NAME}", ${registration.status}`],
-    ['machineId', registration.machineId],
-    ['thumbprint', `${registration.thumbprint} (SHA-1, the assertion's iss)`],
-    ['certificate', registration.source],
-    ['permissions', registration.permissions.join(', ')],
+    ...integrationFields(main),
     ['clock', clockOffsetMs === 0 ? 'this machine’s' : `${clockOffsetMs / 1000} s against this machine’s`],
     ['token lifetime', `${tokenLifetimeSeconds} s`],
     ['leeway', leewaySeconds === 0 ? 'none (strict nbf and exp)' : `${leewaySeconds} s`],
@@ -266,16 +333,35 @@ function report(
   if (settings.userClient)
     fields.push(['user sign-in', `${emulator.authorizeUrl}, client ${settings.userClient.clientId}, GET /api/me`]);
   printFields(out, fields, '  ');
+  for (const registration of named) {
+    out.print();
+    out.print(`Named integration '${registration.integration}' (forRoot({ name: '${registration.integration}' })):`);
+    printFields(out, integrationFields(registration), '  ');
+  }
   out.print();
-  for (const note of registration.notes) out.print(note);
+  for (const note of new Set(registrations.flatMap((registration) => registration.notes))) out.print(note);
   out.print('Point an application or the CLI at it; paste into a shell or a .env file:');
   out.print();
-  for (const [name, value] of Object.entries(registration.env)) out.print(`export ${name}=${shellQuote(value)}`);
+  for (const [name, value] of Object.entries(main.env)) out.print(`export ${name}=${shellQuote(value)}`);
+  for (const registration of named) {
+    out.print(`# '${registration.integration}': platformAuthConfig.forIntegration('${registration.integration}')`);
+    for (const [name, value] of Object.entries(registration.env)) out.print(`export ${name}=${shellQuote(value)}`);
+  }
   out.print();
   out.print(
     "Then, in another terminal: 'npx platform-auth doctor' checks everything, 'npx platform-auth token' exchanges.",
   );
   out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
+}
+
+function integrationFields(registration: Registration): Array<[string, string]> {
+  return [
+    ['integration', `"${registration.displayName}", ${registration.status}`],
+    ['machineId', registration.machineId],
+    ['thumbprint', `${registration.thumbprint} (SHA-1, the assertion's iss)`],
+    ['certificate', registration.source],
+    ['permissions', registration.permissions.join(', ')],
+  ];
 }
 
 /** One line per variable, so the values survive copy and paste into `.env` files and CI secrets. */
