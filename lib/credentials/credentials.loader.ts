@@ -83,6 +83,14 @@ function certificateAndThumbprint(
   if (algorithm !== 'sha1' && algorithm !== 'sha256') {
     report.problem('thumbprintAlgorithm', `must be 'sha1' or 'sha256'`);
   }
+  const external = sources.privateKeyUri !== undefined || sources.signer !== undefined;
+  if (external && sources.certificate === undefined && sources.certificatePath === undefined) {
+    report.problem(
+      'certificate',
+      `is required with ${sources.privateKeyUri !== undefined ? 'privateKeyUri' : 'signer'}: set certificate or certificatePath; its thumbprint is the assertion's iss and its public key checks every signature (a thumbprint alone cannot)`,
+    );
+    return { algorithm };
+  }
   const certificate = loadCertificate(sources, report);
   if (pemKey && certificate && !certificate.x509.publicKey.equals(pemKey.publicKey)) {
     report.problem(

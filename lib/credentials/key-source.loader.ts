@@ -41,6 +41,7 @@ export function keySourceKind(sources: KeySources, report: ConfigReport): KeySou
  * The key of a PKCS#11 token or of the application's signer, opened and proven: every start-up check of the URI,
  * then one test signature verified against the certificate's public key (what the platform will do). Problems go
  * to `report` on `privateKeyUri` or `signer`; the key is closed again and `undefined` returned when there is any.
+ * Without a certificate (its absence is reported with the certificate) the URI is still checked, the key not proven.
  */
 export async function openExternalKey(
   kind: Exclude<KeySourceKind, 'pem'>,
@@ -49,12 +50,6 @@ export async function openExternalKey(
   report: ConfigReport,
 ): Promise<AssertionKey | undefined> {
   const option = kind === 'pkcs11' ? 'privateKeyUri' : 'signer';
-  if (!certificate) {
-    report.problem(
-      'certificate',
-      `is required with ${option}: its thumbprint is the assertion's iss and its public key checks every signature (a thumbprint alone cannot)`,
-    );
-  }
   let key: AssertionKey | undefined;
   if (kind === 'signer') {
     const signer = sources.signer as unknown;

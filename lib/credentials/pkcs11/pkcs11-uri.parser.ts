@@ -198,3 +198,35 @@ function pinFile(source: string): string | undefined {
   const match = /^file:(?:\/\/(?:localhost)?)?(\/.*)$/i.exec(source);
   return match ? match[1] : undefined;
 }
+
+/**
+ * A URI for `uri` with the key's `id`, its library, and a PIN file instead of any PIN value: what keygen prints for
+ * the configuration. `pinFile` is used when the URI gave none (a placeholder the user fills in).
+ */
+export function formatPkcs11Uri(uri: Pkcs11Uri, id: Uint8Array | undefined, pinFile: string): string {
+  const path: string[] = [];
+  const text = (name: string, value: string | undefined) => {
+    if (value !== undefined) path.push(`${name}=${percentEncode(Buffer.from(value, 'utf8'))}`);
+  };
+  text('token', uri.token);
+  text('manufacturer', uri.manufacturer);
+  text('model', uri.model);
+  text('serial', uri.serial);
+  if (uri.slotId !== undefined) path.push(`slot-id=${uri.slotId}`);
+  text('object', uri.object);
+  const keyId = id ?? uri.id;
+  if (keyId !== undefined) path.push(`id=${[...keyId].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`);
+  const file = uri.pin && 'file' in uri.pin ? uri.pin.file : pinFile;
+  const query = [`module-path=${percentEncode(Buffer.from(uri.modulePath ?? '', 'utf8'))}`, `pin-source=file:${file}`];
+  return `pkcs11:${path.join(';')}?${query.join('&')}`;
+}
+
+/** RFC 7512's pk11-pchar: unreserved characters and a few others stay, everything else is %XX. */
+function percentEncode(bytes: Buffer): string {
+  return [...bytes]
+    .map((b) => {
+      const char = String.fromCharCode(b);
+      return /[A-Za-z0-9\-._~:[\]@!$'()*+,/|]/.test(char) && b < 0x80 ? char : `%${b.toString(16).padStart(2, '0')}`;
+    })
+    .join('');
+}

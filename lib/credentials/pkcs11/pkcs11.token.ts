@@ -128,8 +128,10 @@ function readPin(uri: Pkcs11Uri): string | undefined {
 /** The one token the URI's path attributes match among the slots with a token present. */
 function findToken(functions: Pkcs11Functions, uri: Pkcs11Uri): { slot: Handle; label: string; flags: number } {
   const slots = call(() => functions.C_GetSlotList(true), 'cannot list the slots');
-  const present = slots.map((slot) => {
+  const present = slots.flatMap((slot) => {
     const info = call(() => functions.C_GetTokenInfo(slot), 'cannot read a token');
+    // A blank token (SoftHSM keeps one in its last slot) holds no key.
+    if ((info.flags & CK.CKF_TOKEN_INITIALIZED) === 0) return [];
     const slotInfo = uri.slotDescription || uri.slotManufacturer ? functions.C_GetSlotInfo(slot) : undefined;
     return {
       slot,
