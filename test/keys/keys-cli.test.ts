@@ -89,10 +89,22 @@ describe('platform-auth keygen --key-uri', () => {
 
   it('reports a wrong PIN and a malformed URI without printing the PIN', async () => {
     const wrongPin = 'wrong-pin-2718';
-    const wrong = await cli(['keygen', '--key-uri', hsm.uri(TOKEN, 'nope', { pin: wrongPin }), '--out', join(work, 'w')]);
+    const wrong = await cli([
+      'keygen',
+      '--key-uri',
+      hsm.uri(TOKEN, 'nope', { pin: wrongPin }),
+      '--out',
+      join(work, 'w'),
+    ]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/the PIN is wrong for token 'cli'/);
-    const malformed = await cli(['keygen', '--key-uri', `pkcs11:token=cli;pin-value=${wrongPin}`, '--out', join(work, 'm')]);
+    const malformed = await cli([
+      'keygen',
+      '--key-uri',
+      `pkcs11:token=cli;pin-value=${wrongPin}`,
+      '--out',
+      join(work, 'm'),
+    ]);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toMatch(/'pin-value' belongs in the query/);
     expect(wrong.stdout + wrong.stderr + malformed.stdout + malformed.stderr).not.toContain(wrongPin);

@@ -25,8 +25,28 @@ beforeAll(async () => {
   await hsm.initToken(TOKEN);
   await hsm.initToken(OTHER);
   // Keys keygen would refuse to make, made by opensc's tool before the library opens the tokens in this process.
-  await hsm.pkcs11Tool(OTHER, '--keypairgen', '--key-type', 'rsa:1024', '--label', 'small', '--id', '01', '--usage-sign');
-  await hsm.pkcs11Tool(OTHER, '--keypairgen', '--key-type', 'EC:prime256v1', '--label', 'ec', '--id', '02', '--usage-sign');
+  await hsm.pkcs11Tool(
+    OTHER,
+    '--keypairgen',
+    '--key-type',
+    'rsa:1024',
+    '--label',
+    'small',
+    '--id',
+    '01',
+    '--usage-sign',
+  );
+  await hsm.pkcs11Tool(
+    OTHER,
+    '--keypairgen',
+    '--key-type',
+    'EC:prime256v1',
+    '--label',
+    'ec',
+    '--id',
+    '02',
+    '--usage-sign',
+  );
   certificatePem = await keyInToken(hsm.uri(TOKEN, 'platform-auth'));
   clock = new FakeClock(Date.now(), { autoAdvance: true });
   platform = await PlatformEmulator.start({ now: () => clock.now() });
@@ -58,7 +78,11 @@ describe('keygen inside a token', () => {
   });
 
   it("writes a certificate whose public key is the token's, signed by the token's key", async () => {
-    const tokenKey = createPublicKey({ key: await hsm.publicKeyDer(TOKEN, 'platform-auth'), format: 'der', type: 'spki' });
+    const tokenKey = createPublicKey({
+      key: await hsm.publicKeyDer(TOKEN, 'platform-auth'),
+      format: 'der',
+      type: 'spki',
+    });
     expect(tokenKey.equals(publicKeyOf(certificatePem))).toBe(true);
     expect(tokenKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
     expect(new X509Certificate(certificatePem).verify(tokenKey)).toBe(true);
@@ -78,7 +102,12 @@ describe('a key in a PKCS#11 token', () => {
       const jwt = await moduleRef.get(AssertionSigner).createAssertion();
       const [header, payload, signature] = jwt.split('.');
       expect(JSON.parse(Buffer.from(header, 'base64url').toString())).toEqual({ alg: 'RS256', typ: 'JWT' });
-      const signed = verify('sha256', Buffer.from(`${header}.${payload}`), publicKeyOf(certificatePem), Buffer.from(signature, 'base64url'));
+      const signed = verify(
+        'sha256',
+        Buffer.from(`${header}.${payload}`),
+        publicKeyOf(certificatePem),
+        Buffer.from(signature, 'base64url'),
+      );
       expect(signed).toBe(true);
     } finally {
       await moduleRef.close();
@@ -120,7 +149,9 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
 
   it('a library that is not there, or is not a PKCS#11 library', async () => {
     expect(await uriProblem(hsm.uri(TOKEN, 'platform-auth', { modulePath: '/nonexistent/libpkcs11.so' }))).toEqual([
-      expect.stringMatching(/^privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): module-path '\/nonexistent\/libpkcs11.so' does not exist/),
+      expect.stringMatching(
+        /^privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): module-path '\/nonexistent\/libpkcs11.so' does not exist/,
+      ),
     ]);
     expect(await uriProblem(hsm.uri(TOKEN, 'platform-auth', { modulePath: hsm.conf }))).toEqual([
       expect.stringMatching(/module-path '.*softhsm2.conf' cannot be loaded as a PKCS#11 library/),
@@ -129,13 +160,17 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
 
   it('a token that is not there, listing the tokens that are', async () => {
     expect(await uriProblem(hsm.uri('missing', 'platform-auth'))).toEqual([
-      expect.stringMatching(/no token matches token='missing'; tokens present: ('platform', 'other'|'other', 'platform')$/),
+      expect.stringMatching(
+        /no token matches token='missing'; tokens present: ('platform', 'other'|'other', 'platform')$/,
+      ),
     ]);
   });
 
   it('a wrong PIN, and no PIN at all', async () => {
     const error = await startupError(options({ privateKeyUri: hsm.uri(TOKEN, 'platform-auth', { pin: WRONG_PIN }) }));
-    expect(problemLines(error)).toEqual([expect.stringMatching(/the PIN is wrong for token 'platform' \(the PIN is not shown\)/)]);
+    expect(problemLines(error)).toEqual([
+      expect.stringMatching(/the PIN is wrong for token 'platform' \(the PIN is not shown\)/),
+    ]);
     expectNoSecrets(error, [WRONG_PIN]);
     expect(await uriProblem(hsm.uri(TOKEN, 'platform-auth', { noPin: true }))).toEqual([
       expect.stringMatching(/token 'platform' needs the user PIN: add pin-source=file:/),
@@ -144,7 +179,9 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
 
   it('a key that is not in the token, listing the keys that are', async () => {
     expect(await uriProblem(hsm.uri(TOKEN, 'nope'))).toEqual([
-      expect.stringMatching(/token 'platform' has no private key with object='nope'; its private keys: 'platform-auth'/),
+      expect.stringMatching(
+        /token 'platform' has no private key with object='nope'; its private keys: 'platform-auth'/,
+      ),
     ]);
   });
 
@@ -184,7 +221,11 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     // The PIN in the URI itself (pin-value), the riskiest form: SoftHSM checks it, so it is the real one.
     const logger = new CapturingLogger();
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot(options({ privateKeyUri: hsm.uri(TOKEN, 'platform-auth', { pin: '48151623' }), logger }))],
+      imports: [
+        PlatformAuthModule.forRoot(
+          options({ privateKeyUri: hsm.uri(TOKEN, 'platform-auth', { pin: '48151623' }), logger }),
+        ),
+      ],
     }).compile();
     await moduleRef.init();
     try {

@@ -46,7 +46,11 @@ const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest();
 const SIGNATURES: Record<string, (input: Uint8Array) => Uint8Array | string> = {
   good: (input) => sign('sha256', input, key),
   pss: (input) =>
-    sign('sha256', input, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }),
+    sign('sha256', input, {
+      key,
+      padding: constants.RSA_PKCS1_PSS_PADDING,
+      saltLength: constants.RSA_PSS_SALTLEN_DIGEST,
+    }),
   doubleDigest: (input) => sign('sha256', sha256(input), key),
   bareDigest: (input) => privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, sha256(input)),
   sha512: (input) => sign('sha512', input, key),
@@ -78,12 +82,12 @@ describe('one encoding for every key source', () => {
         return Promise.resolve(sign('sha256', input, key));
       },
     };
-    const fromPem = await signCompactJws(new InMemoryAssertionKey(key, 'privateKey PEM text'), PROTECTED_HEADER, payload);
-    const fromSigner = await signCompactJws(
-      new SignerAssertionKey(recording, keyPublic()),
+    const fromPem = await signCompactJws(
+      new InMemoryAssertionKey(key, 'privateKey PEM text'),
       PROTECTED_HEADER,
       payload,
     );
+    const fromSigner = await signCompactJws(new SignerAssertionKey(recording, keyPublic()), PROTECTED_HEADER, payload);
     expect(Buffer.from(seen[0]).toString('ascii')).toBe(fromPem.split('.').slice(0, 2).join('.'));
     expect(fromSigner).toBe(fromPem);
   });
@@ -124,7 +128,9 @@ describe('a signer', () => {
     for (const [kind, cause] of Object.entries(expected)) {
       const lines = problemLines(await startupError(options({ signer: signer(kind as keyof typeof SIGNATURES) })));
       expect(lines, kind).toEqual([
-        expect.stringMatching(/^signer: test signature: the signer \(TestKms\) returned a signature that does not verify/),
+        expect.stringMatching(
+          /^signer: test signature: the signer \(TestKms\) returned a signature that does not verify/,
+        ),
       ]);
       expect(lines[0], kind).toMatch(cause);
     }
@@ -169,7 +175,10 @@ describe('a signer', () => {
     class KmsAccessDenied extends Error {
       override readonly name = 'AccessDeniedException';
     }
-    const throwing: PlatformAuthSigner = { name: 'AwsKms', sign: () => Promise.reject(new KmsAccessDenied(secretMessage)) };
+    const throwing: PlatformAuthSigner = {
+      name: 'AwsKms',
+      sign: () => Promise.reject(new KmsAccessDenied(secretMessage)),
+    };
     const error = await startupError(options({ signer: throwing }));
     expect(problemLines(error)).toEqual([
       'signer: test signature: the signer (AwsKms) failed to sign (AccessDeniedException)',
@@ -177,7 +186,12 @@ describe('a signer', () => {
     expect(JSON.stringify(error)).not.toContain('secret-looking');
     const direct = await new SignerAssertionKey(throwing, keyPublic()).sign(new Uint8Array(1)).catch((e: unknown) => e);
     expect(direct).toBeInstanceOf(AssertionKeyError);
-    expect(direct).toMatchObject({ keySource: 'signer', key: 'signer (AwsKms)', reason: 'failed', detail: 'AccessDeniedException' });
+    expect(direct).toMatchObject({
+      keySource: 'signer',
+      key: 'signer (AwsKms)',
+      reason: 'failed',
+      detail: 'AccessDeniedException',
+    });
   });
 
   it('needs the certificate, an object with sign(), and no PEM key beside it', async () => {

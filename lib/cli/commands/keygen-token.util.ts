@@ -30,7 +30,11 @@ export interface TokenKeygenTarget {
  * keygen --key-uri: the RSA-2048 pair is generated inside the token (sensitive, never extractable), the token's key
  * signs its own self-signed certificate, and only that certificate is written. Then the portal steps.
  */
-export async function keygenInToken(context: CommandContext, uri: Pkcs11Uri, target: TokenKeygenTarget): Promise<number> {
+export async function keygenInToken(
+  context: CommandContext,
+  uri: Pkcs11Uri,
+  target: TokenKeygenTarget,
+): Promise<number> {
   let generated: Awaited<ReturnType<typeof generateKeyInToken>>;
   try {
     generated = await generateKeyInToken(uri);

@@ -37,7 +37,7 @@ export const keygenCommand: Command = {
       type: 'string',
       placeholder: 'URI',
       description:
-        "generate the key inside a PKCS#11 token: pkcs11:token=LABEL;object=NAME?module-path=LIB&pin-source=file:PIN_FILE (the PIN is never printed)",
+        'generate the key inside a PKCS#11 token: pkcs11:token=LABEL;object=NAME?module-path=LIB&pin-source=file:PIN_FILE (the PIN is never printed)',
     },
     out: {
       type: 'string',
