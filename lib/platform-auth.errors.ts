@@ -68,34 +68,50 @@ export type SignatureFault =
  * assertion was not sent. `fault` and the message name the likely cause.
  */
 export class AssertionSignatureError extends AssertionSigningError {
+  /** Where the key is. */
+  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
+  /** The key as messages name it (`signer`, `signer (KmsSigner)`, `pkcs11:token=…;object=…`); never a PIN. */
+  readonly key: string;
+  /** The likely mistake. */
+  readonly fault: SignatureFault;
+  /** Bytes returned, when bytes were returned. */
+  readonly signatureBytes?: number;
+  /** Bytes an RS256 signature with the certificate's key has (256 for RSA-2048). */
+  readonly expectedBytes: number;
+
   constructor(
     message: string,
-    readonly keySource: Exclude<AssertionKeySource, 'pem'>,
-    /** The key as messages name it (`signer`, `signer (KmsSigner)`, `pkcs11:token=…;object=…`); never a PIN. */
-    readonly key: string,
-    readonly fault: SignatureFault,
-    /** Bytes returned, when bytes were returned. */
-    readonly signatureBytes: number | undefined,
-    /** Bytes an RS256 signature with the certificate's key has. */
-    readonly expectedBytes: number,
+    details: Pick<AssertionSignatureError, 'keySource' | 'key' | 'fault' | 'signatureBytes' | 'expectedBytes'>,
   ) {
     super(message);
+    this.keySource = details.keySource;
+    this.key = details.key;
+    this.fault = details.fault;
+    if (details.signatureBytes !== undefined) this.signatureBytes = details.signatureBytes;
+    this.expectedBytes = details.expectedBytes;
   }
 }
 
 /**
- * The key could not sign: the signer threw or timed out, or the PKCS#11 token failed (`detail`: the error's name, or
- * the PKCS#11 return value such as `CKR_DEVICE_REMOVED`). Nothing was sent to the platform.
+ * The key could not sign: the signer threw or timed out, the PKCS#11 token failed, or the key was closed. Nothing
+ * was sent to the platform.
  */
 export class AssertionKeyError extends AssertionSigningError {
-  constructor(
-    message: string,
-    readonly keySource: Exclude<AssertionKeySource, 'pem'>,
-    readonly key: string,
-    readonly reason: 'failed' | 'timeout' | 'closed',
-    readonly detail?: string,
-  ) {
+  /** Where the key is. */
+  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
+  /** The key as messages name it; never a PIN. */
+  readonly key: string;
+  /** `failed`: the signer threw or the token refused; `timeout`: no signature in time; `closed`: the key was closed. */
+  readonly reason: 'failed' | 'timeout' | 'closed';
+  /** The error's name, or the PKCS#11 return value (`CKR_DEVICE_REMOVED`); never the signer's own message. */
+  readonly detail?: string;
+
+  constructor(message: string, details: Pick<AssertionKeyError, 'keySource' | 'key' | 'reason' | 'detail'>) {
     super(message);
+    this.keySource = details.keySource;
+    this.key = details.key;
+    this.reason = details.reason;
+    if (details.detail !== undefined) this.detail = details.detail;
   }
 }
 

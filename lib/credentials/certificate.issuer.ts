@@ -48,7 +48,7 @@ export async function issueSelfSignedCertificate(key: AssertionKey, options: Iss
       signingAlgorithm: SIGNING,
       extensions: [new x509.BasicConstraintsExtension(false, undefined, true)],
     },
-    provider as never,
+    provider,
   );
   return certificate.toString('pem');
 }

@@ -153,9 +153,7 @@ export async function checkedSignature(
         reject(
           new AssertionKeyError(
             `${keyPhrase(key)} did not sign within ${SIGNATURE_TIMEOUT_MS / 1000} s; nothing was sent to the platform`,
-            source,
-            key.name,
-            'timeout',
+            { keySource: source, key: key.name, reason: 'timeout' },
           ),
         ),
       SIGNATURE_TIMEOUT_MS,
@@ -168,13 +166,12 @@ export async function checkedSignature(
   } catch (error) {
     if (error instanceof AssertionKeyError) throw error;
     const detail = errorName(error);
-    throw new AssertionKeyError(
-      `${keyPhrase(key)} failed to sign (${detail}); nothing was sent to the platform`,
-      source,
-      key.name,
-      'failed',
+    throw new AssertionKeyError(`${keyPhrase(key)} failed to sign (${detail}); nothing was sent to the platform`, {
+      keySource: source,
+      key: key.name,
+      reason: 'failed',
       detail,
-    );
+    });
   } finally {
     clearTimeout(timer);
   }
@@ -182,11 +179,13 @@ export async function checkedSignature(
   if (!verdict) return signature as Uint8Array;
   throw new AssertionSignatureError(
     `${keyPhrase(key)} returned a signature that does not verify with the certificate's public key: ${verdict.cause}. Nothing was sent to the platform.`,
-    source,
-    key.name,
-    verdict.fault,
-    verdict.signatureBytes,
-    signatureLength(key.publicKey),
+    {
+      keySource: source,
+      key: key.name,
+      fault: verdict.fault,
+      signatureBytes: verdict.signatureBytes,
+      expectedBytes: signatureLength(key.publicKey),
+    },
   );
 }
 

@@ -126,7 +126,7 @@ describe('a signer', () => {
       string: /returned a string instead of the signature's bytes/,
     };
     for (const [kind, cause] of Object.entries(expected)) {
-      const lines = problemLines(await startupError(options({ signer: signer(kind as keyof typeof SIGNATURES) })));
+      const lines = problemLines(await startupError(options({ signer: signer(kind) })));
       expect(lines, kind).toEqual([
         expect.stringMatching(
           /^signer: test signature: the signer \(TestKms\) returned a signature that does not verify/,

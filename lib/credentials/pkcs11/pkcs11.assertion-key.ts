@@ -221,12 +221,11 @@ export class Pkcs11AssertionKey implements AssertionKey {
 
   async sign(signingInput: Uint8Array): Promise<Uint8Array> {
     if (this.#closed) {
-      throw new AssertionKeyError(
-        `${this.name} is closed; nothing was sent to the platform`,
-        'pkcs11',
-        this.name,
-        'closed',
-      );
+      throw new AssertionKeyError(`${this.name} is closed; nothing was sent to the platform`, {
+        keySource: 'pkcs11',
+        key: this.name,
+        reason: 'closed',
+      });
     }
     this.#inFlight += 1;
     try {
