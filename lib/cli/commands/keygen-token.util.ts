@@ -107,7 +107,10 @@ export async function keygenInToken(
   out.print();
   out.print('Next steps:');
   nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
-  for (const [name, value] of Object.entries(env)) out.print(`       ${name}=${target.shellWord(value)}`);
+  for (const [name, value] of Object.entries(env)) {
+    const quoted = name === 'PLATFORM_PRIVATE_KEY_URI' || name === 'PLATFORM_CERTIFICATE_PATH';
+    out.print(`       ${name}=${quoted ? target.shellWord(value) : value}`);
+  }
   out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);
   out.print();
   out.print('Before the portal, try the key locally against the emulator (no code, nothing leaves this machine):');
