@@ -227,9 +227,14 @@ export class Pkcs11AssertionKey implements AssertionKey {
         reason: 'closed',
       });
     }
+    return checkedSignature(this, signingInput, () => this.#tracked(Buffer.from(signingInput)));
+  }
+
+  /** Counted until the token has finished, even when the caller stopped waiting: close() must not cut it off. */
+  async #tracked(input: Buffer): Promise<Buffer> {
     this.#inFlight += 1;
     try {
-      return await checkedSignature(this, signingInput, () => this.#tokenSign(Buffer.from(signingInput)));
+      return await this.#tokenSign(input);
     } finally {
       this.#inFlight -= 1;
       if (this.#inFlight === 0) this.#drained?.();
