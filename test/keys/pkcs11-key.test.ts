@@ -128,6 +128,24 @@ describe('a key in a PKCS#11 token', () => {
     }
   });
 
+  it('two integrations on one token share its library and login; closing one leaves the other signing', async () => {
+    const first = await loadPlatformAuthConfig(options(), clock.now());
+    const second = await loadPlatformAuthConfig(options(), clock.now());
+    try {
+      const input = Buffer.from('shared token');
+      const both = await Promise.all(
+        Array.from({ length: 16 }, (_, index) => (index % 2 ? first : second).credentials.key.sign(input)),
+      );
+      for (const signature of both) expect(verify('sha256', input, publicKeyOf(certificatePem), signature)).toBe(true);
+      await first.credentials.key.close();
+      await expect(first.credentials.key.sign(input)).rejects.toMatchObject({ reason: 'closed' });
+      expect(verify('sha256', input, publicKeyOf(certificatePem), await second.credentials.key.sign(input))).toBe(true);
+    } finally {
+      await first.credentials.key.close();
+      await second.credentials.key.close();
+    }
+  });
+
   it('logs in again when the token dropped its sessions', async () => {
     const config = await loadPlatformAuthConfig(options(), clock.now());
     const library = await acquirePkcs11Module(SOFTHSM_MODULE);
