@@ -3,7 +3,7 @@ import type { ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import { AssertionKeyError, AssertionSignatureError } from '../platform-auth.errors.js';
 import type { AssertionKey } from './assertion-key.interface.js';
-import { openPkcs11Key } from './pkcs11/pkcs11.assertion-key.js';
+import { openPkcs11Key } from './pkcs11/pkcs11-key.opener.js';
 import { parsePkcs11Uri } from './pkcs11/pkcs11-uri.parser.js';
 import { SignerAssertionKey } from './signer.assertion-key.js';
 

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AssertionSigner, PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
+import { PLATFORM_AUTH_RUNTIME } from '../../lib/platform-auth.module.js';
+import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-definition.js';
 import { acquirePkcs11Module } from '../../lib/credentials/pkcs11/pkcs11.binding.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { expectNoSecrets } from '../support/leak-check.js';
@@ -146,6 +148,31 @@ describe('a key in a PKCS#11 token', () => {
     }
   });
 
+  it('finds the token by serial= or slot-id= as well as by its label', async () => {
+    const library = await acquirePkcs11Module(SOFTHSM_MODULE);
+    let serial = '';
+    let slotId = 0;
+    try {
+      for (const slot of library.functions.C_GetSlotList(true)) {
+        const info = library.functions.C_GetTokenInfo(slot);
+        if (info.label.trim() !== TOKEN) continue;
+        serial = info.serialNumber.trim();
+        slotId = Number(slot.readBigUInt64LE(0));
+      }
+    } finally {
+      library.release();
+    }
+    const base = hsm.uri(TOKEN, 'platform-auth').replace(`token=${TOKEN};`, '');
+    for (const uri of [
+      base.replace('pkcs11:', `pkcs11:serial=${serial};`),
+      base.replace('pkcs11:', `pkcs11:slot-id=${slotId};`),
+    ]) {
+      const config = await loadPlatformAuthConfig(options({ privateKeyUri: uri }), clock.now());
+      await config.credentials.key.close();
+      expect(config.credentials.key.description).toContain(`token '${TOKEN}'`);
+    }
+  });
+
   it('logs in again when the token dropped its sessions', async () => {
     const config = await loadPlatformAuthConfig(options(), clock.now());
     const library = await acquirePkcs11Module(SOFTHSM_MODULE);
@@ -248,7 +275,12 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     await moduleRef.init();
     try {
       await moduleRef.get(TokenProvider).getAccessToken();
-      const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+      // What the container holds for the integration: its options, the runtime with every part, the services.
+      const held = [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_RUNTIME, TokenProvider, AssertionSigner].map((token) =>
+        moduleRef.get(token),
+      );
+      const rendering = inspect(held, { showHidden: true, depth: 12 });
+      expect(rendering).toContain(machineId);
       expect(rendering).not.toContain('48151623');
       expect(rendering).not.toContain('pin-value');
       expect(JSON.stringify(moduleRef.get(TokenProvider).status())).not.toContain('48151623');

@@ -1,8 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { EXPECTED_RSA_MODULUS_BITS } from '../../options/options.constants.js';
 import { CK, Pkcs11SetupError, pkcs11ReturnValue, type Handle } from './pkcs11.binding.js';
-import { Pkcs11AssertionKey, rsaPublicKey } from './pkcs11.assertion-key.js';
-import { attribute, connectToken, describeKeyAttributes, findObjects, flagAttribute } from './pkcs11.token.js';
+import { Pkcs11AssertionKey } from './pkcs11.assertion-key.js';
+import {
+  attribute,
+  connectToken,
+  describeKeyAttributes,
+  findObjects,
+  flagAttribute,
+  rsaPublicKey,
+} from './pkcs11.token.js';
 import type { Pkcs11Uri } from './pkcs11-uri.parser.js';
 
 /** The attributes keygen sets on the private key and reads back: the key can be used inside the token only. */

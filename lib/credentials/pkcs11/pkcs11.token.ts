@@ -1,3 +1,4 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describeFsError } from '../fs-error.util.js';
 import {
@@ -144,7 +145,7 @@ function findToken(functions: Pkcs11Functions, uri: Pkcs11Uri): { slot: Handle; 
         same(uri.serial, info.serialNumber) &&
         same(uri.slotDescription, slotInfo?.slotDescription) &&
         same(uri.slotManufacturer, slotInfo?.manufacturerID) &&
-        (uri.slotId === undefined || handleNumber(slot) === uri.slotId),
+        (uri.slotId === undefined || readUlong(slot) === uri.slotId),
     };
   });
   const matching = present.filter((token) => token.matches);
@@ -174,11 +175,6 @@ function describeTokenAttributes(uri: Pkcs11Uri): string {
 /** PKCS#11 pads its text fields with blanks. */
 function same(wanted: string | undefined, actual: string | undefined): boolean {
   return wanted === undefined || wanted === actual?.trim();
-}
-
-/** A handle (a CK_ULONG in the library's byte order) as a number. */
-export function handleNumber(handle: Handle): number {
-  return handle.length >= 8 ? Number(handle.readBigUInt64LE(0)) : handle.readUInt32LE(0);
 }
 
 /** Runs one call of the library, turning its failure into a setup error that names the step and the return value. */
@@ -243,4 +239,23 @@ export function describeKeyAttributes(uri: Pick<Pkcs11Uri, 'object' | 'id'>): st
   if (uri.object !== undefined) parts.push(`object='${uri.object}'`);
   if (uri.id !== undefined) parts.push(`id=${[...uri.id].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`);
   return parts.join(' and ');
+}
+
+/** An RSA public key from a token's modulus and exponent attributes. */
+export function rsaPublicKey(modulus: Buffer, exponent: Buffer): KeyObject {
+  return createPublicKey({
+    key: { kty: 'RSA', n: stripZeros(modulus).toString('base64url'), e: stripZeros(exponent).toString('base64url') },
+    format: 'jwk',
+  });
+}
+
+function stripZeros(value: Buffer): Buffer {
+  let start = 0;
+  while (start < value.length - 1 && value[start] === 0) start++;
+  return value.subarray(start);
+}
+
+/** A CK_ULONG (an attribute, a slot handle) in the library's byte order, little-endian on the platforms Node runs on. */
+export function readUlong(value: Buffer): number {
+  return value.length >= 8 ? Number(value.readBigUInt64LE(0)) : value.readUInt32LE(0);
 }
