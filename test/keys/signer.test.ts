@@ -23,6 +23,7 @@ import { signCompactJws } from '../../lib/credentials/compact-jws.util.js';
 import { InMemoryAssertionKey } from '../../lib/credentials/in-memory.assertion-key.js';
 import { SignerAssertionKey } from '../../lib/credentials/signer.assertion-key.js';
 import { PROTECTED_HEADER } from '../../lib/token/assertion.signer.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { problemLines, startupError } from './keys-kit.js';
@@ -192,6 +193,18 @@ describe('a signer', () => {
       reason: 'failed',
       detail: 'AccessDeniedException',
     });
+  });
+
+  it('turns file reloading off with a warning: its key is not a file', async () => {
+    const config = await loadPlatformAuthConfig(options({ credentialsReloadIntervalMs: 5_000 }), clock.now());
+    await config.credentials.key.close();
+    expect(config.credentialsReloadIntervalMs).toBeUndefined();
+    expect(config.warnings).toContainEqual(
+      expect.objectContaining({
+        option: 'credentialsReloadIntervalMs',
+        message: 'is ignored: the key is not a PEM file (signer); nothing is re-read',
+      }),
+    );
   });
 
   it('needs the certificate, an object with sign(), and no PEM key beside it', async () => {
