@@ -4,6 +4,7 @@ import { loadavg } from 'node:os';
 import { measureColdStampede } from './scenarios/cold-stampede.js';
 import { measureEmulatorThroughput } from './scenarios/emulator-throughput.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
+import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
 import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
@@ -35,6 +36,7 @@ const sizes = {
   stampede: { rounds: scale(5, 2), callers: 10_000 },
   storm: { rounds: scale(3, 2), requests: 1_000 },
   signing: { rounds: scale(6, 2), blockMs: scale(750, 250), inFlight: 4 },
+  keyCustody: { rounds: scale(6, 3), blockMs: scale(750, 250), inFlight: 4 },
   memory: { requests: scale(1_000_000, 100_000), checkpoints: 4, inFlight: 64 },
   emulator: { rounds: scale(8, 2), exchangesPerRound: scale(500, 100), inFlight: 16 },
   store: {
@@ -61,6 +63,7 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['cold stampede', (p) => measureColdStampede(p, report, sizes.stampede)],
   ['401 storm', (p) => measureUnauthorizedStorm(p, report, sizes.storm)],
   ['assertion signing', (p) => measureSigning(p, report, sizes.signing)],
+  ['key custody signing', (p) => measureKeyCustody(p, report, sizes.keyCustody)],
   ['memory', (p) => measureMemory(p, report, sizes.memory)],
   ['emulator throughput', (p) => measureEmulatorThroughput(p, report, sizes.emulator)],
   ['shared store', (p) => measureSharedStore(p, report, sizes.store)],

@@ -23,6 +23,7 @@ export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } fr
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
   PlatformAuthOptions,
+  PlatformAuthSigner,
   RetryOptions,
   ThumbprintAlgorithm,
   TokenStoreTimingOptions,
@@ -43,6 +44,8 @@ export type {
 } from './token/token-status.types.js';
 export type { CredentialReloadStatus } from './credentials/credentials.reloader.js';
 export {
+  AssertionKeyError,
+  AssertionSignatureError,
   AssertionSigningError,
   CredentialRotationError,
   PlatformAuthConfigError,
@@ -51,7 +54,9 @@ export {
   isPlatformAuthConfigError,
   isPlatformAuthError,
   isTokenExchangeError,
+  type AssertionKeySource,
   type ConfigProblem,
+  type SignatureFault,
   type TokenExchangeErrorDetails,
   type TokenExchangeFailure,
 } from './platform-auth.errors.js';

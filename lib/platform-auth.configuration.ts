@@ -3,7 +3,12 @@ import { ConfigReport } from './options/config.report.js';
 import { ownOptions } from './options/own-options.util.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
-import { loadCredentials, type CredentialSources, type LoadedCredentials } from './credentials/credentials.loader.js';
+import {
+  loadCredentials,
+  openCredentials,
+  type CredentialSources,
+  type LoadedCredentials,
+} from './credentials/credentials.loader.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
 
 /** Everything start-up validation produced: the settings, the parsed credentials, the shared store's settings. */
@@ -19,7 +24,8 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
 /**
  * Validates every option, loads the credentials and checks the store settings, into one report: a
  * `PlatformAuthConfigError` lists every problem at once. `nowMs` is the injected clock's time (certificate validity).
- * The module, the CLI and the tests all resolve a configuration here, so they can never disagree about one.
+ * Synchronous, so for PEM keys only; the module and the CLI call {@link loadPlatformAuthConfig}, which also opens
+ * a `pkcs11:` URI or a signer.
  */
 export function resolvePlatformAuthOptions(
   input: PlatformAuthOptions,
@@ -32,10 +38,51 @@ export function resolvePlatformAuthOptions(
   const credentials = loadCredentials(options, nowMs, report);
   const tokenStore = resolveTokenStoreOptions(options, report);
   report.throwIfProblems();
+  return resolved(options, settings!, credentials!, tokenStore, report);
+}
+
+/**
+ * Start-up's resolution for every key source: what {@link resolvePlatformAuthOptions} does, with the key opened
+ * wherever it is (a PEM key, a PKCS#11 token, the application's signer) and proven by a test signature, its
+ * problems in the same report. The module, the CLI and the tests resolve a configuration here, so they can never
+ * disagree about one. The resolved configuration owns the opened key: close it (`credentials.key.close()`), or hand
+ * it to the runtime, which closes it at shutdown.
+ */
+export async function loadPlatformAuthConfig(
+  input: PlatformAuthOptions,
+  nowMs: number,
+  integration?: string,
+): Promise<ResolvedPlatformAuthConfig> {
+  const options = ownOptions(input);
+  const report = new ConfigReport(integration);
+  const settings = resolveSettings(options, report);
+  const credentials = await openCredentials(options, nowMs, report);
+  const tokenStore = resolveTokenStoreOptions(options, report);
+  if (report.problems.length > 0) await credentials?.key.close();
+  report.throwIfProblems();
+  return resolved(options, settings!, credentials!, tokenStore, report);
+}
+
+function resolved(
+  options: PlatformAuthOptions,
+  settings: PlatformAuthSettings,
+  credentials: LoadedCredentials,
+  tokenStore: ResolvedTokenStoreConfig | undefined,
+  report: ConfigReport,
+): ResolvedPlatformAuthConfig {
+  // Files are re-read only for a PEM key: a token's or a signer's key stays where it is.
+  const reloading = settings.credentialsReloadIntervalMs !== undefined && credentials.key.source === 'pem';
+  if (settings.credentialsReloadIntervalMs !== undefined && !reloading) {
+    report.warn(
+      'credentialsReloadIntervalMs',
+      `is ignored: the key is not a PEM file (${credentials.key.source === 'pkcs11' ? 'privateKeyUri' : 'signer'}); nothing is re-read`,
+    );
+  }
   return {
-    ...settings!,
-    credentials: credentials!,
-    credentialSources: pickCredentialSources(options, settings!.credentialsReloadIntervalMs !== undefined),
+    ...settings,
+    credentialsReloadIntervalMs: reloading ? settings.credentialsReloadIntervalMs : undefined,
+    credentials,
+    credentialSources: pickCredentialSources(options, reloading),
     tokenStore,
     warnings: report.warnings,
   };

@@ -25,7 +25,7 @@ import {
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
 import { namedServiceTokens, registerIntegrationName } from './platform-auth.integrations.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
+import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
@@ -48,23 +48,30 @@ async function createRuntime(
   const clock = options.clock ?? systemClock;
   let config: ResolvedPlatformAuthConfig;
   try {
-    config = resolvePlatformAuthOptions(options, clock.now(), integration);
+    config = await loadPlatformAuthConfig(options, clock.now(), integration);
   } finally {
     // The options provider holds the module's own copy (see `withOwnedOptions`): once the key is parsed into a
-    // KeyObject, its text and the other secrets have no business staying in the container.
+    // KeyObject or opened in its token, its text, the URI's PIN and the other secrets have no business staying in
+    // the container.
     forgetCredentialText(options);
   }
   for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
-  const telemetry = await PlatformAuthTelemetry.load(
-    {
-      integration: integrationHash(config.tokenUrl, config.machineId),
-      name: integration === DEFAULT_INTEGRATION ? undefined : integration,
-      serverAddress: new URL(config.tokenUrl).hostname,
-      logger,
-    },
-    clock,
-  );
-  return wirePlatformAuth({ config, integration, clock, logger, telemetry });
+  try {
+    const telemetry = await PlatformAuthTelemetry.load(
+      {
+        integration: integrationHash(config.tokenUrl, config.machineId),
+        name: integration === DEFAULT_INTEGRATION ? undefined : integration,
+        serverAddress: new URL(config.tokenUrl).hostname,
+        logger,
+      },
+      clock,
+    );
+    return wirePlatformAuth({ config, integration, clock, logger, telemetry });
+  } catch (error) {
+    // No runtime will shut down: release the key's PKCS#11 sessions here.
+    await config.credentials.key.close();
+    throw error;
+  }
 }
 
 const fromRuntime = <T>(provide: unknown, pick: (runtime: PlatformAuthRuntime) => T): FactoryProvider<T> => ({

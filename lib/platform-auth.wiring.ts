@@ -45,6 +45,7 @@ export class PlatformAuthRuntime {
     readonly logger: LoggerService;
     readonly telemetry: PlatformAuthTelemetry;
     readonly watch: CredentialsWatch;
+    readonly holder: CredentialsHolder;
     readonly store?: TokenStoreHost;
     readonly client: TokenExchangeClient;
     readonly closeHttp: () => void;
@@ -148,6 +149,7 @@ export class PlatformAuthRuntime {
       logger,
       telemetry,
       watch,
+      holder,
       store,
       client,
       closeHttp: () => http.close(),
@@ -181,7 +183,8 @@ export class PlatformAuthRuntime {
   /**
    * Torn down at application shutdown, after Nest has drained the HTTP server (not at module destroy, which comes
    * before the drain): requests still in flight finish their platform calls, token exchange included. Then the one
-   * shutdown signal stops every part: exchanges in flight, rotations, the credential watch, the store, the sockets.
+   * shutdown signal stops every part: exchanges in flight, rotations, the credential watch, the store, the sockets,
+   * and the key is closed (a PKCS#11 token's sessions).
    */
   async onApplicationShutdown(): Promise<void> {
     const parts = this.#parts;
@@ -192,6 +195,8 @@ export class PlatformAuthRuntime {
     parts.client.destroy();
     parts.telemetry.close();
     await parts.store?.close();
+    // After everything that could sign has stopped: the key's PKCS#11 sessions end here.
+    await parts.holder.active.credentials.key.close();
   }
 }
 

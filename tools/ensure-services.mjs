@@ -9,6 +9,20 @@ import { existsSync } from 'node:fs';
 const SERVICES = {
   redis: { what: 'redis-server', binary: 'redis-server', candidates: ['/usr/bin/redis-server'], apt: ['redis-server'] },
   chromium: { what: 'Chromium', binary: 'chromium', candidates: ['/usr/bin/chromium'], apt: ['chromium'] },
+  // The PKCS#11 token the key-custody tests create keys in (its library and softhsm2-util), and opensc's pkcs11-tool
+  // that checks the keys from outside the library.
+  softhsm: {
+    what: 'SoftHSM2',
+    binary: 'softhsm2-util',
+    candidates: ['/usr/lib/softhsm/libsofthsm2.so'],
+    apt: ['softhsm2'],
+  },
+  opensc: {
+    what: "opensc's pkcs11-tool",
+    binary: 'pkcs11-tool',
+    candidates: ['/usr/bin/pkcs11-tool'],
+    apt: ['opensc'],
+  },
 };
 
 function find(service) {

@@ -5,7 +5,7 @@ import type { PlatformAuthOptions } from '../options/platform-auth-options.inter
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
+import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
 import {
   CommandFailure,
   UsageError,
@@ -90,13 +90,15 @@ export type Configuration =
 
 /**
  * Reads the variables and validates them exactly as the module does at start-up (`readPlatformAuthEnv`, then
- * `resolvePlatformAuthOptions`), so the command line and an application can never disagree about a configuration.
+ * `loadPlatformAuthConfig`), so the command line and an application can never disagree about a configuration. A
+ * resolved configuration holds an open key (a PKCS#11 token's sessions): the runtime built from it closes it at
+ * shutdown; a command that builds none closes `config.credentials.key` itself.
  */
-export function resolveConfiguration(context: CommandContext, nowMs: number): Configuration {
+export async function resolveConfiguration(context: CommandContext, nowMs: number): Promise<Configuration> {
   const integration = integrationOption(context);
   const options = readPlatformAuthEnv({ ...configurationEnv(context) }, integration);
   try {
-    return { options, config: resolvePlatformAuthOptions(options, nowMs, integration) };
+    return { options, config: await loadPlatformAuthConfig(options, nowMs, integration) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;
@@ -117,10 +119,10 @@ function configurationChecks(findings: readonly ConfigProblem[], status: CheckRe
  * For the commands that need a working configuration: the resolved one, or `undefined` after reporting what is
  * wrong (as JSON with `--json`).
  */
-export function requireConfiguration(
+export async function requireConfiguration(
   context: CommandContext,
-): Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined {
-  const configuration = resolveConfiguration(context, context.now());
+): Promise<Extract<Configuration, { config: ResolvedPlatformAuthConfig }> | undefined> {
+  const configuration = await resolveConfiguration(context, context.now());
   if (configuration.config) return configuration;
   if (context.out.json) context.out.printJson({ ok: false, problems: configuration.problems });
   else printConfigurationProblems(context.out, configuration.problems);

@@ -19,7 +19,7 @@ interface CommandEntry {
 /** Loaded on demand, so `thumbprint`, `keygen` and `--help` do not pay for Nest, axios and jose. */
 const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   keygen: {
-    summary: 'generate private-key.pem (RSA-2048) and a self-signed publickey.cer to register in the portal',
+    summary: 'generate an RSA-2048 key (private-key.pem, or inside a PKCS#11 token) and a self-signed publickey.cer',
     load: async () => (await import('./commands/keygen.command.js')).keygenCommand,
   },
   thumbprint: {
@@ -180,13 +180,16 @@ function printGeneralHelp(out: Output): void {
     'assertion, token and doctor read the same variables as the module: PLATFORM_BASE_URL, PLATFORM_MACHINE_ID,',
   );
   out.print(
-    'PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY, PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or',
+    'PLATFORM_PRIVATE_KEY_PATH or PLATFORM_PRIVATE_KEY (or PLATFORM_PRIVATE_KEY_URI, a key in a PKCS#11 token),',
   );
   out.print(
-    'PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT, PLATFORM_AUDIENCE, from the environment and ./.env when it exists\n(--env-file FILE reads another file, --no-env-file none).',
+    'PLATFORM_PRIVATE_KEY_PASSPHRASE, PLATFORM_CERTIFICATE_PATH or PLATFORM_CERTIFICATE, PLATFORM_CERT_THUMBPRINT,',
   );
   out.print(
-    'Keys, passphrases, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).',
+    'PLATFORM_AUDIENCE, from the environment and ./.env when it exists\n(--env-file FILE reads another file, --no-env-file none).',
+  );
+  out.print(
+    'Keys, passphrases, PINs, assertions and tokens are never printed, except on request (assertion --raw, token --show-token).',
   );
   out.print();
   out.print('Exit codes: 0 success, 1 a check or the operation failed, 2 the command line is wrong.');

@@ -27,8 +27,14 @@ export class CredentialsHolder {
     return this.#active;
   }
 
+  /**
+   * Puts `credentials` in use. The key they replace is closed (a PKCS#11 key ends its sessions once the signatures
+   * in flight finish), unless the new pair keeps the same key.
+   */
   swap(machineId: string, credentials: LoadedCredentials, nowMs: number): void {
+    const previous = this.#active.credentials.key;
     this.#active = { machineId, credentials, activatedAtMs: nowMs };
+    if (previous !== credentials.key) previous.close().catch(() => undefined);
     for (const listener of this.listeners) listener(this.#active);
   }
 

@@ -1,7 +1,10 @@
-import type { KeyObject, X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
 import type { ConfigReport } from '../options/config.report.js';
+import type { AssertionKey } from './assertion-key.interface.js';
 import { checkValidity, loadCertificate } from './certificate.loader.js';
+import { InMemoryAssertionKey } from './in-memory.assertion-key.js';
+import { keySourceKind, openExternalKey } from './key-source.loader.js';
 import { loadPrivateKey } from './private-key.loader.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
@@ -10,6 +13,8 @@ export type CredentialSources = Pick<
   | 'privateKey'
   | 'privateKeyPath'
   | 'privateKeyPassphrase'
+  | 'privateKeyUri'
+  | 'signer'
   | 'certificate'
   | 'certificatePath'
   | 'thumbprint'
@@ -17,8 +22,8 @@ export type CredentialSources = Pick<
 >;
 
 export interface LoadedCredentials {
-  /** Parsed once; reused for every signature. */
-  readonly privateKey: KeyObject;
+  /** The key assertions are signed with: a PEM key parsed once, a key in a PKCS#11 token, or the `signer`. */
+  readonly key: AssertionKey;
   readonly certificate?: X509Certificate;
   /** The assertion's `iss`. */
   readonly thumbprint: string;
@@ -26,32 +31,85 @@ export interface LoadedCredentials {
 }
 
 /**
- * Reads and checks the key, the certificate and the thumbprint. Every problem goes to `report`; the result is
- * `undefined` when any was found. Messages name settings and paths, never content of the files.
+ * Reads and checks a PEM key, the certificate and the thumbprint, synchronously (file reloads and rotations of PEM
+ * pairs). Every problem goes to `report`; the result is `undefined` when any was found. Messages name settings and
+ * paths, never content of the files. A `pkcs11:` URI or a signer needs {@link openCredentials}.
  */
 export function loadCredentials(
   sources: CredentialSources,
   nowMs: number,
   report: ConfigReport,
 ): LoadedCredentials | undefined {
+  const kind = keySourceKind(sources, report);
+  if (kind !== undefined && kind !== 'pem') {
+    report.problem(kind === 'pkcs11' ? 'privateKeyUri' : 'signer', 'is opened at start-up only (openCredentials)');
+  }
+  const key = kind === 'pem' ? loadPemKey(sources, report) : undefined;
+  const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, key);
+  if (!key || !thumbprint || report.problems.length > 0) return undefined;
+  return { key, certificate, thumbprint, thumbprintAlgorithm: algorithm };
+}
+
+/**
+ * Start-up's reading of the credentials, for every key source: a PEM key as {@link loadCredentials} reads it, or
+ * the key of a PKCS#11 token or of the application's signer, opened and proven by one test signature verified with
+ * the certificate. Every problem goes to `report`; an opened key is closed again when there is any.
+ */
+export async function openCredentials(
+  sources: CredentialSources,
+  nowMs: number,
+  report: ConfigReport,
+): Promise<LoadedCredentials | undefined> {
+  const kind = keySourceKind(sources, report);
+  const pemKey = kind === 'pem' ? loadPemKey(sources, report) : undefined;
+  const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, pemKey);
+  const key =
+    kind === 'pkcs11' || kind === 'signer' ? await openExternalKey(kind, sources, certificate, report) : pemKey;
+  if (!key || !thumbprint || report.problems.length > 0) {
+    await key?.close();
+    return undefined;
+  }
+  return { key, certificate, thumbprint, thumbprintAlgorithm: algorithm };
+}
+
+/** The certificate (checked against a PEM key, and for validity) and the thumbprint, in the order users read them. */
+function certificateAndThumbprint(
+  sources: CredentialSources,
+  nowMs: number,
+  report: ConfigReport,
+  pemKey: InMemoryAssertionKey | undefined,
+): { certificate?: X509Certificate; thumbprint?: string; algorithm: ThumbprintAlgorithm } {
   const algorithm = sources.thumbprintAlgorithm ?? 'sha1';
   if (algorithm !== 'sha1' && algorithm !== 'sha256') {
     report.problem('thumbprintAlgorithm', `must be 'sha1' or 'sha256'`);
   }
-  const privateKey = loadPrivateKey(sources, report);
+  const external = sources.privateKeyUri !== undefined || sources.signer !== undefined;
+  if (external && sources.certificate === undefined && sources.certificatePath === undefined) {
+    report.problem(
+      'certificate',
+      `is required with ${sources.privateKeyUri !== undefined ? 'privateKeyUri' : 'signer'}: set certificate or certificatePath; its thumbprint is the assertion's iss and its public key checks every signature (a thumbprint alone cannot)`,
+    );
+    return { algorithm };
+  }
   const certificate = loadCertificate(sources, report);
-
-  if (privateKey && certificate && !certificate.x509.checkPrivateKey(privateKey)) {
+  if (pemKey && certificate && !certificate.x509.publicKey.equals(pemKey.publicKey)) {
     report.problem(
       certificate.source,
       `the certificate (${describeSource(sources, 'certificate')}) does not match the private key (${describeSource(sources, 'privateKey')}): it was made from another key; configure the pair keygen wrote together, or the certificate registered for this key`,
     );
   }
   if (certificate) checkValidity(certificate.x509, certificate.source, nowMs, report);
-
   const thumbprint = resolveThumbprint(sources, certificate?.x509, algorithm, report);
-  if (!privateKey || !thumbprint || report.problems.length > 0) return undefined;
-  return { privateKey, certificate: certificate?.x509, thumbprint, thumbprintAlgorithm: algorithm };
+  return { certificate: certificate?.x509, thumbprint, algorithm };
+}
+
+function loadPemKey(sources: CredentialSources, report: ConfigReport): InMemoryAssertionKey | undefined {
+  const privateKey = loadPrivateKey(sources, report);
+  if (!privateKey) return undefined;
+  return new InMemoryAssertionKey(
+    privateKey,
+    sources.privateKeyPath !== undefined ? `privateKeyPath ${sources.privateKeyPath}` : 'privateKey PEM text',
+  );
 }
 
 function resolveThumbprint(

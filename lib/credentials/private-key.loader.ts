@@ -19,7 +19,10 @@ export function loadPrivateKey(sources: PrivateKeySources, report: ConfigReport)
   );
   if (!source) {
     if (!sources.privateKey && !sources.privateKeyPath) {
-      report.problem('privateKey', 'a private key is required: set privateKey (PEM text) or privateKeyPath');
+      report.problem(
+        'privateKey',
+        'a private key is required: set privateKey (PEM text) or privateKeyPath, or privateKeyUri (a key in a PKCS#11 token) or signer (a KMS, say)',
+      );
     }
     return undefined;
   }

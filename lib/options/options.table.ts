@@ -53,7 +53,7 @@ export const PLATFORM_AUTH_OPTIONS = {
     env: 'PLATFORM_PRIVATE_KEY',
     kind: 'pem',
     secret: true,
-    rule: 'PEM text of the RSA key (PKCS#8 or PKCS#1, ≥ 2048 bits, warning when not 2048); this or `privateKeyPath`; literal `\\n` and CRLF tolerated',
+    rule: 'PEM text of the RSA key (PKCS#8 or PKCS#1, ≥ 2048 bits, warning when not 2048); this, `privateKeyPath`, `privateKeyUri` or `signer`; literal `\\n` and CRLF tolerated',
   },
   privateKeyPath: {
     env: 'PLATFORM_PRIVATE_KEY_PATH',
@@ -65,6 +65,16 @@ export const PLATFORM_AUTH_OPTIONS = {
     kind: 'text',
     secret: true,
     rule: 'for an encrypted PEM (PKCS#8 or legacy PKCS#1)',
+  },
+  privateKeyUri: {
+    env: 'PLATFORM_PRIVATE_KEY_URI',
+    kind: 'text',
+    secret: true,
+    rule: 'RFC 7512 `pkcs11:` URI of a key inside a PKCS#11 token (`token=`, `object=` or `id=`, `?module-path=`, `pin-source=file:…` or `pin-value=`), instead of a PEM key; needs the `pkcs11js` package and the certificate',
+  },
+  signer: {
+    kind: 'instance',
+    rule: 'an object whose `sign(signingInput)` returns an RS256 signature (RSASSA-PKCS1-v1_5, SHA-256), from a KMS say, instead of a PEM key; each signature is checked against the certificate, which is required',
   },
   certificate: {
     env: 'PLATFORM_CERTIFICATE',

@@ -25,6 +25,21 @@ export interface TokenStoreTimingOptions {
   waitTimeoutMs?: number;
 }
 
+/**
+ * Signs assertions where the key lives (a cloud KMS, Vault Transit, an HSM behind a service): the key never enters
+ * this process. Every signature is verified against the certificate's public key before the assertion is sent; see
+ * docs/key-custody.md for AWS KMS, Azure Key Vault, Google Cloud KMS and Vault Transit.
+ */
+export interface PlatformAuthSigner {
+  /** Names the signer in messages and errors. Default: its class name. */
+  readonly name?: string;
+  /**
+   * The RS256 signature of `signingInput`: RSASSA-PKCS1-v1_5 with SHA-256, over these exact bytes (hash them once,
+   * or let the KMS hash them), as raw bytes: 256 for an RSA-2048 key.
+   */
+  sign(signingInput: Uint8Array): Promise<Uint8Array>;
+}
+
 export interface PlatformAuthOptions {
   /** `https://{platform_domain}`; `http:` is accepted only for loopback hosts. */
   baseUrl: string;
@@ -36,6 +51,17 @@ export interface PlatformAuthOptions {
   privateKeyPath?: string;
   /** Passphrase of an encrypted private key. */
   privateKeyPassphrase?: string;
+  /**
+   * RFC 7512 `pkcs11:` URI of an RSA-2048 key inside a PKCS#11 token (an HSM, a smart card, SoftHSM2), instead of a
+   * PEM key: `pkcs11:token=…;object=…?module-path=…&pin-source=file:…`. The token signs (CKM_SHA256_RSA_PKCS); the
+   * key never leaves it. Needs the `pkcs11js` package and the certificate. Secret: it may hold `pin-value`.
+   */
+  privateKeyUri?: string;
+  /**
+   * Signs assertions outside this process (a KMS, say), instead of a PEM key; needs the certificate, whose public key
+   * checks each signature before it is sent.
+   */
+  signer?: PlatformAuthSigner;
   /** PEM text of the registered certificate; the thumbprint is computed from it. */
   certificate?: string;
   /** Path of the PEM certificate file. */

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { CompactSign } from 'jose';
 import type { Clock } from '../platform-auth.clock.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
 import type { ActiveCredentials, CredentialsHolder } from '../credentials/credentials.holder.js';
+import { signCompactJws } from '../credentials/compact-jws.util.js';
 
 /** What the signer reads of the settings. */
 export type SignerSettings = Pick<PlatformAuthSettings, 'audience' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
@@ -35,7 +35,8 @@ export function effectiveClockMargin(
   return Math.min(config.clockMarginSeconds, Math.floor(config.assertionLifetimeSeconds / 2));
 }
 
-const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
+/** The assertion's header, exactly; the same bytes whatever holds the key. */
+export const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
 /** Builds a signer over the holder's credentials; only the composition root (and the rotation's candidate) call it. */
@@ -70,16 +71,19 @@ export class AssertionSigner {
     createAssertionSigner = (settings, clock, holder) => new AssertionSigner(settings, clock, holder);
   }
 
-  /** A fresh compact JWT, signed RS256 with the key parsed at start-up. Never reuse one: each `jti` is single-use. */
+  /**
+   * A fresh compact JWT, signed RS256 by the configured key: the PEM key parsed at start-up, the PKCS#11 token or the
+   * signer (whose signature is verified against the certificate first). Never reuse one: each `jti` is single-use.
+   */
   async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
     // One read of the holder: claims and key of the same pair even if a swap happens meanwhile.
     const active = this.#holder.active;
     const claims = this.#claims(options, active);
     try {
-      return await new CompactSign(encoder.encode(JSON.stringify(claims)))
-        .setProtectedHeader(PROTECTED_HEADER)
-        .sign(active.credentials.privateKey);
+      return await signCompactJws(active.credentials.key, PROTECTED_HEADER, encoder.encode(JSON.stringify(claims)));
     } catch (error) {
+      // A token's or a signer's refusal already names the key and the likely cause.
+      if (error instanceof AssertionSigningError) throw error;
       const kind = error instanceof Error ? error.name : 'unknown error';
       throw new AssertionSigningError(`signing the client assertion failed (${kind})`);
     }

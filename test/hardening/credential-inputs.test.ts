@@ -69,20 +69,20 @@ function expectProblem(overrides: Partial<PlatformAuthOptions>, setting: RegExp,
 describe('start-up checks: keys that load', () => {
   it('loads a PKCS#8 key and computes the thumbprint from the certificate', () => {
     const config = resolvePlatformAuthOptions(options(), NOW);
-    expect(config.credentials.privateKey.asymmetricKeyType).toBe('rsa');
+    expect(config.credentials.key.publicKey.asymmetricKeyType).toBe('rsa');
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
     expect(config.warnings).toEqual([]);
   });
 
   it('loads a PKCS#1 key', () => {
     const config = resolvePlatformAuthOptions(options({ privateKey: v.pkcs1Pem }), NOW);
-    expect(config.credentials.privateKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
+    expect(config.credentials.key.modulusBits).toBe(2048);
   });
 
   it('loads encrypted PKCS#8 and PKCS#1 keys with the passphrase', () => {
     for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
       const config = resolvePlatformAuthOptions(options({ privateKey, privateKeyPassphrase: TEST_PASSPHRASE }), NOW);
-      expect(config.credentials.privateKey.type).toBe('private');
+      expect(config.credentials.key.modulusBits).toBe(2048);
     }
   });
 

@@ -1,4 +1,4 @@
-import { createPrivateKey } from 'node:crypto';
+import { constants, createPrivateKey, sign } from 'node:crypto';
 import { ConsoleLogger, Controller, Get, Module } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { NestFactory } from '@nestjs/core';
@@ -6,8 +6,16 @@ import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+import {
+  AssertionKeyError,
+  AssertionSignatureError,
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  TokenProvider,
+} from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { SignerAssertionKey } from '../../lib/credentials/signer.assertion-key.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { captureOutput } from '../support/capture-output.js';
 import { TEST_PASSPHRASE } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
@@ -123,5 +131,57 @@ describe('leak sweep over logs', () => {
       await moduleRef.close();
       await skewed.close();
     }
+  });
+});
+
+describe('leak sweep over key-custody errors', () => {
+  const PIN = 'pin-value-7f3e9a';
+
+  it('a refused pkcs11: URI names no PIN in any rendering of the start-up error', async () => {
+    const error = await loadPlatformAuthConfig(
+      {
+        ...integration.moduleOptions,
+        privateKey: undefined,
+        privateKeyUri: `pkcs11:token=t;object=k?module-path=/nonexistent/libp11.so&pin-value=${PIN}`,
+      },
+      Date.now(),
+    ).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(PlatformAuthConfigError);
+    expectNoSecrets(error, [PIN, `pin-value=${PIN}`]);
+  });
+
+  it('a signer whose signature fails the check, or that throws, leaks neither the assertion nor its own message', async () => {
+    const key = createPrivateKey(integration.privateKeyPem);
+    const config = await loadPlatformAuthConfig(
+      {
+        ...integration.moduleOptions,
+        privateKey: undefined,
+        signer: { sign: (input) => Promise.resolve(sign('sha256', input, key)) },
+      },
+      Date.now(),
+    );
+    const seen: string[] = [];
+    const pss = (input: Uint8Array) => {
+      seen.push(Buffer.from(input).toString());
+      return Promise.resolve(sign('sha256', input, { key, padding: constants.RSA_PKCS1_PSS_PADDING }));
+    };
+    const refused = await new SignerAssertionKey({ sign: pss }, config.credentials.key.publicKey)
+      .sign(new TextEncoder().encode('eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtYWNoaW5lIn0'))
+      .catch((caught: unknown) => caught);
+    expect(refused).toBeInstanceOf(AssertionSignatureError);
+    const secretMessage = 'kms said: token=abc.def.ghi';
+    const thrown = await new SignerAssertionKey(
+      { sign: () => Promise.reject(new Error(secretMessage)) },
+      config.credentials.key.publicKey,
+    )
+      .sign(new Uint8Array(8))
+      .catch((caught: unknown) => caught);
+    expect(thrown).toBeInstanceOf(AssertionKeyError);
+    expectNoSecrets(refused, [...seen, ...secrets()]);
+    expectNoSecrets(thrown, [secretMessage, ...secrets()]);
+    await config.credentials.key.close();
   });
 });

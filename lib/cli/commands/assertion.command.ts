@@ -1,4 +1,3 @@
-import { createPublicKey } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
@@ -34,7 +33,7 @@ const TIME_CLAIMS = ['iat', 'nbf', 'exp'] as const;
 
 async function run(context: CommandContext): Promise<number> {
   const out = context.out;
-  const configuration = requireConfiguration(context);
+  const configuration = await requireConfiguration(context);
   if (!configuration) return 1;
   const { config, options } = configuration;
   // Configuration warnings are reported from `config.warnings`; signing itself logs nothing.
@@ -98,7 +97,7 @@ async function checkAssertion(
   options: PlatformAuthOptions,
   now: number,
 ): Promise<CheckResult[]> {
-  const { certificate, privateKey, thumbprintAlgorithm } = config.credentials;
+  const { certificate, key, thumbprintAlgorithm } = config.credentials;
   const expectedIss = certificate
     ? certificateThumbprint(certificate, thumbprintAlgorithm)
     : normalizeThumbprint(options.thumbprint ?? '');
@@ -109,7 +108,7 @@ async function checkAssertion(
   const issuer = {
     thumbprint: expectedIss,
     machineId: config.machineId,
-    publicKey: certificate?.publicKey ?? createPublicKey(privateKey),
+    publicKey: certificate?.publicKey ?? key.publicKey,
   };
   const verdicts = await evaluateClaimRules(
     { jwt, header: { ...header }, claims: { ...claims } },

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigReport, settingName } from '../../options/config.report.js';
-import { loadCredentials, type LoadedCredentials } from '../../credentials/credentials.loader.js';
+import { openCredentials, type LoadedCredentials } from '../../credentials/credentials.loader.js';
 import { normalizePem } from '../../credentials/pem.util.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
@@ -16,8 +16,8 @@ import type { CheckResult, CheckStatus } from '../cli.command.js';
 const GROUPS = {
   key: {
     label: 'Private key',
-    options: ['privateKey', 'privateKeyPath', 'privateKeyPassphrase'],
-    fix: 'point PLATFORM_PRIVATE_KEY_PATH at the RSA-2048 PEM key whose certificate is registered (or run platform-auth keygen and register the new certificate)',
+    options: ['privateKey', 'privateKeyPath', 'privateKeyPassphrase', 'privateKeyUri', 'signer'],
+    fix: 'point PLATFORM_PRIVATE_KEY_PATH at the RSA-2048 PEM key whose certificate is registered, or PLATFORM_PRIVATE_KEY_URI at the key in its PKCS#11 token (or run platform-auth keygen and register the new certificate)',
   },
   certificate: {
     label: 'Certificate',
@@ -53,12 +53,12 @@ export interface Findings {
   readonly warnings: Readonly<Record<GroupName | 'other', readonly ConfigProblem[]>>;
 }
 
-export function loadCredentialsOnTheirOwn(
+export async function loadCredentialsOnTheirOwn(
   options: PlatformAuthOptions,
   now: number,
-): { loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] } {
+): Promise<{ loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] }> {
   const report = new ConfigReport();
-  return { loaded: loadCredentials(options, now, report), warnings: report.warnings };
+  return { loaded: await openCredentials(options, now, report), warnings: report.warnings };
 }
 
 export function byGroup(findings: readonly ConfigProblem[]): Record<GroupName | 'other', ConfigProblem[]> {
@@ -113,10 +113,19 @@ export function configurationChecks(
   const checks: CheckResult[] = [];
   const key = findingLines('private-key', 'key', findings);
   if (!key.failed) {
-    const source = settingName(options.privateKeyPath !== undefined ? 'privateKeyPath' : 'privateKey');
-    const bits = credentials?.privateKey.asymmetricKeyDetails?.modulusLength;
-    const what = bits ? `an RSA ${bits}-bit key` : 'an RSA key of at least 2048 bits';
-    checks.push(check('private-key', 'pass', GROUPS.key.label, `loads: ${what}, from ${source}`));
+    const source = settingName(
+      options.privateKeyUri !== undefined
+        ? 'privateKeyUri'
+        : options.privateKeyPath !== undefined
+          ? 'privateKeyPath'
+          : 'privateKey',
+    );
+    const key = credentials?.key;
+    const detail =
+      key && key.source !== 'pem'
+        ? `signs, and its test signature verifies with the certificate: ${key.description}`
+        : `loads: ${key ? `an RSA ${key.modulusBits}-bit key` : 'an RSA key of at least 2048 bits'}, from ${source}`;
+    checks.push(check('private-key', 'pass', GROUPS.key.label, detail));
   }
   checks.push(...key.lines);
 

@@ -34,15 +34,20 @@ const PROBE_TIMEOUT_MS = 5_000;
 
 async function run(context: CommandContext): Promise<number> {
   const now = context.now();
-  const { options, config, problems = [] } = resolveConfiguration(context, now);
+  const { options, config, problems = [] } = await resolveConfiguration(context, now);
   // PlatformAuthConfigError carries only problems: load the credentials on their own for the warnings, and for
   // the details of the parts that are fine.
   const credentials = config
     ? { loaded: config.credentials, warnings: config.warnings }
-    : loadCredentialsOnTheirOwn(options, now);
+    : await loadCredentialsOnTheirOwn(options, now);
   const findings: Findings = { problems: byGroup(problems), warnings: byGroup(credentials.warnings) };
   const checks = configurationChecks(options, config, credentials.loaded, findings, now);
-  checks.push(...(await platformChecks(options, config, findings)));
+  try {
+    checks.push(...(await platformChecks(options, config, findings)));
+  } finally {
+    // The exchange's runtime closed it already when there was one; closing twice is fine.
+    await credentials.loaded?.key.close();
+  }
 
   const counts = countChecks(checks);
   const out = context.out;

@@ -13,6 +13,7 @@ import {
   type CommandContext,
 } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
+import { keygenInToken, parseKeyUri } from './keygen-token.util.js';
 
 const PRIVATE_KEY_FILE = 'private-key.pem';
 const CERTIFICATE_FILE = 'publickey.cer';
@@ -22,14 +23,22 @@ const MAX_COMMON_NAME_LENGTH = 64;
 
 export const keygenCommand: Command = {
   name: 'keygen',
-  synopsis: '[--out DIR] [--days N] [--name CN]',
+  synopsis: '[--out DIR] [--days N] [--name CN] [--key-uri URI]',
   description: [
     'Generates the key pair of docs/platform-contract.md#keys-and-certificates: an RSA-2048 private key',
     `(PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600) and a self-signed X.509 certificate for it (PEM,`,
     `${CERTIFICATE_FILE}) to upload in the Administration Portal.`,
+    'With --key-uri the pair is generated inside the PKCS#11 token instead (sensitive, never extractable) and only',
+    `${CERTIFICATE_FILE} is written, signed by the token's key (docs/key-custody.md).`,
     'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
   ].join('\n'),
   options: {
+    'key-uri': {
+      type: 'string',
+      placeholder: 'URI',
+      description:
+        'generate the key inside a PKCS#11 token: pkcs11:token=LABEL;object=NAME?module-path=LIB&pin-source=file:PIN_FILE (the PIN is never printed)',
+    },
     out: {
       type: 'string',
       placeholder: 'DIR',
@@ -55,10 +64,12 @@ async function run(context: CommandContext): Promise<number> {
   const dir = resolve(context.cwd, stringOption(context, 'out') ?? '.');
   const keyPath = join(dir, PRIVATE_KEY_FILE);
   const certificatePath = join(dir, CERTIFICATE_FILE);
+  const keyUri = stringOption(context, 'key-uri');
+  const inToken = keyUri === undefined ? undefined : parseKeyUri(keyUri);
 
   if (existsSync(dir) && !statSync(dir).isDirectory())
     throw new CommandFailure(`--out '${dir}' is a file, not a directory`);
-  const existing = [keyPath, certificatePath].filter((path) => existsSync(path));
+  const existing = (inToken ? [certificatePath] : [keyPath, certificatePath]).filter((path) => existsSync(path));
   if (existing.length > 0) {
     throw new CommandFailure(
       `refusing to overwrite ${existing.join(' and ')}: a key that is registered would be lost; move ${existing.length === 1 ? 'it' : 'them'} away or choose another --out`,
@@ -69,6 +80,8 @@ async function run(context: CommandContext): Promise<number> {
   } catch (error) {
     throw new CommandFailure(`cannot create directory '${dir}': ${describeFsError(error)}`);
   }
+
+  if (inToken) return keygenInToken(context, inToken, { certificatePath, days, commonName, writeNew, shellWord });
 
   // In-memory generation with the module's own helper (WebCrypto key, @peculiar/x509 certificate): the same code
   // path the emulator and the tests use, so what keygen writes is exactly what the module is tested against.

@@ -27,7 +27,7 @@ export const tokenCommand: Command = {
 
 async function run(context: CommandContext): Promise<number> {
   const out = context.out;
-  const configuration = requireConfiguration(context);
+  const configuration = await requireConfiguration(context);
   if (!configuration) return 1;
   const { config } = configuration;
   const result = await exchangeOnce(config);

@@ -1,0 +1,28 @@
+import { CompactSign } from 'jose';
+import type { AssertionKey } from './assertion-key.interface.js';
+import { inMemoryKeyObject } from './in-memory.assertion-key.js';
+
+export interface JwsHeader {
+  readonly alg: string;
+  readonly [parameter: string]: unknown;
+}
+
+const encoder = new TextEncoder();
+
+/** `base64url(header) "." base64url(payload)`: the bytes an RS256 signature covers (RFC 7515 §5.1). */
+export function encodeSigningInput(header: JwsHeader, payload: Uint8Array): string {
+  return `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(payload).toString('base64url')}`;
+}
+
+/**
+ * A compact JWS of `payload` signed by `key`. A PEM key in memory is signed by jose, as it always was; a token or a
+ * signer signs the signing input built here the same way (JSON of the header, then base64url of each part), so the
+ * header, the claims and their encoding are the same bytes for every key source.
+ */
+export async function signCompactJws(key: AssertionKey, header: JwsHeader, payload: Uint8Array): Promise<string> {
+  const inMemory = inMemoryKeyObject(key);
+  if (inMemory) return new CompactSign(payload).setProtectedHeader({ ...header }).sign(inMemory);
+  const input = encodeSigningInput(header, payload);
+  const signature = await key.sign(encoder.encode(input));
+  return `${input}.${Buffer.from(signature).toString('base64url')}`;
+}

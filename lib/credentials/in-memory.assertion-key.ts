@@ -1,0 +1,38 @@
+import { createPublicKey, sign, type KeyObject } from 'node:crypto';
+import type { AssertionKey } from './assertion-key.interface.js';
+
+/** Gives the in-memory key to jose, which signs PEM keys; set in the class's static block, read by compact-jws.util. */
+export let inMemoryKeyObject: (key: AssertionKey) => KeyObject | undefined;
+
+/** A PEM key parsed once into a `KeyObject` (checked by the private key loader) and reused for every signature. */
+export class InMemoryAssertionKey implements AssertionKey {
+  readonly source = 'pem';
+  readonly publicKey: KeyObject;
+  readonly modulusBits: number;
+  readonly description: string;
+  // A true private field: the key must not show when someone logs or inspects the credentials.
+  readonly #privateKey: KeyObject;
+
+  constructor(
+    privateKey: KeyObject,
+    readonly name: string,
+  ) {
+    this.#privateKey = privateKey;
+    this.publicKey = createPublicKey(privateKey);
+    this.modulusBits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+    this.description = `an RSA ${this.modulusBits}-bit key, from ${name}`;
+  }
+
+  static {
+    inMemoryKeyObject = (key) => (key instanceof InMemoryAssertionKey ? key.#privateKey : undefined);
+  }
+
+  sign(signingInput: Uint8Array): Promise<Uint8Array> {
+    // RSA keys sign with PKCS#1 v1.5 padding unless told otherwise.
+    return Promise.resolve(sign('sha256', signingInput, this.#privateKey));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
