@@ -1,6 +1,6 @@
 export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.util.js';
 export { FakeClock } from './fake.clock.js';
-export { PlatformEmulator } from './platform.emulator.js';
+export { PlatformEmulator } from './emulator/platform.emulator.js';
 export type {
   EmulatedEnvironment,
   EmulatedIntegration,
@@ -14,11 +14,11 @@ export type {
   RegisterIntegrationInput,
   TokenRequestRecord,
   TokenRequestRule,
-} from './emulator.types.js';
+} from './emulator/emulator.types.js';
 export type {
   RegisteredUserClient,
   RegisterUserClientInput,
   TestUser,
   UserFlowRecord,
   UserFlowStep,
-} from './emulator.user-types.js';
+} from './user-flow/user-flow.types.js';

@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { CLAIM_RULE_ORDER } from '../../lib/testing/emulator.claim-rules.js';
+import { CLAIM_RULE_ORDER } from '../../lib/testing/emulator/emulator.claim-rules.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createTestCredentials,

@@ -5,7 +5,11 @@ import { systemClock } from '../../platform-auth.clock.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
 import type { ResolvedPlatformAuthConfig } from '../../options/options.resolver.js';
-import { CLAIM_RULE_LABELS, evaluateClaimRules, type ClaimRuleOutcome } from '../../testing/emulator.claim-rules.js';
+import {
+  CLAIM_RULE_LABELS,
+  evaluateClaimRules,
+  type ClaimRuleOutcome,
+} from '../../testing/emulator/emulator.claim-rules.js';
 import { flag, type CheckResult, type CheckStatus, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../cli.environment.js';
 import { countChecks, printChecks, printFields, summaryLine } from '../cli.output.js';
