@@ -26,8 +26,11 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['reflect-metadata'],
+    // dist/ and the sample app, built once before any test file; tests that run them in other processes rely on it.
+    globalSetup: ['test/support/build-once.global-setup.ts'],
     pool: 'forks',
-    testTimeout: 20_000,
-    hookTimeout: 30_000,
+    // Hang guards only: tests wait for conditions, never for a time, so a slow machine takes longer but passes.
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
   },
 });

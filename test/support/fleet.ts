@@ -2,10 +2,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { FakeClock } from 'nestjs-platform-auth/testing';
-import { ensureBuilt } from './built-package.js';
 
 const CHILD = fileURLToPath(new URL('../store/fleet-replica.child.mjs', import.meta.url));
-const BUILT = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 
 export type CallOutcome =
   { ok: true; token: string } | { ok: false; reason?: string; status?: number; code?: string; message: string };
@@ -57,7 +55,6 @@ export class Fleet {
     clock: FakeClock;
     module: Partial<PlatformAuthOptions> & Record<string, unknown>;
   }): Promise<Fleet> {
-    await ensureBuilt(BUILT);
     const replicas = await Promise.all(
       Array.from({ length: options.processes }, async () => {
         const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
