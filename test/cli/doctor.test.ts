@@ -8,15 +8,7 @@ import {
   type EmulatedIntegration,
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
-import {
-  ensureCliBuilt,
-  expectNoSecrets,
-  parseJson,
-  pemFragments,
-  runCli,
-  tempDir,
-  type CliResult,
-} from './cli-harness.js';
+import { expectNoSecrets, parseJson, pemFragments, runCli, tempDir, type CliResult } from './cli-harness.js';
 
 interface DoctorCheck {
   id: string;
@@ -91,8 +83,7 @@ async function freePortThenClosed(): Promise<number> {
 
 beforeAll(async () => {
   const now = Date.now();
-  const [, started, skewed, otherCredentials, closed] = await Promise.all([
-    ensureCliBuilt(),
+  const [started, skewed, otherCredentials, closed] = await Promise.all([
     PlatformEmulator.start(),
     PlatformEmulator.start({ clockOffsetMs: SKEW_MS }),
     createTestCredentials(),

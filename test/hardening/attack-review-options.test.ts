@@ -14,7 +14,7 @@ import {
 import { createTestCredentials, PlatformEmulator, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { ConfigModule } from '@nestjs/config';
 import { resolvePlatformAuthOptions } from '../../lib/options/options.resolver.js';
-import { ensureCliBuilt, expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
+import { expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
@@ -72,7 +72,6 @@ describe('finding 5: PEM text in a setting that is not a key or certificate is r
   });
 
   it.each(['doctor', 'assertion'])('the CLI %s refuses it and does not print it', async (command) => {
-    await ensureCliBuilt();
     const keyPath = files.write('key.pem', credentials.privateKeyPem);
     const certificatePath = files.write('certificate.pem', credentials.certificatePem);
     for (const variable of ['PLATFORM_MACHINE_ID', 'PLATFORM_AUDIENCE']) {
