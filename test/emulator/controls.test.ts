@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { CLAIM_RULE_ORDER } from '../../lib/testing/emulator/emulator.claim-rules.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   createTestCredentials,
   FakeClock,
@@ -373,10 +373,6 @@ describe('close', () => {
   });
 });
 
-async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+async function waitFor(condition: () => boolean): Promise<void> {
+  await vi.waitFor(() => expect(condition()).toBe(true), { timeout: 60_000, interval: 10 });
 }
