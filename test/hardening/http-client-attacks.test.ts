@@ -1,9 +1,10 @@
 import { inspect } from 'node:util';
 import axios, { type AxiosError, type InternalAxiosRequestConfig } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 // Attacks on the authenticated HttpService: each describe names the defence it checks (SECURITY.md lists them).
 
@@ -49,7 +50,7 @@ describe('an error keeps no path to a live keep-alive socket', () => {
     const error = await settle(firstValueFrom(f.http.get(`${s.url}/fail`)));
     expect((error as AxiosError).response?.status).toBe(500);
     const held = firstValueFrom(f.http.get(`${s.url}/hold`));
-    await vi.waitFor(() => expect(sockets['/hold']).toBeDefined());
+    await eventually(() => expect(sockets['/hold']).toBeDefined());
     expect(sockets['/hold']).toBe(sockets['/fail']);
     const token = await f.tokens.getAccessToken();
     expect(deepInspect(error)).not.toContain(token);

@@ -4,7 +4,7 @@ import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   PlatformAuthModule,
   PlatformHttpService,
@@ -13,6 +13,7 @@ import {
 } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { eventually } from '../support/eventually.js';
 
 @Controller()
 class BillingController {
@@ -112,13 +113,10 @@ describe('graceful shutdown', () => {
     emulator.injectFault({ kind: 'delay', ms: 1_000 }, target);
     const inFlight = getOnce(`${url}/billing`);
     // The shutdown begins once the request is inside the platform's delay: the emulator has taken the fault.
-    await vi.waitFor(
-      async () => {
-        const state = (await (await fetch(`${emulator.inspectorUrl}journal.json`)).json()) as { faults: unknown[] };
-        expect(state.faults).toEqual([]);
-      },
-      { timeout: 60_000, interval: 10 },
-    );
+    await eventually(async () => {
+      const state = (await (await fetch(`${emulator.inspectorUrl}journal.json`)).json()) as { faults: unknown[] };
+      expect(state.faults).toEqual([]);
+    });
     const closed = app.close();
 
     expect(await inFlight).toEqual({ status: 200, body: '200' });

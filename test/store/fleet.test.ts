@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { Fleet, type CallOutcome } from '../support/fleet.js';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { eventually } from '../support/eventually.js';
 
 const redis = useRedisServer();
 const track = useCleanup();
@@ -66,14 +67,11 @@ describe('a fleet sharing tokens through Redis', () => {
       await fleet.advance(547_000);
       const during = tokensOf(await fleet.getAll());
       expect(new Set(during).size).toBe(1);
-      await vi.waitFor(
-        async () => {
-          const renewed = tokensOf(await fleet.getAll());
-          expect(new Set(renewed).size).toBe(1);
-          expect(renewed[0]).not.toBe(during[0]);
-        },
-        { timeout: 10_000, interval: 100 },
-      );
+      await eventually(async () => {
+        const renewed = tokensOf(await fleet.getAll());
+        expect(new Set(renewed).size).toBe(1);
+        expect(renewed[0]).not.toBe(during[0]);
+      });
       expect(platform.counters.exchanges.total).toBe(1 + renewal);
     }
     expect((await fleet.logs()).filter((line) => line.level !== 'log')).toEqual([]);
@@ -87,7 +85,7 @@ describe('a fleet sharing tokens through Redis', () => {
     });
     platform.injectFault({ kind: 'hang' });
     void fleet.getAll([0]).catch(() => undefined);
-    await vi.waitFor(() => expect(platform.counters.exchanges.total).toBe(1));
+    await eventually(() => expect(platform.counters.exchanges.total).toBe(1));
     fleet.kill(0);
 
     const tokens = tokensOf(await fleet.getAll([1]));

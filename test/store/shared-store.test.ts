@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PlatformAuthModule, PlatformHttpService, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { packageRoot } from '../support/built-package.js';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { eventually } from '../support/eventually.js';
 
 const redis = useRedisServer();
 const track = useCleanup();
@@ -150,10 +151,7 @@ describe('the shared token store protocol', () => {
     emulator.injectFault({ kind: 'delay', ms: 3_000 });
     const slowToken = slow.tokens.getAccessToken();
     // Redis expires the slow holder's 300 ms lock (no other key of this test expires); its exchange is still on its way.
-    await vi.waitFor(async () => expect(await expiredKeyCount()).toBeGreaterThan(expiredBefore), {
-      timeout: 60_000,
-      interval: 20,
-    });
+    await eventually(async () => expect(await expiredKeyCount()).toBeGreaterThan(expiredBefore));
     clock.advance(10_000);
     const fast = await (await replica(shared)).tokens.getAccessToken();
     expect(await slowToken).not.toBe(fast);

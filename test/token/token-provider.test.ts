@@ -1,6 +1,7 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 const start = usePlatformFixtures();
 
@@ -32,7 +33,7 @@ describe('TokenProvider: caching and renewal', () => {
     f.clock.advance(16_000); // 546 s: inside the window
     expect(await f.tokens.getAccessToken()).toBe(first);
     expect(f.tokens.exchanges).toBe(2);
-    await vi.waitFor(async () => expect(await f.tokens.getAccessToken()).not.toBe(first));
+    await eventually(async () => expect(await f.tokens.getAccessToken()).not.toBe(first));
     expect(f.platform.counters.exchanges.accepted).toBe(2);
   });
 
@@ -162,7 +163,7 @@ describe('TokenProvider: failures', () => {
     const f = await start({ autoAdvance: false });
     f.platform.injectFault({ kind: 'status', status: 503 });
     const pending = f.tokens.getAccessToken().catch((e: unknown) => e);
-    await vi.waitFor(() => expect(f.clock.pendingSleeps).toBe(1));
+    await eventually(() => expect(f.clock.pendingSleeps).toBe(1));
     await f.moduleRef.close();
     const error = (await pending) as TokenExchangeError;
     expect(error).toMatchObject({ reason: 'aborted' });
