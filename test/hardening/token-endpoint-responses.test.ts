@@ -32,7 +32,8 @@ afterEach(async () => {
 
 async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Promise<ProviderHarness> {
   server = await startScriptedTokenServer();
-  harness = createProvider(credentials, server.url, overrides);
+  // A busy machine can take more than the harness's 500 ms to read a 10 MB answer; only the timeout tests set one.
+  harness = createProvider(credentials, server.url, { exchangeTimeoutMs: 60_000, ...overrides });
   return harness;
 }
 
