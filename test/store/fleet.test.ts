@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
-import { Fleet, type CallOutcome } from '../support/fleet.js';
+import { Fleet, useReplicaProcesses, type CallOutcome } from '../support/fleet.js';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { eventually } from '../support/eventually.js';
 
 const redis = useRedisServer();
+const processes = useReplicaProcesses();
 const track = useCleanup();
 
 interface Setup {
@@ -29,6 +30,7 @@ async function startFleet(options: {
   track(platform);
   const integration = await platform.createIntegration();
   const fleet = await Fleet.start({
+    pool: processes,
     processes: options.processes,
     instances: options.instances,
     clock,
