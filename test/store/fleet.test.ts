@@ -40,7 +40,8 @@ async function startFleet(options: {
       tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
       // Each test its own namespace: entries left by an earlier test must not be found.
       tokenStoreKeyPrefix: `fleet-${randomBytes(4).toString('hex')}:`,
-      tokenStoreTiming: { operationTimeoutMs: 300, lockTtlMs: 1_500, waitTimeoutMs: 4_000, ...options.timing },
+      // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
+      tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000, ...options.timing },
       retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 },
       ...options.module,
     },
@@ -83,7 +84,7 @@ describe('a fleet sharing tokens through Redis', () => {
     const { platform, fleet } = await startFleet({
       processes: 2,
       instances: 2,
-      timing: { lockTtlMs: 1_000, waitTimeoutMs: 5_000 },
+      timing: { lockTtlMs: 1_000 },
     });
     platform.injectFault({ kind: 'hang' });
     void fleet.getAll([0]).catch(() => undefined);
