@@ -1,33 +1,63 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
-export default defineConfig({
+const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+/** What every test project compiles and resolves alike. */
+const build = {
   // Nest's dependency injection reads constructor parameter types from decorator metadata.
   oxc: {
     decorator: { legacy: true, emitDecoratorMetadata: true },
   },
   resolve: {
     alias: [
-      {
-        find: /^nestjs-platform-auth\/terminus$/,
-        replacement: fileURLToPath(new URL('./lib/terminus/index.ts', import.meta.url)),
-      },
-      {
-        find: /^nestjs-platform-auth\/testing$/,
-        replacement: fileURLToPath(new URL('./lib/testing/index.ts', import.meta.url)),
-      },
-      {
-        find: /^nestjs-platform-auth\/user$/,
-        replacement: fileURLToPath(new URL('./lib/user/index.ts', import.meta.url)),
-      },
-      { find: /^nestjs-platform-auth$/, replacement: fileURLToPath(new URL('./lib/index.ts', import.meta.url)) },
+      { find: /^nestjs-platform-auth\/terminus$/, replacement: sourceOf('./lib/terminus/index.ts') },
+      { find: /^nestjs-platform-auth\/testing$/, replacement: sourceOf('./lib/testing/index.ts') },
+      { find: /^nestjs-platform-auth\/user$/, replacement: sourceOf('./lib/user/index.ts') },
+      { find: /^nestjs-platform-auth$/, replacement: sourceOf('./lib/index.ts') },
     ],
   },
+} satisfies TestProjectInlineConfiguration;
+
+const testOptions = {
+  setupFiles: ['reflect-metadata'],
+  pool: 'forks',
+  // Hang guards only: tests wait for conditions, never for a time, so a slow machine takes longer but passes.
+  testTimeout: 300_000,
+  hookTimeout: 300_000,
+} satisfies TestProjectInlineConfiguration['test'];
+
+export default defineConfig({
+  ...build,
   test: {
-    include: ['test/**/*.test.ts'],
-    setupFiles: ['reflect-metadata'],
-    pool: 'forks',
-    testTimeout: 20_000,
-    hookTimeout: 30_000,
+    // dist/ and the sample app, built once before any test file; tests that run them in other processes rely on it.
+    // Here only, not in the projects, which would each run it again.
+    globalSetup: ['test/support/build-once.global-setup.ts'],
+    // More workers than this machine's 2 cores: most test files spend their time waiting on servers and processes.
+    maxWorkers: 4,
+    projects: [
+      {
+        ...build,
+        test: {
+          ...testOptions,
+          name: 'shared',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/e2e/**'],
+          // The files of a worker share one module graph: loading Nest, axios and the library once per worker
+          // instead of once per file halves the suite's CPU time. They leave no state behind (environment variables
+          // are restored, spies undone, servers closed).
+          isolate: false,
+        },
+      },
+      {
+        ...build,
+        test: {
+          ...testOptions,
+          name: 'isolated',
+          // The sample app decides at import, from the environment each file sets, which modules it registers.
+          include: ['test/e2e/**/*.test.ts'],
+        },
+      },
+    ],
   },
 });

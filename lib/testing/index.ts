@@ -1,7 +1,7 @@
 export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.util.js';
 export type { SelfSignedCredentials, SelfSignedCredentialsOptions } from './self-signed-credentials.util.js';
 export { FakeClock } from './fake.clock.js';
-export { PlatformEmulator } from './platform.emulator.js';
+export { PlatformEmulator } from './emulator/platform.emulator.js';
 export type {
   EmulatedEnvironment,
   EmulatedIntegration,
@@ -15,15 +15,15 @@ export type {
   RegisterIntegrationInput,
   TokenRequestRecord,
   TokenRequestRule,
-} from './emulator.types.js';
+} from './emulator/emulator.types.js';
 export type {
   RegisteredUserClient,
   RegisterUserClientInput,
   TestUser,
   UserFlowRecord,
   UserFlowStep,
-} from './emulator.user-types.js';
-export type { ClaimRuleId, ClaimRuleOutcome, ClaimRuleVerdict } from './emulator.claim-rules.js';
+} from './user-flow/user-flow.types.js';
+export type { ClaimRuleId, ClaimRuleOutcome, ClaimRuleVerdict } from './emulator/emulator.claim-rules.js';
 // Types the classes above use, from the main entry point, so this one is complete on its own.
 export type { Clock } from '../platform-auth.clock.js';
 export type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';

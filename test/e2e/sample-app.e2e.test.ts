@@ -66,13 +66,13 @@ describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
   });
 
   it('reads billing data through its own named integration, which the platform lets read billing', async () => {
+    const { exchanges, apiCalls } = platform.counters;
     await request(app.getHttpServer()).get('/billing').expect(200);
     await request(app.getHttpServer()).get('/billing').expect(200);
-    // One exchange for messages, one for billing; the second billing call reuses the billing token.
-    expect(platform.counters.exchanges.accepted).toBe(2);
-    expect(platform.counters.apiCalls.ok).toBe(3);
-    const claims = platform.journal.slice(-2).map((entry) => entry.claims?.sub);
-    expect(claims).toContain(billing.machineId);
+    // One exchange for billing, by the billing integration; the second billing call reuses its token.
+    expect(platform.counters.exchanges.accepted).toBe(exchanges.accepted + 1);
+    expect(platform.counters.apiCalls.ok).toBe(apiCalls.ok + 2);
+    expect(platform.journal.at(-1)?.claims?.sub).toBe(billing.machineId);
   });
 
   it('gets the platform 403 when billing is read through the messaging integration', async () => {
@@ -120,21 +120,22 @@ describe('sample app /health with a suspended integration', () => {
   });
 });
 
-describe('the README demo command', () => {
-  it('`npm run demo` performs one authenticated call against the embedded emulator and exits 0 on its own', async () => {
+describe('the README demo, `npm run demo`: the sample app launcher with --once', () => {
+  it('performs one authenticated call against the embedded emulator and exits 0 on its own', async () => {
     const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
-    const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'demo'], {
+    // What `npm run demo` runs after `npm run build:sample`, which the run's global set-up has done: building again
+    // here would rewrite dist/ under the tests that are reading it.
+    const { stdout } = await promisify(execFile)(process.execPath, ['sample-app/dist/launch.js', '--once'], {
       cwd: root,
       env,
-      timeout: 60_000,
     });
     expect(stdout).toMatch(/Embedded platform emulator on http:\/\/127\.0\.0\.1:\d+/);
     expect(stdout).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/messages -> 202 \{"accepted":true/);
-  }, 90_000);
+  });
 });
 
-describe('the README start command', () => {
-  it('`npm start` (its launcher, built by the demo test above) prints how to sign in as a user in a browser', async () => {
+describe('the README start command, `npm start`: the sample app launcher', () => {
+  it('prints how to sign in as a user in a browser, and serves the sign-in redirect', async () => {
     const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
     // Port 0 would leave the redirect URI unknown before start-up; a high fixed one is free on a test machine.
     const port = String(40_000 + (process.pid % 20_000));
@@ -160,12 +161,12 @@ describe('the README start command', () => {
     } finally {
       child.kill('SIGTERM');
     }
-  }, 60_000);
+  });
 });
 
 describe('shutdown', () => {
   it('leaves no handle open after app.close(): no socket, no timer, even with an exchange in flight', async () => {
-    // Runs on the dist/ that the demo test above has just built, in a process of its own.
+    // Runs on dist/, built once for the run, in a process of its own.
     const script = `
       import 'reflect-metadata';
       import { Module } from '@nestjs/common';
@@ -189,8 +190,7 @@ describe('shutdown', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
       cwd: root,
       env: { ...saved, MODULE_OPTIONS: JSON.stringify(integration.moduleOptions) },
-      timeout: 30_000,
     });
     expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual([]);
-  }, 60_000);
+  });
 });

@@ -38,7 +38,7 @@ beforeAll(async () => {
   await app.listen(port, '127.0.0.1');
   base = `http://127.0.0.1:${port}`;
   browser = await launchChromium(userDataDir);
-}, 60_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -83,7 +83,7 @@ describe('user sign-in in a real browser (headless Chromium)', () => {
       'token:accepted',
       'me:accepted',
     ]);
-  }, 60_000);
+  });
 
   it('after Deny, the callback says access_denied and /me stays closed', async () => {
     await browser.clearCookies();
@@ -96,5 +96,5 @@ describe('user sign-in in a real browser (headless Chromium)', () => {
     expect(JSON.parse(response)).toMatchObject({ error: 'access_denied' });
     const me = await page.goto(`${base}/me`);
     expect(me?.status()).toBe(401);
-  }, 60_000);
+  });
 });

@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { CLAIM_RULE_ORDER } from '../../lib/testing/emulator.claim-rules.js';
+import { CLAIM_RULE_ORDER } from '../../lib/testing/emulator/emulator.claim-rules.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   createTestCredentials,
@@ -9,6 +9,7 @@ import {
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
 import { AssertionFactory, callApi, obtainAccessToken, requestToken } from './emulator-test-kit.js';
+import { eventually } from '../support/eventually.js';
 
 const clock = new FakeClock(Date.now());
 let credentials: TestCredentials;
@@ -350,7 +351,7 @@ describe('close', () => {
     const delayed = fetch(`${closing.url}/api/billing`).catch((error: unknown) => error);
     closing.injectFault({ kind: 'hang' });
     const hanging = fetch(closing.tokenUrl, { method: 'POST', body: 'token=x' }).catch((error: unknown) => error);
-    await waitFor(() => closing.counters.exchanges.total === 1);
+    await eventually(() => expect(closing.counters.exchanges.total).toBe(1));
 
     const apiCallsBeforeClose = closing.counters.apiCalls.total;
     const started = performance.now();
@@ -369,14 +370,6 @@ describe('close', () => {
         .end();
     });
     expect(refused.code).toBe('ECONNREFUSED');
-    await waitFor(() => openTcpHandles() <= baseline);
+    await eventually(() => expect(openTcpHandles()).toBeLessThanOrEqual(baseline));
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExpiringMap } from '../../lib/testing/emulator.expiring-map.js';
+import { ExpiringMap } from '../../lib/testing/emulator/emulator.expiring-map.js';
 
 describe('ExpiringMap (replay cache and issued tokens)', () => {
   it('keeps memory proportional to live entries however many expire', () => {

@@ -1,10 +1,11 @@
 import axios, { type AxiosError } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PlatformAuthInterceptor, TokenExchangeError } from 'nestjs-platform-auth';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { startLoopbackServer, useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 const start = usePlatformFixtures();
 const server = useLoopbackServers();
@@ -63,7 +64,7 @@ describe('the token endpoint failing', () => {
       const response = await firstValueFrom(f.http.get('/api/billing'));
       expect(response.status).toBe(200);
     }
-    await vi.waitFor(() => expect(f.platform.counters.exchanges.faulted).toBeGreaterThanOrEqual(4));
+    await eventually(() => expect(f.platform.counters.exchanges.faulted).toBeGreaterThanOrEqual(4));
     expect(await f.tokens.getAccessToken()).toBe(first);
   });
 
@@ -168,7 +169,7 @@ describe('the token stays out of errors in every failure shape', () => {
     const f = await start({ module: { allowedOrigins: [slow.origin] } });
     const foreign = await server((_req, res) => res.writeHead(404).end());
     const inFlight = firstValueFrom(f.http.get(`${slow.url}/slow`));
-    await vi.waitFor(() => expect(slow.requests).toHaveLength(1));
+    await eventually(() => expect(slow.requests).toHaveLength(1));
     const sameOrigin = await settle(firstValueFrom(f.http.get(`${slow.url}/fails`)));
     const elsewhere = await settle(firstValueFrom(f.http.get(`${foreign.url}/missing`)));
     const token = await f.tokens.getAccessToken();

@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AssertionKeyError,
   AssertionSignatureError,
@@ -19,6 +19,7 @@ import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js
 import { captureOutput } from '../support/capture-output.js';
 import { TEST_PASSPHRASE } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { eventually } from '../support/eventually.js';
 
 /**
  * The logs a real app writes on the error paths — Nest's bootstrap failure report, its exception handler for an
@@ -122,7 +123,7 @@ describe('leak sweep over logs', () => {
       skewed.setIntegrationStatus(skewedIntegration.machineId, 'Suspended');
       const output = await captureOutput(async () => {
         expect(await tokens.getAccessToken()).toBe(token);
-        await vi.waitFor(() => expect(skewed.counters.exchanges.rejected).toBe(1));
+        await eventually(() => expect(skewed.counters.exchanges.rejected).toBe(1));
         await new Promise((resolve) => setImmediate(resolve));
       });
       expect(output).toMatch(/Background token renewal failed/);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
-import { ensureCliBuilt, root } from '../cli/cli-harness.js';
+import { root } from '../cli/cli-harness.js';
 
 const run = promisify(execFile);
 const work = mkdtempSync(join(tmpdir(), 'platform-auth-no-pkcs11-'));
@@ -17,7 +17,6 @@ const installed = join(work, 'node_modules', 'nestjs-platform-auth');
  */
 describe('a pkcs11: URI without the pkcs11js package installed', () => {
   beforeAll(async () => {
-    await ensureCliBuilt();
     mkdirSync(installed, { recursive: true });
     cpSync(join(root, 'dist'), join(installed, 'dist'), { recursive: true });
     cpSync(join(root, 'package.json'), join(installed, 'package.json'));
@@ -27,7 +26,7 @@ describe('a pkcs11: URI without the pkcs11js package installed', () => {
     }
     const credentials = await createTestCredentials();
     writeFileSync(join(work, 'publickey.cer'), credentials.certificatePem);
-  }, 120_000);
+  });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('fails at start-up saying what to install, and nothing else', async () => {
@@ -53,5 +52,5 @@ describe('a pkcs11: URI without the pkcs11js package installed', () => {
       /privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): needs the PKCS#11 binding: npm install pkcs11js/,
     );
     expect(result.output).not.toContain('pin-not-to-print-99');
-  }, 60_000);
+  });
 });

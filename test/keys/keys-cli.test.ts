@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { runCli as runCliInProcess } from '../../lib/cli/cli.program.js';
-import { ensureCliBuilt, runCli as runBuiltCli } from '../cli/cli-harness.js';
+import { startBin } from '../cli/cli-harness.js';
 import { SoftHsm, USER_PIN } from './softhsm.js';
 
 const TOKEN = 'cli';
@@ -18,7 +18,7 @@ beforeAll(async () => {
   await hsm.initToken(TOKEN);
   platform = await PlatformEmulator.start();
   work = mkdtempSync(join(tmpdir(), 'platform-auth-keys-cli-'));
-}, 60_000);
+});
 afterAll(async () => {
   await platform?.close();
   hsm?.close();
@@ -153,9 +153,8 @@ describe('token, assertion and doctor with PLATFORM_PRIVATE_KEY_URI', () => {
   });
 
   it('the built command line exchanges with the key in the token (one process of its own)', async () => {
-    await ensureCliBuilt();
-    const result = await runBuiltCli(['token', '--no-env-file'], { ...env, ...hsm.env });
+    const result = await startBin(['token', '--no-env-file'], { env: { ...env, ...hsm.env } }).result;
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/Bearer/);
-  }, 120_000);
+  });
 });

@@ -53,7 +53,7 @@ beforeAll(async () => {
   clock = new FakeClock(Date.now(), { autoAdvance: true });
   platform = await PlatformEmulator.start({ now: () => clock.now() });
   machineId = platform.registerIntegration({ certificatePem }).machineId;
-}, 60_000);
+});
 
 afterAll(async () => {
   await platform?.close();

@@ -13,6 +13,7 @@ import {
 } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { eventually } from '../support/eventually.js';
 
 @Controller()
 class BillingController {
@@ -41,7 +42,8 @@ afterEach(async () => {
 });
 
 async function platform(): Promise<{ emulator: PlatformEmulator; integration: EmulatedIntegration }> {
-  const emulator = await PlatformEmulator.start();
+  // The inspector's journal.json shows the faults not yet taken by a request.
+  const emulator = await PlatformEmulator.start({ inspector: true });
   closing.push(() => emulator.close());
   return { emulator, integration: await emulator.createIntegration() };
 }
@@ -108,10 +110,13 @@ describe('graceful shutdown', () => {
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     if (target === 'api') expect((await getOnce(`${url}/billing`)).status).toBe(200);
 
-    emulator.injectFault({ kind: 'delay', ms: 600 }, target);
+    emulator.injectFault({ kind: 'delay', ms: 1_000 }, target);
     const inFlight = getOnce(`${url}/billing`);
-    // Real time on purpose: the request must be inside the platform's delay when the shutdown begins.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The shutdown begins once the request is inside the platform's delay: the emulator has taken the fault.
+    await eventually(async () => {
+      const state = (await (await fetch(`${emulator.inspectorUrl}journal.json`)).json()) as { faults: unknown[] };
+      expect(state.faults).toEqual([]);
+    });
     const closed = app.close();
 
     expect(await inFlight).toEqual({ status: 200, body: '200' });

@@ -1,5 +1,6 @@
 // One replica process of a fleet test: several PlatformAuthModule instances (each its own token cache, as separate
 // replicas would have) on the built package, driven by the parent over IPC. Time is a FakeClock the parent moves.
+// The process outlives a fleet: `stop` closes its instances and `start` makes new ones for the next test.
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { PlatformAuthModule, TokenProvider } from '../../dist/index.js';
@@ -14,17 +15,9 @@ const capture = {
   verbose: () => undefined,
 };
 
-const setup = await new Promise((resolve) => process.once('message', resolve));
-const clock = new FakeClock(setup.startMs);
-const apps = [];
-for (let i = 0; i < setup.instances; i += 1) {
-  apps.push(
-    await NestFactory.createApplicationContext(PlatformAuthModule.forRoot({ ...setup.options, clock }), {
-      logger: capture,
-    }),
-  );
-}
-const providers = apps.map((app) => app.get(TokenProvider));
+let clock;
+let apps = [];
+let providers = [];
 
 function outcome(settled) {
   if (settled.status === 'fulfilled') return { ok: true, token: settled.value };
@@ -33,14 +26,26 @@ function outcome(settled) {
 }
 
 const handlers = {
+  start: async ({ startMs, instances, options }) => {
+    logs.splice(0);
+    clock = new FakeClock(startMs);
+    for (let i = 0; i < instances; i += 1) {
+      apps.push(
+        await NestFactory.createApplicationContext(PlatformAuthModule.forRoot({ ...options, clock }), {
+          logger: capture,
+        }),
+      );
+    }
+    providers = apps.map((app) => app.get(TokenProvider));
+  },
   get: async () => (await Promise.allSettled(providers.map((p) => p.getAccessToken()))).map(outcome),
   peek: async () => providers.map((p) => p.peekAccessToken() ?? null),
   invalidate: async ({ token }) => providers.map((p) => p.invalidate(token)),
   advance: async ({ ms }) => clock.advance(ms),
   logs: async () => logs.splice(0),
-  close: async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    setImmediate(() => process.disconnect());
+  stop: async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    providers = [];
   },
 };
 

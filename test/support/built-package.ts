@@ -1,55 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
 /**
- * Builds dist/ when `builtFile` is missing or older than a source under `sourceDir` (`npm test` builds first
- * anyway), for tests that run the package in other processes. Test files run in parallel workers, so a lock
- * directory makes one of them build while the others wait.
+ * The repository root. Its dist/ and sample-app/dist/ are built once per test run, by the global set-up
+ * (build-once.global-setup.ts) before any test file starts, and nothing in the run rebuilds them: a test that runs the
+ * package in another process (by `import('nestjs-platform-auth')` from here, the bin, the sample app) can rely on it.
  */
-export async function ensureBuilt(builtFile: string, sourceDir = join(root, 'lib')): Promise<void> {
-  if (!isStale(builtFile, sourceDir)) return;
-  const lock = join(tmpdir(), `platform-auth-build-${createHash('sha1').update(root).digest('hex').slice(0, 12)}.lock`);
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      // A lock left by a killed run is older than any build takes.
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000)
-        rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`timed out waiting for the build lock ${lock}`);
-      await sleep(100);
-    }
-  }
-  try {
-    if (isStale(builtFile, sourceDir)) {
-      execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-        cwd: root,
-        stdio: 'pipe',
-      });
-    }
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
+export const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 
-function isStale(builtFile: string, sourceDir: string): boolean {
-  if (!existsSync(builtFile)) return true;
-  const built = statSync(builtFile).mtimeMs;
-  return sourceFiles(sourceDir).some((file) => statSync(file).mtimeMs > built);
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    return entry.isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
+/** The bin as `npm install` links it: `platform-auth` runs this file. */
+export const builtCliPath = join(packageRoot, 'dist/cli/main.js');

@@ -1,11 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { FakeClock } from 'nestjs-platform-auth/testing';
-import { ensureBuilt } from './built-package.js';
 
 const CHILD = fileURLToPath(new URL('../store/fleet-replica.child.mjs', import.meta.url));
-const BUILT = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
 
 export type CallOutcome =
   { ok: true; token: string } | { ok: false; reason?: string; status?: number; code?: string; message: string };
@@ -19,7 +18,7 @@ class Replica {
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
 
-  constructor(readonly child: ChildProcess) {
+  private constructor(readonly child: ChildProcess) {
     child.on('message', (message: { id?: number; result?: unknown }) => {
       if (message.id === undefined) return;
       this.pending.get(message.id)?.resolve(message.result);
@@ -31,6 +30,20 @@ class Replica {
     });
   }
 
+  /** A new process, once it has loaded the package and is ready for `start`. */
+  static async spawn(): Promise<Replica> {
+    const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code) => reject(new Error(`replica process exited (${code}) while starting`)));
+    });
+    return new Replica(child);
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
   request<T>(command: string, fields: Record<string, unknown> = {}): Promise<T> {
     const id = (this.nextId += 1);
     return new Promise<T>((resolve, reject) => {
@@ -38,6 +51,58 @@ class Replica {
       this.child.send({ id, command, ...fields });
     });
   }
+
+  /** Ends the process: `signal` at once, or SIGKILL if it has not exited after a grace period. */
+  async end(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (!this.alive) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Replica processes for the fleets of one test file. Starting Node and loading Nest is most of what a fleet costs, so
+ * a process whose fleet closed is reused by the next fleet, with new module instances on a new clock.
+ */
+export class ReplicaProcesses {
+  private readonly started = new Set<Replica>();
+  private readonly idle: Replica[] = [];
+
+  async take(count: number): Promise<Replica[]> {
+    const reused = this.idle.splice(0, count).filter((replica) => replica.alive);
+    const spawned = await Promise.all(Array.from({ length: count - reused.length }, () => Replica.spawn()));
+    for (const replica of spawned) this.started.add(replica);
+    return [...reused, ...spawned];
+  }
+
+  /** Back for the next fleet once its instances are closed; a process that does not manage that is ended. */
+  async release(replica: Replica): Promise<void> {
+    if (!replica.alive) return;
+    const timer = setTimeout(() => void replica.end('SIGKILL'), 5_000);
+    const stopped = await replica.request('stop').then(
+      () => true,
+      () => false,
+    );
+    clearTimeout(timer);
+    if (stopped && replica.alive) this.idle.push(replica);
+  }
+
+  /** Ends every process, also those of a fleet that a failed test left open. */
+  async close(): Promise<void> {
+    this.idle.splice(0);
+    await Promise.all([...this.started].map((replica) => replica.end()));
+    this.started.clear();
+  }
+}
+
+/** For a test file: `const processes = useReplicaProcesses()` at the top level; every process ends after the file. */
+export function useReplicaProcesses(): ReplicaProcesses {
+  const processes = new ReplicaProcesses();
+  afterAll(() => processes.close());
+  return processes;
 }
 
 /**
@@ -49,28 +114,28 @@ export class Fleet {
   private constructor(
     readonly replicas: Replica[],
     private readonly clock: FakeClock,
+    private readonly pool: ReplicaProcesses,
   ) {}
 
   static async start(options: {
+    pool: ReplicaProcesses;
     processes: number;
     instances: number;
     clock: FakeClock;
     module: Partial<PlatformAuthOptions> & Record<string, unknown>;
   }): Promise<Fleet> {
-    await ensureBuilt(BUILT);
-    const replicas = await Promise.all(
-      Array.from({ length: options.processes }, async () => {
-        const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-        const ready = new Promise<void>((resolve, reject) => {
-          child.once('message', () => resolve());
-          child.once('exit', (code) => reject(new Error(`replica process exited (${code}) while starting`)));
-        });
-        child.send({ startMs: options.clock.now(), instances: options.instances, options: options.module });
-        await ready;
-        return new Replica(child);
-      }),
+    const replicas = await options.pool.take(options.processes);
+    const fleet = new Fleet(replicas, options.clock, options.pool);
+    await Promise.all(
+      replicas.map((replica) =>
+        replica.request('start', {
+          startMs: options.clock.now(),
+          instances: options.instances,
+          options: options.module,
+        }),
+      ),
     );
-    return new Fleet(replicas, options.clock);
+    return fleet;
   }
 
   /** `getAccessToken()` on every instance of the given processes (default all) at once. */
@@ -101,21 +166,12 @@ export class Fleet {
     this.replicas[process].child.kill('SIGKILL');
   }
 
+  /** Closes every instance; the processes go back to the pool for the next fleet. */
   async close(): Promise<void> {
-    await Promise.all(
-      this.replicas.map(async (replica) => {
-        const { child } = replica;
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        await replica.request('close').catch(() => undefined);
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    await Promise.all(this.replicas.map((replica) => this.pool.release(replica)));
   }
 
   private live(): Replica[] {
-    return this.replicas.filter(({ child }) => child.exitCode === null && child.signalCode === null);
+    return this.replicas.filter((replica) => replica.alive);
   }
 }

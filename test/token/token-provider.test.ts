@@ -1,6 +1,7 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 
 const start = usePlatformFixtures();
 
@@ -32,7 +33,7 @@ describe('TokenProvider: caching and renewal', () => {
     f.clock.advance(16_000); // 546 s: inside the window
     expect(await f.tokens.getAccessToken()).toBe(first);
     expect(f.tokens.status().state).toBe('renewing');
-    await vi.waitFor(async () => expect(await f.tokens.getAccessToken()).not.toBe(first));
+    await eventually(async () => expect(await f.tokens.getAccessToken()).not.toBe(first));
     expect(f.platform.counters.exchanges.accepted).toBe(2);
   });
 
@@ -59,7 +60,7 @@ describe('TokenProvider: caching and renewal', () => {
     f.clock.advance(8_000); // 34 s: inside any jittered window (lead 27–30 s)
     await f.tokens.getAccessToken();
     expect(f.tokens.status().state).toBe('renewing');
-    await vi.waitFor(() => expect(f.platform.counters.exchanges.accepted).toBe(2));
+    await eventually(() => expect(f.platform.counters.exchanges.accepted).toBe(2));
   });
 
   it('makes 1,000 concurrent cold callers share one exchange', async () => {
@@ -163,7 +164,7 @@ describe('TokenProvider: failures', () => {
     const f = await start({ autoAdvance: false });
     f.platform.injectFault({ kind: 'status', status: 503 });
     const pending = f.tokens.getAccessToken().catch((e: unknown) => e);
-    await vi.waitFor(() => expect(f.clock.pendingSleeps).toBe(1));
+    await eventually(() => expect(f.clock.pendingSleeps).toBe(1));
     await f.moduleRef.close();
     const error = (await pending) as TokenExchangeError;
     expect(error).toMatchObject({ reason: 'aborted' });

@@ -2,7 +2,7 @@ import { calculatePKCECodeChallenge } from 'oauth4webapi';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
-import { matchesS256 } from '../../lib/testing/emulator.user-grants.js';
+import { matchesS256 } from '../../lib/testing/user-flow/user-flow.grants.js';
 import { CLIENT_ID, REDIRECT_URI, signIn, startUserFixture, type UserFixture } from './user-test-kit.js';
 
 describe('PKCE S256', () => {

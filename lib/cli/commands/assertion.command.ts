@@ -2,7 +2,11 @@ import { decodeJwt, decodeProtectedHeader, type JWTPayload, type ProtectedHeader
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
-import { CLAIM_RULE_LABELS, evaluateClaimRules, type ClaimRuleOutcome } from '../../testing/emulator.claim-rules.js';
+import {
+  CLAIM_RULE_LABELS,
+  evaluateClaimRules,
+  type ClaimRuleOutcome,
+} from '../../testing/emulator/emulator.claim-rules.js';
 import { flag, type CheckResult, type CheckStatus, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration, warningChecks } from '../cli.environment.js';
 import { commandLineRuntime, warningCollector } from '../cli.exchange.js';

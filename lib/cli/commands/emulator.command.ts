@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { PlatformEmulator } from '../../testing/platform.emulator.js';
-import type { PlatformEmulatorOptions } from '../../testing/emulator.types.js';
+import { PlatformEmulator } from '../../testing/emulator/platform.emulator.js';
+import type { PlatformEmulatorOptions } from '../../testing/emulator/emulator.types.js';
 import { parseCertificateFile } from '../certificate-info.util.js';
 import {
   CommandFailure,

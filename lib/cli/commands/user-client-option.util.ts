@@ -1,4 +1,4 @@
-import type { RegisterUserClientInput } from '../../testing/emulator.user-types.js';
+import type { RegisterUserClientInput } from '../../testing/user-flow/user-flow.types.js';
 import { stringOption, UsageError, type CommandContext } from '../cli.command.js';
 
 /** `--user-client ID=URI[,URI…]`: a public client for user sign-in and its exact redirect URIs. */

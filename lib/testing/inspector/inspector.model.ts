@@ -1,13 +1,13 @@
-import type { AccessTokenStore, IssuedTokenSummary } from './emulator.access-tokens.js';
-import type { FaultQueues } from './emulator.faults.js';
-import type { IntegrationRegistry } from './emulator.registry.js';
+import type { AccessTokenStore, IssuedTokenSummary } from '../emulator/emulator.access-tokens.js';
+import type { FaultQueues } from '../emulator/emulator.faults.js';
+import type { IntegrationRegistry } from '../emulator/emulator.registry.js';
 import type {
   EmulatorCounters,
   EmulatorFault,
   FaultTarget,
   IntegrationPermission,
   TokenRequestRecord,
-} from './emulator.types.js';
+} from '../emulator/emulator.types.js';
 
 /** What the inspector reads and changes: the emulator's public controls and, read-only, its parts. */
 export interface InspectorSources {

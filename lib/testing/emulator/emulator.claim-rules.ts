@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { compactVerify, errors as joseErrors } from 'jose';
-import { thumbprintFormatProblem } from '../credentials/thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import { thumbprintFormatProblem } from '../../credentials/thumbprint.util.js';
+import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import { ACTIVE_STATUS } from './emulator.registry.js';
 import { numericDate, timeRules, verdict } from './emulator.time-rules.js';
 import type { TokenRequestRule } from './emulator.types.js';

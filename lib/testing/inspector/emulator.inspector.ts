@@ -1,10 +1,10 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseMediaType, readBody, writeResponse, type EmulatorResponse } from './emulator.http.js';
-import { INSPECTOR_CSS, INSPECTOR_ICON, INSPECTOR_JS } from './emulator.inspector-assets.js';
-import { takeSnapshot, type InspectorSources } from './emulator.inspector-model.js';
-import { INSPECTOR_PATH, renderPage, type PageState } from './emulator.inspector-view.js';
-import type { EmulatorFault, FaultTarget, IntegrationPermission } from './emulator.types.js';
+import { parseMediaType, readBody, writeResponse, type EmulatorResponse } from '../emulator/emulator.http.js';
+import { INSPECTOR_CSS, INSPECTOR_ICON, INSPECTOR_JS } from './inspector.assets.js';
+import { takeSnapshot, type InspectorSources } from './inspector.model.js';
+import { INSPECTOR_PATH, renderPage, type PageState } from './inspector.view.js';
+import type { EmulatorFault, FaultTarget, IntegrationPermission } from '../emulator/emulator.types.js';
 
 /** Only the emulator's own stylesheet, script and icon; no inline code, no frames, forms post only back here. */
 const CONTENT_SECURITY_POLICY =

@@ -19,7 +19,7 @@ import {
   type ProviderHarness,
 } from '../support/token-provider-harness.js';
 
-// Issue 11, the findings about the token exchange: each describe names the finding it guards.
+// Attacks on the token exchange: each describe names the defence it checks (SECURITY.md lists them).
 
 const start = usePlatformFixtures();
 let credentials: TestCredentials;
@@ -56,7 +56,7 @@ async function cpuMs(action: () => unknown): Promise<number> {
   return (spent.user + spent.system) / 1000;
 }
 
-describe('finding 2: remote text is bounded before it is scrubbed, and scrubbed in linear time', () => {
+describe('remote text is bounded before it is scrubbed, and scrubbed in linear time', () => {
   it('a 1 MB field takes well under 100 ms of CPU and still loses JWT-shaped text', async () => {
     const jwtShaped = `${'a'.repeat(20)}.${'b'.repeat(20)}.${'c'.repeat(20)}`;
     const fields = [
@@ -89,7 +89,7 @@ describe('finding 2: remote text is bounded before it is scrubbed, and scrubbed 
   });
 });
 
-describe('finding 9: Retry-After accepts only the RFC 9110 forms', () => {
+describe('Retry-After accepts only the RFC 9110 forms', () => {
   const now = Date.UTC(2026, 10, 23, 12, 0, 0);
 
   it.each(['-5', '1.5', '+3', '0x10', '1e3', 'soon', 'Mon, 32 Nov 2026 12:00:00 GMT', '2026-11-23T12:00:10Z'])(
@@ -117,7 +117,7 @@ describe('finding 9: Retry-After accepts only the RFC 9110 forms', () => {
   });
 });
 
-describe('finding 10: OAuth error values are looked up as own entries only', () => {
+describe('OAuth error values are looked up as own entries only', () => {
   it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty'])(
     'error %j gets the generic hint, not an Object.prototype member',
     async (oauthError) => {

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { quote, tokenRejection, type TokenRejection } from './emulator.assertion-verifier.js';
-import { ExpiringMap } from './emulator.expiring-map.js';
-import type { UserDirectory } from './emulator.user-clients.js';
-import type { UserFlowRecord } from './emulator.user-types.js';
+import { quote, tokenRejection, type TokenRejection } from '../emulator/emulator.assertion-verifier.js';
+import { ExpiringMap } from '../emulator/emulator.expiring-map.js';
+import type { UserDirectory } from './user-flow.clients.js';
+import type { UserFlowRecord } from './user-flow.types.js';
 
 /** RFC 6749 §4.1.2: codes are short-lived; this emulator gives them a minute. */
 export const AUTHORIZATION_CODE_LIFETIME_MS = 60_000;

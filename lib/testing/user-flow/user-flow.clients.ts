@@ -1,4 +1,4 @@
-import type { RegisteredUserClient, RegisterUserClientInput, TestUser } from './emulator.user-types.js';
+import type { RegisteredUserClient, RegisterUserClientInput, TestUser } from './user-flow.types.js';
 
 /** Two people to sign in as, until a test adds its own. */
 export const DEFAULT_TEST_USERS: readonly TestUser[] = [

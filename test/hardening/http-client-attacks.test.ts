@@ -1,11 +1,12 @@
 import { inspect } from 'node:util';
 import axios, { type AxiosError, type InternalAxiosRequestConfig } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 
-// Issue 11, the findings about the authenticated HttpService: each describe names the finding it guards.
+// Attacks on the authenticated HttpService: each describe names the defence it checks (SECURITY.md lists them).
 
 const start = usePlatformFixtures();
 const server = useLoopbackServers();
@@ -16,7 +17,7 @@ function settle<T>(promise: Promise<T>): Promise<unknown> {
 
 const deepInspect = (value: unknown): string => inspect(value, { showHidden: true, depth: 12 });
 
-describe('finding 1: the token is on a config only once it is attached to an allowed-origin request', () => {
+describe('the token is on a config only once it is attached to an allowed-origin request', () => {
   it("an app's own request interceptor, running first, sees no token on any config", async () => {
     const f = await start();
     const foreign = await server();
@@ -36,7 +37,7 @@ describe('finding 1: the token is on a config only once it is attached to an all
   });
 });
 
-describe('finding 3: an error keeps no path to a live keep-alive socket', () => {
+describe('an error keeps no path to a live keep-alive socket', () => {
   it('a later request on the same socket does not show its token through an earlier error', async () => {
     const sockets: Record<string, number | undefined> = {};
     let release: () => void = () => undefined;
@@ -49,7 +50,7 @@ describe('finding 3: an error keeps no path to a live keep-alive socket', () => 
     const error = await settle(firstValueFrom(f.http.get(`${s.url}/fail`)));
     expect((error as AxiosError).response?.status).toBe(500);
     const held = firstValueFrom(f.http.get(`${s.url}/hold`));
-    await vi.waitFor(() => expect(sockets['/hold']).toBeDefined());
+    await eventually(() => expect(sockets['/hold']).toBeDefined());
     expect(sockets['/hold']).toBe(sockets['/fail']);
     const token = await f.tokens.getAccessToken();
     expect(deepInspect(error)).not.toContain(token);
@@ -59,7 +60,7 @@ describe('finding 3: an error keeps no path to a live keep-alive socket', () => 
   });
 });
 
-describe('finding 4: with the fetch adapter, a 401 from a foreign redirect target is not blamed on the token', () => {
+describe('with the fetch adapter, a 401 from a foreign redirect target is not blamed on the token', () => {
   it('10 calls: no extra exchange, each foreign POST sent once', async () => {
     const foreign401 = await server((_req, res) => res.writeHead(401).end());
     const redirector = await server((_req, res) => res.writeHead(307, { Location: `${foreign401.url}/denied` }).end());
@@ -86,7 +87,7 @@ describe('finding 4: with the fetch adapter, a 401 from a foreign redirect targe
   });
 });
 
-describe('finding 7: a body that cannot be sent twice is never re-sent', () => {
+describe('a body that cannot be sent twice is never re-sent', () => {
   it('a WHATWG ReadableStream body: the 401 is returned, no renewal', async () => {
     const f = await start();
     await f.tokens.getAccessToken();
@@ -108,7 +109,7 @@ describe('finding 7: a body that cannot be sent twice is never re-sent', () => {
   });
 });
 
-describe('finding 8: re-sending error.config (the axios-retry pattern) gets a fresh, correct header', () => {
+describe('re-sending error.config (the axios-retry pattern) gets a fresh, correct header', () => {
   async function retryOnce500(via: 'same instance' | 'global axios') {
     let count = 0;
     const flaky = await server((_req, res) => {
@@ -137,7 +138,7 @@ describe('finding 8: re-sending error.config (the axios-retry pattern) gets a fr
   });
 });
 
-describe('finding 12: a URL object as url', () => {
+describe('a URL object as url', () => {
   it('is authorized for an allowed origin and left alone for another', async () => {
     const f = await start();
     const foreign = await server();

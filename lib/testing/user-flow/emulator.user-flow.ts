@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
-import type { AccessTokenStore } from './emulator.access-tokens.js';
-import { AUTHORIZE_PATH, ME_PATH } from './emulator.constants.js';
-import { readBody, type EmulatorResponse } from './emulator.http.js';
-import { AuthorizeEndpoint } from './emulator.user-authorize.js';
-import { UserDirectory } from './emulator.user-clients.js';
-import { UserGrants } from './emulator.user-grants.js';
-import { DECISION_PATH } from './emulator.user-page.js';
-import type { UserFlowRecord } from './emulator.user-types.js';
+import type { AccessTokenStore } from '../emulator/emulator.access-tokens.js';
+import { AUTHORIZE_PATH, ME_PATH } from '../emulator/emulator.constants.js';
+import { readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
+import { AuthorizeEndpoint } from './user-flow.authorize.js';
+import { UserDirectory } from './user-flow.clients.js';
+import { UserGrants } from './user-flow.grants.js';
+import { DECISION_PATH } from './user-flow.page.js';
+import type { UserFlowRecord } from './user-flow.types.js';
 
 export interface UserFlowSettings {
   readonly now: () => number;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { EmulatorResponse } from './emulator.http.js';
-import type { RegisteredUserClient, TestUser } from './emulator.user-types.js';
+import type { EmulatorResponse } from '../emulator/emulator.http.js';
+import type { RegisteredUserClient, TestUser } from './user-flow.types.js';
 
 export const DECISION_PATH = '/loginservice/connect/authorize/decision';
 

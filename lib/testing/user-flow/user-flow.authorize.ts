@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ExpiringMap } from './emulator.expiring-map.js';
-import { parseMediaType, readBody, type EmulatorResponse } from './emulator.http.js';
-import type { UserDirectory } from './emulator.user-clients.js';
-import type { UserGrants } from './emulator.user-grants.js';
-import { errorPage, signInPage } from './emulator.user-page.js';
-import type { UserFlowRecord } from './emulator.user-types.js';
+import { ExpiringMap } from '../emulator/emulator.expiring-map.js';
+import { parseMediaType, readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
+import type { UserDirectory } from './user-flow.clients.js';
+import type { UserGrants } from './user-flow.grants.js';
+import { errorPage, signInPage } from './user-flow.page.js';
+import type { UserFlowRecord } from './user-flow.types.js';
 
 /** How long the sign-in page may stay open before its decision is refused. */
 const PENDING_LIFETIME_MS = 10 * 60_000;

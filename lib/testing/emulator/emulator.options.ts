@@ -1,4 +1,4 @@
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type {
   EmulatedEnvironment,
   EmulatedIntegration,
@@ -8,7 +8,7 @@ import type {
   PlatformEmulatorOptions,
   RegisteredIntegration,
 } from './emulator.types.js';
-import type { TestCredentials } from './test-credentials.util.js';
+import type { TestCredentials } from '../test-credentials.util.js';
 
 /** What of the emulator's own settings an app needs to talk to it. */
 export interface EmulatorClientSettings {

@@ -1,7 +1,7 @@
-import { html, type SafeHtml } from './emulator.inspector-html.js';
-import { renderGenericRecord, renderJournal } from './emulator.inspector-journal.js';
-import type { InspectorSnapshot } from './emulator.inspector-model.js';
-import { ACTIVE_STATUS, ALL_PERMISSIONS } from './emulator.registry.js';
+import { html, type SafeHtml } from './inspector.html.js';
+import { renderGenericRecord, renderJournal } from './inspector.journal.js';
+import type { InspectorSnapshot } from './inspector.model.js';
+import { ACTIVE_STATUS, ALL_PERMISSIONS } from '../emulator/emulator.registry.js';
 
 export const INSPECTOR_PATH = '/_emulator';
 const FAULT_KINDS = ['status', 'delay', 'hang', 'drop', 'malformed-json', 'html'] as const;

@@ -1,6 +1,6 @@
-import { CLAIM_RULE_LABELS, CLAIM_RULE_ORDER, type ClaimRuleVerdict } from './emulator.claim-rules.js';
-import { html, type SafeHtml } from './emulator.inspector-html.js';
-import type { TokenRequestRecord } from './emulator.types.js';
+import { CLAIM_RULE_LABELS, CLAIM_RULE_ORDER, type ClaimRuleVerdict } from '../emulator/emulator.claim-rules.js';
+import { html, type SafeHtml } from './inspector.html.js';
+import type { TokenRequestRecord } from '../emulator/emulator.types.js';
 
 /** Entries rendered on the page; `journal.json` has them all. */
 export const JOURNAL_SHOWN = 100;

@@ -14,14 +14,14 @@ import {
 import { createTestCredentials, PlatformEmulator, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { ConfigModule } from '@nestjs/config';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
-import { ensureCliBuilt, expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
+import { expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
 
-// Issue 11, the findings about options: each describe names the finding it guards.
+// Attacks through the options: each describe names the defence it checks (SECURITY.md lists them).
 
-const PASSPHRASE = 'attack-review passphrase, test only';
+const PASSPHRASE = 'options-attacks passphrase, test only';
 let credentials: TestCredentials;
 let encryptedKeyPem: string;
 let platform: PlatformEmulator;
@@ -62,7 +62,7 @@ function configError(input: PlatformAuthOptions): PlatformAuthConfigError {
   return caught as PlatformAuthConfigError;
 }
 
-describe('finding 5: PEM text in a setting that is not a key or certificate is refused without an echo', () => {
+describe('PEM text in a setting that is not a key or certificate is refused without an echo', () => {
   it.each(['machineId', 'audience', 'thumbprint', 'tokenPath', 'baseUrl'] as const)('in %s', (option) => {
     for (const pem of [credentials.privateKeyPem, credentials.privateKeyPem.replace(/\n/g, '\\n')]) {
       const error = configError(options({ [option]: pem }));
@@ -72,7 +72,6 @@ describe('finding 5: PEM text in a setting that is not a key or certificate is r
   });
 
   it.each(['doctor', 'assertion'])('the CLI %s refuses it and does not print it', async (command) => {
-    await ensureCliBuilt();
     const keyPath = files.write('key.pem', credentials.privateKeyPem);
     const certificatePath = files.write('certificate.pem', credentials.certificatePem);
     for (const variable of ['PLATFORM_MACHINE_ID', 'PLATFORM_AUDIENCE']) {
@@ -90,7 +89,7 @@ describe('finding 5: PEM text in a setting that is not a key or certificate is r
   });
 });
 
-describe('finding 6: after start-up the Nest container holds no PEM text and no passphrase', () => {
+describe('after start-up the Nest container holds no PEM text and no passphrase', () => {
   const secrets = () => [PASSPHRASE, ...pemFragments(encryptedKeyPem, credentials.privateKeyPem)];
 
   it('forRoot, and the options object stays reusable', async () => {
@@ -146,7 +145,7 @@ describe('finding 6: after start-up the Nest container holds no PEM text and no 
   });
 });
 
-describe('finding 11: options are read as own properties only', () => {
+describe('options are read as own properties only', () => {
   /** Sends one request to `target` through the module's HttpService; what `target` received is in its requests. */
   async function requestThroughModule(input: PlatformAuthOptions, target: LoopbackServer): Promise<void> {
     const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(input)] }).compile();

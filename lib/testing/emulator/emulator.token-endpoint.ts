@@ -11,7 +11,7 @@ import {
 } from './emulator.assertion-verifier.js';
 import { parseMediaType, readBody, type EmulatorResponse } from './emulator.http.js';
 import type { TokenRequestRecord, TokenRequestRule } from './emulator.types.js';
-import type { UserGrants } from './emulator.user-grants.js';
+import type { UserGrants } from '../user-flow/user-flow.grants.js';
 
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 const FORM_PARAMETERS = ['grant_type', 'client_id', 'token'] as const;

@@ -1,4 +1,4 @@
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type { ClaimRuleVerdict } from './emulator.claim-rules.js';
 
 /** The two permissions a system integration can hold (docs/platform-contract.md#system-integration). */

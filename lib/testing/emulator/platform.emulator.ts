@@ -1,18 +1,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import { AUTHORIZE_PATH, DEFAULT_TOKEN_LIFETIME_SECONDS, TOKEN_PATH } from './emulator.constants.js';
 import { AccessTokenStore } from './emulator.access-tokens.js';
 import { AssertionVerifier } from './emulator.assertion-verifier.js';
 import { answerWithFault, FaultQueues } from './emulator.faults.js';
 import { writeResponse } from './emulator.http.js';
-import { EmulatorInspector } from './emulator.inspector.js';
+import { EmulatorInspector } from '../inspector/emulator.inspector.js';
 import { PlaceholderApi } from './emulator.placeholder-api.js';
 import { IntegrationRegistry } from './emulator.registry.js';
 import { TokenEndpoint } from './emulator.token-endpoint.js';
-import { UserFlow } from './emulator.user-flow.js';
-import type { RegisteredUserClient, RegisterUserClientInput, TestUser, UserFlowRecord } from './emulator.user-types.js';
+import { UserFlow } from '../user-flow/emulator.user-flow.js';
+import type {
+  RegisteredUserClient,
+  RegisterUserClientInput,
+  TestUser,
+  UserFlowRecord,
+} from '../user-flow/user-flow.types.js';
 import type {
   EmulatedIntegration,
   EmulatorCounters,
@@ -25,7 +30,7 @@ import type {
   TokenRequestRecord,
 } from './emulator.types.js';
 import { checkOptions, checkTokenLifetime, emptyCounters, emulatedIntegration } from './emulator.options.js';
-import { createTestCredentials } from './test-credentials.util.js';
+import { createTestCredentials } from '../test-credentials.util.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
 const LISTEN_BACKLOG = 4096;

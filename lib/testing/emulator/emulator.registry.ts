@@ -1,6 +1,6 @@
 import { randomUUID, X509Certificate, type KeyObject } from 'node:crypto';
-import { certificateThumbprint } from '../credentials/thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import { certificateThumbprint } from '../../credentials/thumbprint.util.js';
+import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type { IntegrationPermission, RegisteredIntegration, RegisterIntegrationInput } from './emulator.types.js';
 
 export const ALL_PERMISSIONS: readonly IntegrationPermission[] = ['Send message', 'Retrieve billing data'];
