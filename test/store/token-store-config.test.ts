@@ -5,6 +5,7 @@ import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } fr
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
+import { reveal } from '../../lib/util/secret.util.js';
 
 let credentials: TestCredentials;
 beforeAll(async () => {
@@ -63,8 +64,15 @@ describe('token store configuration', () => {
     });
     expect(fromEnv).toMatchObject({ tokenStoreUrl: URL_WITH_PASSWORD });
     const store = resolve(fromEnv).tokenStore!;
-    expect(store.url).toBe(URL_WITH_PASSWORD);
-    expect(store.keys.map((key) => Buffer.from(key.bytes).toString('hex'))).toEqual([
+    expect(store.connection).toMatchObject({
+      mode: 'standalone',
+      nodes: [{ host: 'redis.internal', port: 6380 }],
+      database: 0,
+      username: 'app',
+      tls: {},
+    });
+    expect(reveal(store.connection!.password!)).toBe('s3cret-pass');
+    expect(store.keys.map(({ key }) => key.export().toString('hex'))).toEqual([
       Buffer.from(current, 'base64').toString('hex'),
       previous,
     ]);
@@ -121,7 +129,7 @@ describe('token store configuration', () => {
     expect(error.problems).toEqual([
       expect.objectContaining({
         setting: 'tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)',
-        message: 'must be a redis:// or rediss:// URL',
+        message: 'must be a redis:// or rediss:// URL with a host; the value is not shown',
       }),
     ]);
     expect(JSON.stringify(error)).not.toContain('s3cret-pass');
@@ -134,7 +142,8 @@ describe('token store configuration', () => {
       tokenStoreUrl: 'redis://127.0.0.1:6379',
       tokenStoreEncryptionKey: key,
     });
-    expect(both.problems.map((p) => p.message)).toEqual(['set either tokenStore or tokenStoreUrl, not both']);
+    expect(both.problems.map((p) => p.setting)).toEqual(['tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)']);
+    expect(both.problems[0].message).toMatch(/^is set together with tokenStore; .*not both/);
     const notAStore = problemsOf({ tokenStore: {} as never, tokenStoreEncryptionKey: key });
     expect(notAStore.problems[0].message).toMatch(/must implement TokenStore/);
     const timing = problemsOf({

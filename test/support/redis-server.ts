@@ -28,11 +28,13 @@ export class RedisServer {
 
   private constructor(
     readonly port: number,
-    private readonly dir: string,
+    readonly dir: string,
+    private readonly args: readonly string[],
   ) {}
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'platform-auth-redis-')));
+  /** `args`: more `redis-server` arguments (`--requirepass`, `--tls-port`, `--user`, …). */
+  static async start(args: readonly string[] = []): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'platform-auth-redis-')), args);
     await server.launch();
     return server;
   }
@@ -65,7 +67,19 @@ export class RedisServer {
   async launch(): Promise<void> {
     const child = spawn(
       REDIS_SERVER,
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+        ...this.args,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process = child;
@@ -85,9 +99,11 @@ export class RedisServer {
     });
   }
 
-  /** Runs one command on a connection of its own, for looking at what the library stored. */
+  /** Runs one command on a connection of its own (as the default user), for looking at what the library stored. */
   async command(...args: string[]): Promise<unknown> {
-    const client = createClient({ url: this.url });
+    const at = this.args.indexOf('--requirepass');
+    const password = at === -1 ? undefined : this.args[at + 1];
+    const client = createClient({ url: this.url, password });
     client.on('error', () => undefined);
     await client.connect();
     try {
@@ -104,10 +120,10 @@ export class RedisServer {
 }
 
 /** One redis-server for a test file, started before its tests and stopped after them. */
-export function useRedisServer(): () => RedisServer {
+export function useRedisServer(args: readonly string[] = []): () => RedisServer {
   let server: RedisServer | undefined;
   beforeAll(async () => {
-    server = await RedisServer.start();
+    server = await RedisServer.start(args);
   });
   afterAll(async () => {
     await server?.stop();
