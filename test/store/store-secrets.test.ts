@@ -11,7 +11,7 @@ import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
 
 const PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
-const redis = useRedisServer(['--requirepass', PASSWORD]);
+const redis = useRedisServer({ args: ['--requirepass', PASSWORD], password: PASSWORD });
 const track = useCleanup();
 
 /** The store's secrets in every form a dump could show them: text, and the key's bytes as hex, base64 and numbers. */
