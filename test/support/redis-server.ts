@@ -8,6 +8,18 @@ import { afterAll, beforeAll } from 'vitest';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
 
+/**
+ * Polls `check` every 50 ms until it holds. The minute is a hang guard, not an expectation of speed; usable in hooks
+ * (where `expect.poll` is not).
+ */
+export async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const guard = performance.now() + 60_000;
+  while (!(await check().catch(() => false))) {
+    if (performance.now() > guard) throw new Error(`gave up waiting: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

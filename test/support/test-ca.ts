@@ -22,7 +22,9 @@ export interface TestCertificateAuthority {
 }
 
 function serial(): string {
-  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^./, '7');
+  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^./, '7');
 }
 
 function keyPem(key: webcrypto.CryptoKey): string {
