@@ -88,9 +88,14 @@ export class OwnedRedisChannel implements RedisChannel {
   #redis?: ReturnType<typeof loadNodeRedis>;
   #closed = false;
 
+  /**
+   * `answerTimeoutMs`: a client that has not answered a command by then is replaced by a new one for the next command
+   * (a sentinel client whose master died can wait for it indefinitely; a new one asks the sentinels afresh).
+   */
   constructor(
     private readonly settings: RedisConnectionSettings,
     private readonly connectTimeoutMs: number,
+    private readonly answerTimeoutMs?: number,
   ) {}
 
   /** Rejects only when the `redis` package is missing: a set-up mistake, unlike a Redis that is down. */
@@ -101,11 +106,17 @@ export class OwnedRedisChannel implements RedisChannel {
 
   readonly send: SendCommand = async (key, args) => {
     const connected = await this.connected();
+    const timer =
+      this.answerTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => this.drop(connected.client), this.answerTimeoutMs).unref();
     try {
       return await connected.send(key, args);
     } catch (error) {
       this.drop(connected.client);
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   };
 

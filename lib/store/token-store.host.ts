@@ -43,7 +43,10 @@ export class TokenStoreHost {
     const { connection } = settings;
     this.mode = connection?.mode ?? 'provided';
     this.owned = connection
-      ? new RedisEntryStore(new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS), settings.maxEntryBytes)
+      ? new RedisEntryStore(
+          new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
+          settings.maxEntryBytes,
+        )
       : undefined;
     const namespace = namespaceOf(identity);
     this.coordinator = new SharedTokenCoordinator(

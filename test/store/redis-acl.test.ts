@@ -62,7 +62,7 @@ describe('Redis with an ACL user of least privilege (+get +set +del +eval on pla
     const keys = (await redis().command('KEYS', '*')) as string[];
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((key) => key.startsWith('platform-auth:'))).toBe(true);
-  });
+  }, 60_000);
 
   it('takes the user and password from PLATFORM_TOKEN_STORE_USERNAME / _PASSWORD (the environment alone)', async () => {
     const { shared, clock, platform } = await startStorePlatform(track, {});

@@ -49,7 +49,7 @@ describe('Redis over TLS with a private CA', () => {
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
     expect((await fleet.logs()).filter((line) => line.level !== 'log')).toEqual([]);
-  });
+  }, 60_000);
 
   it('without the CA: degraded, the warning names the TLS code, never the URL; calls still succeed', async () => {
     const { shared, clock, platform } = await startStorePlatform(track, { tokenStoreUrl: tls.url });
@@ -76,7 +76,7 @@ describe('Redis with mutual TLS', () => {
     });
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
-  });
+  }, 60_000);
 
   it('without a client certificate: degraded, named by a TLS or connection code; calls still succeed', async () => {
     const { shared, clock } = await startStorePlatform(track, {

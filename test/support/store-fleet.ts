@@ -74,6 +74,21 @@ export async function expectOneExchangePerLifetime(fleet: Fleet, platform: Platf
   expect(platform.counters.exchanges.total).toBe(2);
 }
 
+/**
+ * After the store came back: moves the fleet's clocks a token lifetime at a time (each move also passes the second a
+ * replica leaves a failed store alone) until every instance holds one shared token; at most 5 lifetimes, since a
+ * replica may need a probe or two to connect anew (a sentinel client to ask for the new master). Returns how many
+ * exchanges the last lifetime took: 1 when the fleet shares again.
+ */
+export async function untilSharedAgain(fleet: Fleet, platform: PlatformEmulator): Promise<number> {
+  for (let lifetime = 1; ; lifetime += 1) {
+    const before = platform.counters.exchanges.total;
+    await fleet.advance(601_000);
+    const tokens = tokensOf(await fleet.getAll());
+    if (new Set(tokens).size === 1 || lifetime === 5) return platform.counters.exchanges.total - before;
+  }
+}
+
 /** One replica in this process: a module instance with its own token cache, and the lines it logged. */
 export async function storeReplica(
   track: <T extends Closable>(resource: T) => T,

@@ -39,8 +39,7 @@ function keyPem(key: webcrypto.CryptoKey): string {
 export async function createTestCertificateAuthority(dir: string): Promise<TestCertificateAuthority> {
   const notBefore = new Date(Date.now() - 60_000);
   const notAfter = new Date(Date.now() + 24 * 60 * 60 * 1000);
-  const generate = () =>
-    webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']) as Promise<webcrypto.CryptoKeyPair>;
+  const generate = () => webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
   const caKeys = await generate();
   const ca = await x509.X509CertificateGenerator.createSelfSigned(
     {
