@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createCluster } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { RedisTokenStore } from 'nestjs-platform-auth';
@@ -60,6 +61,39 @@ describe('Redis Cluster (3 masters)', () => {
     }
     expect(lines.filter((line) => /Token store answers again/.test(line.message))).toHaveLength(4);
   }, 60_000);
+
+  it('takes an ACL user of least privilege (+get +set +del +eval, and +cluster|slots) from the username and password', async () => {
+    const password = randomBytes(12).toString('hex');
+    for (const node of cluster().nodes) {
+      await node.command(
+        'ACL',
+        'SETUSER',
+        'platform-auth',
+        'on',
+        `>${password}`,
+        'resetkeys',
+        '~platform-auth:*',
+        'resetchannels',
+        '-@all',
+        '+get',
+        '+set',
+        '+del',
+        '+eval',
+        '+cluster|slots',
+      );
+    }
+    const { shared, clock, platform } = await startStorePlatform(track, {
+      tokenStoreClusterNodes: cluster().urls,
+      tokenStoreUsername: 'platform-auth',
+      tokenStorePassword: password,
+      tokenStoreKeyPrefix: 'platform-auth:',
+    });
+    const a = await storeReplica(track, shared, clock);
+    const b = await storeReplica(track, shared, clock);
+    expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());
+    expect(platform.counters.exchanges.total).toBe(1);
+    expect(a.tokens.status().sharedStore).toEqual({ state: 'shared', mode: 'cluster' });
+  });
 
   it('a standalone URL to a node that does not own the slot: degraded with MOVED', async () => {
     const { shared, clock } = await startStorePlatform(track, { tokenStoreClusterNodes: cluster().urls });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createSentinel } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { RedisTokenStore } from 'nestjs-platform-auth';
@@ -28,6 +29,39 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
     await expectOneExchangePerLifetime(fleet, setup.platform);
     expect((await fleet.logs()).filter((line) => line.level !== 'log')).toEqual([]);
   }, 60_000);
+
+  it('takes an ACL user of least privilege (+get +set +del +eval) for the master from the username and password', async () => {
+    const password = randomBytes(12).toString('hex');
+    // ACL users are not replicated: a replica that may become master needs the user too.
+    for (const node of [sentinel().master, sentinel().replica]) {
+      await node.command(
+        'ACL',
+        'SETUSER',
+        'platform-auth',
+        'on',
+        `>${password}`,
+        'resetkeys',
+        '~platform-auth:*',
+        'resetchannels',
+        '-@all',
+        '+get',
+        '+set',
+        '+del',
+        '+eval',
+      );
+    }
+    const { shared, clock, platform } = await startStorePlatform(track, {
+      ...sentinelOptions(),
+      tokenStoreUsername: 'platform-auth',
+      tokenStorePassword: password,
+      tokenStoreKeyPrefix: 'platform-auth:',
+    });
+    const a = await storeReplica(track, shared, clock);
+    const b = await storeReplica(track, shared, clock);
+    expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());
+    expect(platform.counters.exchanges.total).toBe(1);
+    expect(a.tokens.status().sharedStore).toEqual({ state: 'shared', mode: 'sentinel' });
+  });
 
   it('a standalone URL to the replica: degraded with READONLY', async () => {
     const { shared, clock } = await startStorePlatform(track, { tokenStoreUrl: sentinel().replica.url });
