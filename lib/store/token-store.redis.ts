@@ -129,7 +129,7 @@ export class RedisTokenStore implements TokenStore {
     if (options.url !== undefined) {
       const report = new ConfigReport(undefined, { tokenStoreUrl: 'url' });
       const connection = resolveRedisConnection({ tokenStoreUrl: options.url } as PlatformAuthOptions, report);
-      if (!connection) throw problem('url', 'must be a redis:// or rediss:// URL with a host; the value is not shown');
+      if (!connection) throw problem('url', report.problems[0]?.message ?? 'is not a Redis URL');
       channel = new OwnedRedisChannel(connection, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
     } else {
       channel = clientChannel(options.client);
