@@ -64,4 +64,10 @@ export {
 // module needs it anyway for PLATFORM_TOKEN_STORE_URL, so exporting it here costs users without a store nothing; a
 // `./redis` subpath would add an entry point and save no code.
 export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
-export { RedisTokenStore, type RedisCommandClient, type RedisTokenStoreOptions } from './store/token-store.redis.js';
+export { RedisTokenStore, type RedisTokenStoreOptions } from './store/token-store.redis.js';
+export type {
+  RedisClusterCommandClient,
+  RedisCommandClient,
+  RedisSentinelCommandClient,
+  RedisTokenStoreClient,
+} from './store/redis.channel.js';

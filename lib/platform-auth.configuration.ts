@@ -1,6 +1,6 @@
 import type { ConfigProblem } from './platform-auth.errors.js';
 import { ConfigReport } from './options/config.report.js';
-import { ownOptions } from './options/own-options.util.js';
+import { ownOptions, revealSecrets } from './options/own-options.util.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import {
@@ -32,7 +32,7 @@ export function resolvePlatformAuthOptions(
   nowMs: number,
   integration?: string,
 ): ResolvedPlatformAuthConfig {
-  const options = ownOptions(input);
+  const options = revealSecrets(ownOptions(input));
   const report = new ConfigReport(integration);
   const settings = resolveSettings(options, report);
   const credentials = loadCredentials(options, nowMs, report);
@@ -53,7 +53,7 @@ export async function loadPlatformAuthConfig(
   nowMs: number,
   integration?: string,
 ): Promise<ResolvedPlatformAuthConfig> {
-  const options = ownOptions(input);
+  const options = revealSecrets(ownOptions(input));
   const report = new ConfigReport(integration);
   const settings = resolveSettings(options, report);
   const credentials = await openCredentials(options, nowMs, report);

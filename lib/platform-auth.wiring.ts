@@ -61,13 +61,14 @@ export class PlatformAuthRuntime {
     const attempts = new TokenExchangeAttempts(config, clock, this.signer, client, logger);
 
     const store = config.tokenStore
-      ? new TokenStoreHost(
-          config.tokenStore,
-          { ...config, thumbprint: config.credentials.thumbprint },
+      ? new TokenStoreHost({
+          settings: config.tokenStore,
+          identity: { ...config, thumbprint: config.credentials.thumbprint },
           clock,
           integration,
           logger,
-        )
+          observer: telemetry,
+        })
       : undefined;
     const exchange: TokenSource = { exchange: (signal) => attempts.run(signal) };
     const observed = observedTokenSource(exchange, telemetry);

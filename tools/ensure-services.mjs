@@ -8,6 +8,8 @@ import { existsSync } from 'node:fs';
 
 const SERVICES = {
   redis: { what: 'redis-server', binary: 'redis-server', candidates: ['/usr/bin/redis-server'], apt: ['redis-server'] },
+  // redis-cli --cluster create makes the store's Redis Cluster; Debian's redis-server usually brings it along.
+  'redis-tools': { what: 'redis-cli', binary: 'redis-cli', candidates: ['/usr/bin/redis-cli'], apt: ['redis-tools'] },
   chromium: { what: 'Chromium', binary: 'chromium', candidates: ['/usr/bin/chromium'], apt: ['chromium'] },
   // The PKCS#11 token the key-custody tests create keys in (its library and softhsm2-util), and opensc's pkcs11-tool
   // that checks the keys from outside the library.

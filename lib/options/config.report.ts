@@ -42,6 +42,11 @@ export class ConfigReport {
     private readonly variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
   ) {}
 
+  /** How `option` is named in this report's messages: the option and its variable (see `settingName`). */
+  name(option: string): string {
+    return settingName(option, this.integration, this.variables);
+  }
+
   problem(option: string, message: string): void {
     this.problems.push({ option, setting: settingName(option, this.integration, this.variables), message });
   }

@@ -210,13 +210,55 @@ export const PLATFORM_AUTH_OPTIONS = {
   tokenStoreUrl: {
     env: 'PLATFORM_TOKEN_STORE_URL',
     kind: 'url',
-    rule: 'a `redis://` or `rediss://` URL to share tokens through (needs the `redis` package)',
+    secret: true,
+    rule: 'a standalone Redis to share tokens through, `redis://` or `rediss://` (TLS), credentials allowed (needs the `redis` package)',
+  },
+  tokenStoreClusterNodes: {
+    env: 'PLATFORM_TOKEN_STORE_CLUSTER_NODES',
+    kind: 'list',
+    rule: 'Redis Cluster instead: seed-node URLs, all `redis://` or all `rediss://`, without credentials; comma-separated in the environment',
+  },
+  tokenStoreSentinelNodes: {
+    env: 'PLATFORM_TOKEN_STORE_SENTINEL_NODES',
+    kind: 'list',
+    rule: 'Redis Sentinel instead: the sentinels as `host:port`, with `tokenStoreSentinelMaster`; comma-separated in the environment',
+  },
+  tokenStoreSentinelMaster: {
+    env: 'PLATFORM_TOKEN_STORE_SENTINEL_MASTER',
+    kind: 'text',
+    rule: "the master's name the sentinels monitor; with `tokenStoreSentinelNodes`",
+  },
+  tokenStoreUsername: {
+    env: 'PLATFORM_TOKEN_STORE_USERNAME',
+    kind: 'text',
+    rule: "Redis ACL user, any mode; needs a password; overrides the URL's",
+  },
+  tokenStorePassword: {
+    env: 'PLATFORM_TOKEN_STORE_PASSWORD',
+    kind: 'text',
+    secret: true,
+    rule: "Redis password (of `tokenStoreUsername`, else of the default user), any mode; overrides the URL's",
+  },
+  tokenStoreTlsCaPath: {
+    env: 'PLATFORM_TOKEN_STORE_TLS_CA_PATH',
+    kind: 'path',
+    rule: "PEM file of the CA(s) that signed Redis's certificate (a private CA); TLS in any mode",
+  },
+  tokenStoreTlsCertPath: {
+    env: 'PLATFORM_TOKEN_STORE_TLS_CERT_PATH',
+    kind: 'path',
+    rule: 'PEM client certificate for mutual TLS, with `tokenStoreTlsKeyPath`; files are read again on each new connection',
+  },
+  tokenStoreTlsKeyPath: {
+    env: 'PLATFORM_TOKEN_STORE_TLS_KEY_PATH',
+    kind: 'path',
+    rule: 'PEM private key of `tokenStoreTlsCertPath` (unencrypted)',
   },
   tokenStoreEncryptionKey: {
     env: 'PLATFORM_TOKEN_STORE_ENCRYPTION_KEY',
     kind: 'text',
     secret: true,
-    rule: 'required with a store: 32 random bytes, base64 or hex; several (comma-separated) rotate keys, the first encrypts',
+    rule: 'required with a store: 32 random bytes, base64 or hex, one per trust domain; several (comma-separated) rotate keys, the first encrypts',
   },
   tokenStoreKeyPrefix: {
     kind: 'text',

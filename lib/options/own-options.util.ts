@@ -1,5 +1,6 @@
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
-import { FORGOTTEN_AFTER_STARTUP, OPTION_NAMES, nestedNames } from './options.table.js';
+import { FORGOTTEN_AFTER_STARTUP, OPTION_NAMES, SECRET_OPTIONS, nestedNames } from './options.table.js';
+import { isSecret, reveal } from '../util/secret.util.js';
 
 const RETRY_NAMES = nestedNames('retry');
 const TIMING_NAMES = nestedNames('tokenStoreTiming');
@@ -34,6 +35,16 @@ export function ownOptions(input: unknown): PlatformAuthOptions {
     options.allowedOrigins = Array.from({ length: allowedOrigins.length }, (_, i) => own(allowedOrigins, String(i)));
   }
   return options as unknown as PlatformAuthOptions;
+}
+
+/**
+ * `options` with the text of every `Secret` in it (`platformAuthConfig` puts secrets into its namespace as `Secret`s),
+ * for the resolver only: the options provider keeps the `Secret`s until start-up drops them.
+ */
+export function revealSecrets(options: PlatformAuthOptions): PlatformAuthOptions {
+  const revealed = copyOwn(options, OPTION_NAMES);
+  for (const name of SECRET_OPTIONS) if (isSecret(revealed[name])) revealed[name] = reveal(revealed[name]);
+  return revealed as unknown as PlatformAuthOptions;
 }
 
 /** Drops the secrets and the PEM text from options the module owns (see `ownOptions`), once start-up has used them. */

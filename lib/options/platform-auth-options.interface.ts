@@ -114,11 +114,35 @@ export interface PlatformAuthOptions {
    * `tokenStoreEncryptionKey`. A store passed here stays yours to close. Default: none, each process exchanges.
    */
   tokenStore?: TokenStore;
-  /** `redis://` or `rediss://` URL of a Redis to share tokens through (needs the `redis` package). */
+  /**
+   * `redis://` or `rediss://` (TLS) URL of a standalone Redis to share tokens through (needs the `redis` package).
+   * It may hold credentials; it is a secret, dropped from the options after start-up. One of `tokenStoreUrl`,
+   * `tokenStoreClusterNodes`, `tokenStoreSentinelNodes` and `tokenStore`.
+   */
   tokenStoreUrl?: string;
+  /** Redis Cluster: seed-node URLs, all `redis://` or all `rediss://`, without credentials (see `tokenStorePassword`). */
+  tokenStoreClusterNodes?: string[];
+  /** Redis Sentinel: the sentinels as `host:port`; with `tokenStoreSentinelMaster`. */
+  tokenStoreSentinelNodes?: string[];
+  /** Redis Sentinel: the name of the master the sentinels monitor. */
+  tokenStoreSentinelMaster?: string;
+  /** Redis ACL user, in any mode; needs a password. Overrides a user in `tokenStoreUrl`. */
+  tokenStoreUsername?: string;
+  /**
+   * Redis password: of `tokenStoreUsername`, else of the default user; in any mode. Overrides one in `tokenStoreUrl`.
+   * A secret: never printed, dropped from the options after start-up.
+   */
+  tokenStorePassword?: string;
+  /** PEM file of the CA(s) that signed Redis's certificate, for a private CA; TLS in any mode. */
+  tokenStoreTlsCaPath?: string;
+  /** PEM client certificate for mutual TLS, with `tokenStoreTlsKeyPath`. Read again for each new connection. */
+  tokenStoreTlsCertPath?: string;
+  /** PEM private key (unencrypted) of `tokenStoreTlsCertPath`. Read again for each new connection. */
+  tokenStoreTlsKeyPath?: string;
   /**
    * Encrypts tokens in the store: 32 random bytes, base64 or hex. Several, comma-separated or as an array, rotate
-   * keys: the first encrypts, all decrypt. Required with `tokenStore` or `tokenStoreUrl`.
+   * keys: the first encrypts, all decrypt. Required with a store. Services that share a key can plant tokens for each
+   * other: use one key per trust domain. A secret: never printed, dropped from the options after start-up.
    */
   tokenStoreEncryptionKey?: string | string[];
   /** Prefix of the store's key names. Default `platform-auth:`. */

@@ -9,6 +9,7 @@ import {
 } from './options.table.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { integrationEnvName, integrationName } from './integration-name.util.js';
+import { secret } from '../util/secret.util.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -79,20 +80,24 @@ export function readPlatformAuthEnv(env: Env = process.env, integration?: string
 }
 
 /**
- * ConfigModule keeps a namespace object for the life of the app, so secrets and PEM text are not copied into it:
- * those settings become getters that read their variable when used (spreading the namespace into options still
- * works; `util.inspect` shows `[Getter]`).
+ * ConfigModule keeps a namespace object for the life of the app, so secrets and PEM text are not copied into it.
+ * A secret becomes a `Secret` that reads its variable only when the module starts, and reads as `[secret]` through
+ * `ConfigService`, `JSON.stringify` and `util.inspect`; other PEM text becomes a getter that reads its variable when
+ * used. Spreading the namespace into options still works.
  */
 function namespaceOptions(integration?: string): PlatformAuthOptions {
   const options = readPlatformAuthEnv(process.env, integration);
   for (const option of FORGOTTEN_AFTER_STARTUP) {
     if (!Object.hasOwn(options, option)) continue;
     const variable = integrationEnvName(PLATFORM_AUTH_ENV[option], integration);
-    Object.defineProperty(options, option, {
-      get: () => read(process.env, variable),
-      enumerable: true,
-      configurable: true,
-    });
+    const readVariable = () => read(process.env, variable);
+    Object.defineProperty(
+      options,
+      option,
+      (PLATFORM_AUTH_OPTIONS[option] as OptionRow).secret
+        ? { value: secret(readVariable), enumerable: true, configurable: true, writable: true }
+        : { get: readVariable, enumerable: true, configurable: true },
+    );
   }
   return options;
 }

@@ -5,7 +5,11 @@ import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
 import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
-import type { TokenStore } from './token-store.interface.js';
+import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type { SharedStoreStatus } from '../token/token-status.types.js';
+import { SharedStoreHealth } from './shared-store.health.js';
+import { describeStoreError } from './token-store.errors.js';
 
 export interface SharedTokenTiming {
   /** Bound on every store operation; past it the store counts as unavailable. */
@@ -24,18 +28,31 @@ interface FleetMember {
 
 type Outcome = ExchangeOutcome;
 
+/** What the coordinator needs besides the store: how large an entry may be, whom to tell about the lock. */
+export interface SharedTokenContext {
+  readonly clock: Clock;
+  readonly timing: SharedTokenTiming;
+  readonly logger: Pick<LoggerService, 'log' | 'warn'>;
+  readonly observer: Pick<PlatformAuthObserver, 'storeLock'>;
+  /** A stored payload longer than this is not opened: an unreadable entry. */
+  readonly maxEntryBytes: number;
+  readonly mode: SharedStoreStatus['mode'];
+}
+
 /** The store did not answer in time, or failed: the caller carries on without it. Never leaves this file. */
 class StoreUnavailable extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
+  /** `problem`: the short name for `status()`; `said`: the words for the log line. */
+  constructor(
+    readonly problem: string,
+    readonly said: string = problem,
+  ) {
+    super(said);
   }
 }
 
 const FIRST_POLL_MS = 10;
 /** Low enough that a waiter sees the token within ~100 ms of its write; a few Redis reads a second per waiter. */
 const MAX_POLL_MS = 100;
-/** After a failed operation the store is left alone this long, so a frozen Redis costs one timeout, not one a call. */
-const UNAVAILABLE_PROBE_MS = 1_000;
 /** Tokens recently rejected with a 401 by this replica: a copy still in the store (delete pending) is not reused. */
 const REJECTED_TAGS_KEPT = 8;
 
@@ -52,24 +69,25 @@ const REJECTED_TAGS_KEPT = 8;
  */
 export class SharedTokenCoordinator {
   private readonly keys: { readonly token: string; readonly lock: string; readonly failure: string };
-  /** The clock's time from which the store may be tried again; `undefined` while it answers. */
-  private unavailableUntil?: number;
+  private readonly health: SharedStoreHealth;
+  private readonly clock: Clock;
+  private readonly timing: SharedTokenTiming;
   private readonly rejectedTags: string[] = [];
   private pendingInvalidation?: Promise<void>;
-  private closed = false;
 
   constructor(
     private readonly store: TokenStore,
     private readonly codec: TokenStoreCodec,
     keyPrefix: string,
     namespace: string,
-    private readonly clock: Clock,
-    private readonly timing: SharedTokenTiming,
-    private readonly logger: Pick<LoggerService, 'log' | 'warn'>,
+    private readonly context: SharedTokenContext,
   ) {
     // The hash tag: Redis Cluster puts every key of one integration in one slot.
     const base = `${keyPrefix}{${namespace}}`;
     this.keys = { token: `${base}:token`, lock: `${base}:lock`, failure: `${base}:failure` };
+    this.clock = context.clock;
+    this.timing = context.timing;
+    this.health = new SharedStoreHealth(context.clock, context.logger, context.mode);
   }
 
   /**
@@ -79,13 +97,13 @@ export class SharedTokenCoordinator {
    */
   async obtain(source: TokenSource, policy: ExchangePolicy, signal: AbortSignal): Promise<Outcome> {
     const member: FleetMember = { source, policy };
-    if (!this.storeMayAnswer()) return source.exchange(signal, policy);
+    if (!this.health.mayAsk()) return source.exchange(signal, policy);
     let found: Outcome | { owner: string } | undefined;
     try {
       found = await this.awaitFleet(member, signal);
     } catch (error) {
       if (!(error instanceof StoreUnavailable)) throw error;
-      this.markUnavailable(error.reason);
+      this.health.failed(error.problem, error.said);
       return source.exchange(signal, policy);
     }
     if (found && 'ok' in found) return found;
@@ -98,10 +116,10 @@ export class SharedTokenCoordinator {
     if (this.rejectedTags.includes(tag)) return;
     this.rejectedTags.push(tag);
     if (this.rejectedTags.length > REJECTED_TAGS_KEPT) this.rejectedTags.shift();
-    if (!this.storeMayAnswer()) return;
+    if (!this.health.mayAsk()) return;
     this.pendingInvalidation = this.attempt(() => this.store.deleteIfTagged(this.keys.token, tag)).then(
       () => undefined,
-      (error: unknown) => this.markUnavailable((error as StoreUnavailable).reason),
+      (error: unknown) => this.health.failed((error as StoreUnavailable).problem, (error as StoreUnavailable).said),
     );
   }
 
@@ -110,10 +128,13 @@ export class SharedTokenCoordinator {
     await this.pendingInvalidation;
     const settled = await this.readSettled(member);
     if (settled) return settled;
+    const { observer } = this.context;
     const deadline = performance.now() + this.timing.waitTimeoutMs;
     for (let pause = FIRST_POLL_MS; ; pause = Math.min(MAX_POLL_MS, pause * 2)) {
       const owner = randomUUID();
       if (await this.tryLock(owner)) {
+        observer.storeLock('acquired');
+        this.health.resolved('lock-held');
         let holding = false;
         try {
           // Another replica may have finished, or failed, between the read above and the lock.
@@ -126,7 +147,10 @@ export class SharedTokenCoordinator {
         }
       }
       if (performance.now() >= deadline) {
-        this.logger.warn(
+        observer.storeLock('timeout');
+        // A holder that lives has written a token within its lease, or its lock has lapsed and been taken here.
+        this.health.entryProblem('lock-held');
+        this.context.logger.warn(
           `No replica shared a token within ${this.timing.waitTimeoutMs} ms (tokenStoreTiming.waitTimeoutMs); exchanging locally.`,
         );
         return undefined;
@@ -136,7 +160,11 @@ export class SharedTokenCoordinator {
         throw signal.reason as Error;
       });
       const polled = await this.readSettled(member);
-      if (polled) return polled;
+      if (polled) {
+        observer.storeLock('waited');
+        this.health.resolved('lock-held');
+        return polled;
+      }
     }
   }
 
@@ -168,6 +196,7 @@ export class SharedTokenCoordinator {
     try {
       return await this.attempt(() => this.store.acquireLock(this.keys.lock, owner, this.timing.lockTtlMs));
     } catch (error) {
+      this.context.observer.storeLock('error');
       // A lock request that timed out may still be carried out later (a frozen server wakes up): release it then,
       // in order on the same connection, so nobody waits for a lock that nobody holds.
       this.store.releaseLock(this.keys.lock, owner).catch(() => undefined);
@@ -178,9 +207,19 @@ export class SharedTokenCoordinator {
   private async readToken(): Promise<IssuedToken | undefined> {
     const entry = await this.attempt(() => this.store.get(this.keys.token));
     if (!entry || this.rejectedTags.includes(entry.tag)) return undefined;
-    const opened = await this.codec.open(entry.payload, 'token', entry.version);
-    if (!opened || fingerprintOf(opened.token.accessToken) !== entry.tag) return undefined;
+    const opened = await this.open(entry, 'token');
+    if (!opened || fingerprintOf(opened.token.accessToken) !== entry.tag) {
+      this.health.entryProblem('unreadable-entry');
+      return undefined;
+    }
+    this.health.resolved('unreadable-entry');
     return opened.token;
+  }
+
+  /** An entry's content, or `undefined` when it is oversized (never opened) or does not open with the keys here. */
+  private open<K extends 'token' | 'failure'>(entry: TokenStoreEntry, kind: K) {
+    if (entry.payload.length === 0 || entry.payload.length > this.context.maxEntryBytes) return undefined;
+    return this.codec.open(entry.payload, kind, entry.version);
   }
 
   private async writeToken(token: IssuedToken): Promise<void> {
@@ -188,9 +227,11 @@ export class SharedTokenCoordinator {
     if (ttlMs <= 0) return;
     const version = Math.round(token.expiresAtMs);
     const payload = await this.codec.seal({ kind: 'token', token }, version);
-    await this.attempt(() =>
+    const written = await this.attempt(() =>
       this.store.setIfNewer(this.keys.token, { version, tag: fingerprintOf(token.accessToken), payload }, ttlMs),
     );
+    // Ours replaced whatever was there: the next reader opens it.
+    if (written) this.health.resolved('unreadable-entry');
     await this.attempt(() => this.store.deleteIfTagged(this.keys.failure, 'failure'));
   }
 
@@ -213,7 +254,7 @@ export class SharedTokenCoordinator {
 
   private async readFailure(): Promise<Outcome | undefined> {
     const entry = await this.attempt(() => this.store.get(this.keys.failure));
-    const opened = entry && (await this.codec.open(entry.payload, 'failure', entry.version));
+    const opened = entry && (await this.open(entry, 'failure'));
     if (!opened) return undefined;
     const { failure } = opened;
     const waitMs = failure.retryAtMs - this.clock.now();
@@ -241,14 +282,14 @@ export class SharedTokenCoordinator {
     pending.catch(() => undefined);
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new StoreUnavailable(`no answer within ${this.timing.operationTimeoutMs} ms`)),
+        () => reject(new StoreUnavailable('timeout', `no answer within ${this.timing.operationTimeoutMs} ms`)),
         this.timing.operationTimeoutMs,
       );
       timer.unref();
     });
     try {
       const result = await Promise.race([pending, timeout]);
-      this.markAvailable();
+      this.health.answered();
       return result;
     } catch (error) {
       throw error instanceof StoreUnavailable ? error : new StoreUnavailable(describeStoreError(error));
@@ -259,51 +300,23 @@ export class SharedTokenCoordinator {
 
   /** Work that helps the fleet but must not fail the caller: skipped while the store is unavailable. */
   private async bestEffort(operation: () => Promise<unknown>): Promise<void> {
-    if (!this.storeMayAnswer()) return;
+    if (!this.health.mayAsk()) return;
     try {
       await operation();
     } catch (error) {
-      if (error instanceof StoreUnavailable) this.markUnavailable(error.reason);
+      if (error instanceof StoreUnavailable) this.health.failed(error.problem, error.said);
     }
   }
 
-  /** For `TokenProvider.status().sharedStore`: whether the fleet's store is in use right now. */
-  status(): { state: 'shared' | 'unavailable' | 'closed' } {
-    if (this.closed) return { state: 'closed' };
-    return { state: this.unavailableUntil === undefined ? 'shared' : 'unavailable' };
+  /** For `TokenProvider.status().sharedStore`. */
+  status(): SharedStoreStatus {
+    return this.health.status();
   }
 
   /** At shutdown: the store is about to close, so nothing more is asked of it (and nothing is logged about it). */
   close(): void {
-    this.closed = true;
+    this.health.close();
   }
-
-  private storeMayAnswer(): boolean {
-    return !this.closed && (this.unavailableUntil === undefined || this.clock.now() >= this.unavailableUntil);
-  }
-
-  private markUnavailable(reason: string): void {
-    if (this.unavailableUntil === undefined && !this.closed) {
-      this.logger.warn(
-        `Token store unavailable (${reason}); exchanging tokens locally until it answers again. Requests are not affected.`,
-      );
-    }
-    this.unavailableUntil = this.clock.now() + UNAVAILABLE_PROBE_MS;
-  }
-
-  private markAvailable(): void {
-    if (this.unavailableUntil === undefined) return;
-    this.unavailableUntil = undefined;
-    this.logger.log('Token store answers again; tokens are shared across replicas again.');
-  }
-}
-
-/** A store error in words fit for a log line: a code or a class name, never a message that might hold a URL. */
-function describeStoreError(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
-  const name = (error as { constructor?: { name?: unknown } } | undefined)?.constructor?.name;
-  return typeof name === 'string' && /^\w{1,40}$/.test(name) ? name : 'error';
 }
 
 /**

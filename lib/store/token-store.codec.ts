@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, type CompactDecryptGetKey } from 'jose';
 import type { IssuedToken } from '../token/token.cache.js';
 
@@ -16,10 +16,16 @@ export interface SharedFailure {
 export interface EncryptionKey {
   /** Key id in the JWE header: a short hash of the key, the same on every replica, so no one has to name keys. */
   readonly kid: string;
-  readonly bytes: Uint8Array;
+  /** A `KeyObject`, which no dump renders: the key is never kept as bytes or text. */
+  readonly key: KeyObject;
 }
 
 export const ENCRYPTION_KEY_BYTES = 32;
+/**
+ * A random 32-byte key has about 30 distinct byte values; fewer than 16 happens by chance with a probability far
+ * below 1e-12, and marks a key made by hand (all zero, a repeated pattern, a counter).
+ */
+const MIN_DISTINCT_KEY_BYTES = 16;
 /** Any even run of hex digits is read as hex (32 bytes of base64 is 43 or 44 characters, so never mistaken). */
 const HEX_KEY = /^(?:[0-9a-f]{2})+$/i;
 const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;
@@ -40,12 +46,16 @@ export function parseEncryptionKeys(value: string | readonly string[]): Encrypti
     if (bytes.length !== ENCRYPTION_KEY_BYTES) {
       return `${which}decodes to ${bytes.length} bytes; it must be ${ENCRYPTION_KEY_BYTES} random bytes (e.g. \`openssl rand -base64 32\`)`;
     }
-    keys.push({ kid: hashOf('platform-auth token-store key', bytes).slice(0, 11), bytes });
+    if (new Set(bytes).size < MIN_DISTINCT_KEY_BYTES) {
+      return `${which}repeats too few distinct bytes to be random (all zero, a pattern); use \`openssl rand -base64 32\``;
+    }
+    keys.push({ kid: hashOf('platform-auth token-store key', bytes).slice(0, 11), key: createSecretKey(bytes) });
+    bytes.fill(0);
   }
   return keys;
 }
 
-function decodeKey(text: string): Uint8Array | undefined {
+function decodeKey(text: string): Buffer | undefined {
   if (HEX_KEY.test(text)) return Buffer.from(text, 'hex');
   if (!BASE64_KEY.test(text)) return undefined;
   return Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
@@ -98,11 +108,11 @@ export class TokenStoreCodec {
     private readonly keys: readonly EncryptionKey[],
     private readonly namespace: string,
   ) {
-    const byKid = new Map(keys.map((key) => [key.kid, key.bytes]));
+    const byKid = new Map(keys.map((entry) => [entry.kid, entry.key]));
     this.getKey = (header) => {
-      const bytes = header.kid === undefined ? undefined : byKid.get(header.kid);
-      if (!bytes) throw new Error('unknown key id');
-      return bytes;
+      const key = header.kid === undefined ? undefined : byKid.get(header.kid);
+      if (!key) throw new Error('unknown key id');
+      return key;
     };
   }
 
@@ -111,7 +121,7 @@ export class TokenStoreCodec {
     const plaintext = new TextEncoder().encode(JSON.stringify({ ns: this.namespace, version, ...sealed }));
     return new CompactEncrypt(plaintext)
       .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current.kid })
-      .encrypt(current.bytes);
+      .encrypt(current.key);
   }
 
   /** The sealed value, or `undefined` for anything that does not decrypt and verify: a miss, never an error. */

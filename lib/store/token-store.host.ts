@@ -1,39 +1,60 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { settingName } from '../options/config.report.js';
 import type { SharedStoreStatus } from '../token/token-status.types.js';
 import type { TokenSource } from '../token/token.cache.js';
 import { SharedTokenCoordinator, sharedTokenSource } from './shared-token.coordinator.js';
 import { TokenStoreCodec, namespaceOf, type NamespaceInput } from './token-store.codec.js';
 import type { ResolvedTokenStoreConfig } from './token-store.options.js';
-import { RedisTokenStore } from './token-store.redis.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from './token-store.redis.js';
+import { OwnedRedisChannel } from './redis.channel.js';
+
+/** The option that configured the store's connection, for the message when the `redis` package is missing. */
+const MODE_OPTION = {
+  standalone: 'tokenStoreUrl',
+  cluster: 'tokenStoreClusterNodes',
+  sentinel: 'tokenStoreSentinelNodes',
+} as const;
+
+export interface TokenStoreHostInput {
+  readonly settings: ResolvedTokenStoreConfig;
+  readonly identity: NamespaceInput;
+  readonly clock: Clock;
+  readonly integration: string;
+  readonly logger: Pick<LoggerService, 'log' | 'warn'>;
+  /** Told the outcome of every attempt to take the lock (the `store:lock` event and metric). */
+  readonly observer: Pick<PlatformAuthObserver, 'storeLock'>;
+}
 
 /**
- * The shared token store of one integration: the coordinator that wraps the exchange, and the lifecycle of a store
- * the module built from `tokenStoreUrl` (a store passed in stays its owner's).
+ * The shared token store of one integration: the coordinator that wraps the exchange, and the lifecycle of the Redis
+ * connection the module made from its settings (a store passed in stays its owner's).
  */
 export class TokenStoreHost {
   private readonly coordinator: SharedTokenCoordinator;
-  private readonly owned?: RedisTokenStore;
+  private readonly owned?: RedisEntryStore;
+  private readonly integration: string;
+  private readonly mode: SharedStoreStatus['mode'];
 
-  constructor(
-    settings: ResolvedTokenStoreConfig,
-    identity: NamespaceInput,
-    clock: Clock,
-    private readonly integration: string,
-    logger: Pick<LoggerService, 'log' | 'warn'>,
-  ) {
-    this.owned = settings.store ? undefined : new RedisTokenStore({ url: settings.url! });
+  constructor({ settings, identity, clock, integration, logger, observer }: TokenStoreHostInput) {
+    this.integration = integration;
+    const { connection } = settings;
+    this.mode = connection?.mode ?? 'provided';
+    this.owned = connection
+      ? new RedisEntryStore(
+          new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
+          settings.maxEntryBytes,
+        )
+      : undefined;
     const namespace = namespaceOf(identity);
     this.coordinator = new SharedTokenCoordinator(
       settings.store ?? this.owned!,
       new TokenStoreCodec(settings.keys, namespace),
       settings.keyPrefix,
       namespace,
-      clock,
-      settings.timing,
-      logger,
+      { clock, timing: settings.timing, logger, observer, maxEntryBytes: settings.maxEntryBytes, mode: this.mode },
     );
   }
 
@@ -45,11 +66,9 @@ export class TokenStoreHost {
   /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
   async connect(): Promise<void> {
     await this.owned?.connect().catch((error: Error) => {
-      const setting = settingName('tokenStoreUrl', this.integration);
-      throw new PlatformAuthConfigError(
-        [{ option: 'tokenStoreUrl', setting, message: error.message }],
-        this.integration,
-      );
+      const option = MODE_OPTION[this.mode as keyof typeof MODE_OPTION];
+      const setting = settingName(option, this.integration);
+      throw new PlatformAuthConfigError([{ option, setting, message: error.message }], this.integration);
     });
   }
 

@@ -1,19 +1,34 @@
-import { isLoopbackHost } from '../util/loopback.util.js';
 import { definedOnly, type ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
+import {
+  CONNECTION_OPTIONS,
+  configuresConnection,
+  resolveRedisConnection,
+  type RedisConnectionSettings,
+} from './redis-connection.options.js';
 
 /** The shared store's settings after start-up validation. */
 export interface ResolvedTokenStoreConfig {
-  /** The store the user passed; absent when the module builds one from `url`. */
+  /** The store the user passed; absent when the module connects to Redis itself (`connection`). */
   readonly store?: TokenStore;
-  readonly url?: string;
+  readonly connection?: RedisConnectionSettings;
   readonly keys: readonly EncryptionKey[];
   readonly keyPrefix: string;
   readonly timing: SharedTokenTiming;
+  /** A stored entry longer than this is read as a miss, unopened (see `maxEntryBytesFor`). */
+  readonly maxEntryBytes: number;
+}
+
+/**
+ * The largest entry worth opening: a sealed token is its JSON in base64url (4/3 of it) with a JWE header, so twice
+ * the largest token response accepted, plus 1 KiB, holds any token this module would store.
+ */
+export function maxEntryBytesFor(maxResponseBytes: number): number {
+  return 2 * maxResponseBytes + 1_024;
 }
 
 export const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStoreKeyPrefix');
@@ -26,35 +41,36 @@ const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 're
 
 /**
  * Validates the token store options into `report`. `undefined` when no store is configured (then the module
- * behaves exactly as without this feature) or when there were problems. Never quotes the URL (it may hold a
- * password) or the key.
+ * behaves exactly as without this feature) or when there were problems. Never quotes a URL (it may hold a password)
+ * or the key.
  */
 export function resolveTokenStoreOptions(
   options: PlatformAuthOptions,
   report: ConfigReport,
 ): ResolvedTokenStoreConfig | undefined {
-  const { tokenStore: store, tokenStoreUrl: url, tokenStoreEncryptionKey: key } = options;
-  if (store === undefined && url === undefined) {
-    if (key !== undefined) report.warn('tokenStoreEncryptionKey', 'is set, but no token store is configured');
+  const { tokenStore: store, tokenStoreEncryptionKey: key } = options;
+  const connects = configuresConnection(options);
+  if (store === undefined && !connects) {
+    for (const name of ['tokenStoreEncryptionKey', ...CONNECTION_OPTIONS] as const) {
+      if (options[name] !== undefined) report.warn(name, 'is set, but no token store is configured');
+    }
     return undefined;
   }
   const problemsBefore = report.problems.length;
-  if (store !== undefined && url !== undefined) {
-    report.problem('tokenStoreUrl', 'set either tokenStore or tokenStoreUrl, not both');
-  }
-  if (
-    store !== undefined &&
-    !STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')
-  ) {
-    report.problem('tokenStore', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
-  }
-  if (url !== undefined && !isRedisUrl(url)) {
-    report.problem('tokenStoreUrl', 'must be a redis:// or rediss:// URL');
-  } else if (url !== undefined && sendsPasswordInClear(url)) {
-    report.warn(
-      'tokenStoreUrl',
-      'is redis:// with a password to a host off loopback: the password crosses the network in clear text; use rediss://',
-    );
+  let connection: RedisConnectionSettings | undefined;
+  if (store !== undefined) {
+    const misplaced = CONNECTION_OPTIONS.filter((name) => options[name] !== undefined);
+    for (const name of misplaced) {
+      report.problem(
+        name,
+        `is set together with tokenStore; configure the client of the store you pass instead (set either tokenStore or the Redis settings, not both)`,
+      );
+    }
+    if (!STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')) {
+      report.problem('tokenStore', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
+    }
+  } else {
+    connection = resolveRedisConnection(options, report);
   }
   const keys = key === undefined ? 'is required with a token store' : parseEncryptionKeys(key);
   if (typeof keys === 'string') report.problem('tokenStoreEncryptionKey', keys);
@@ -76,20 +92,6 @@ export function resolveTokenStoreOptions(
       'is not above lockTtlMs: when a replica dies mid-exchange, the others exchange on their own instead of one taking over',
     );
   }
-  return { store, url, keys, keyPrefix: prefix, timing };
-}
-
-function sendsPasswordInClear(value: string): boolean {
-  const url = new URL(value);
-  return url.protocol === 'redis:' && url.password !== '' && !isLoopbackHost(url.hostname);
-}
-
-function isRedisUrl(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
+  const maxResponseBytes = options.maxResponseBytes ?? optionDefault<number>('maxResponseBytes');
+  return { store, connection, keys, keyPrefix: prefix, timing, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) };
 }

@@ -1,40 +1,26 @@
+import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { ConfigReport } from '../options/config.report.js';
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
-
-/**
- * The part of a Redis client this store uses: node-redis (v4 to v6) clients have it as they are. For ioredis pass
- * `{ sendCommand: (args) => redis.call(args[0], ...args.slice(1)) }`.
- */
-export interface RedisCommandClient {
-  sendCommand(args: string[]): Promise<unknown>;
-}
+import { resolveRedisConnection } from './redis-connection.options.js';
+import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
 
 export interface RedisTokenStoreOptions {
   /** `redis://` or `rediss://` (TLS) URL; the store then owns its own node-redis client (the `redis` package). */
   url?: string;
-  /** An existing client instead of `url`; its connection stays yours (connect it, close it). */
-  client?: RedisCommandClient;
+  /**
+   * An existing client instead of `url`, from node-redis `createClient`, `createCluster` or `createSentinel` (for
+   * another client, a plain object `{ sendCommand: (args) => … }`). Its connection stays yours: connect it, close it.
+   */
+  client?: RedisTokenStoreClient;
   /** Connection timeout of a client made from `url`. Default 1,000 ms. */
   connectTimeoutMs?: number;
+  /** A stored value longer than this is read as an unreadable entry, without being sent. Default 132,096 (129 KiB). */
+  maxEntryBytes?: number;
 }
 
-/** The slice of node-redis's `createClient` used for a client made from a URL. */
-interface OwnedRedisClient extends RedisCommandClient {
-  readonly isOpen: boolean;
-  on(event: 'error', listener: (error: unknown) => void): unknown;
-  connect(): Promise<unknown>;
-  destroy(): void;
-}
-
-interface RedisModule {
-  createClient(
-    this: void,
-    options: {
-      url: string;
-      disableOfflineQueue: boolean;
-      socket: { connectTimeout: number; reconnectStrategy: false };
-    },
-  ): OwnedRedisClient;
-}
+export const DEFAULT_CONNECT_TIMEOUT_MS = 1_000;
+const DEFAULT_MAX_ENTRY_BYTES = 132_096;
 
 /** Entries are `<version>:<tag>:<payload>`; a lock is an entry with an empty payload, so one script releases both. */
 const ENTRY = /^(\d+):([^:]*):(.*)$/s;
@@ -53,46 +39,44 @@ local current = redis.call('GET', KEYS[1])
 if current and string.match(current, '^%d+:([^:]*):') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** What `get` answers for a stored value over the size bound: an entry no one can open, unsent. */
+const OVERSIZE = '0::';
+
 /**
- * `TokenStore` on Redis (standalone, Sentinel or Cluster: every key an integration uses carries one hash tag). The
- * conditional writes and compare-and-delete are Lua scripts, so each is one atomic round trip.
- *
- * Built from a URL it loads the optional `redis` package on first use and connects on demand; while Redis is
- * unreachable operations fail at once (no offline queue, no queued reconnect), so callers fall back without waiting.
+ * Reads a value only when it is within the bound, so a huge value planted by someone who can write to Redis costs
+ * a replica one short reply, not a transfer and a decryption.
  */
-export class RedisTokenStore implements TokenStore {
-  private connection?: Promise<OwnedRedisClient>;
-  private owned?: OwnedRedisClient;
-  private redisModule?: Promise<RedisModule>;
-  private closed = false;
+const GET_BOUNDED = `
+local current = redis.call('GET', KEYS[1])
+if current and #current > tonumber(ARGV[1]) then return '${OVERSIZE}' end
+return current`;
 
-  constructor(private readonly options: RedisTokenStoreOptions) {
-    if ((options.url === undefined) === (options.client === undefined)) {
-      throw new TypeError('RedisTokenStore: pass exactly one of url and client');
-    }
-    if (options.url !== undefined && !/^rediss?:\/\//i.test(options.url)) {
-      throw new TypeError('RedisTokenStore: url must start with redis:// or rediss://');
-    }
+/**
+ * `TokenStore` on Redis (standalone, Sentinel or Cluster: every key an integration uses carries one hash tag, and
+ * every command touches one key). The bounded read, the conditional write and compare-and-delete are Lua scripts,
+ * so each is one atomic round trip; the ACL a store user needs is `+get +set +del +eval` on its keys.
+ */
+export class RedisEntryStore implements TokenStore {
+  constructor(
+    private readonly channel: RedisChannel,
+    private readonly maxEntryBytes: number,
+  ) {}
+
+  connect(): Promise<void> {
+    return this.channel.connect();
   }
 
-  /**
-   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed: a store that is down is
-   * a state the module works through. It rejects only when the `redis` package is not installed, a set-up mistake.
-   */
-  async connect(): Promise<void> {
-    if (this.options.url !== undefined) await this.loadRedis();
-    await this.client().catch(() => undefined);
-  }
-
+  /** The entry under `key`; a value that is not one of the store's entries, or is too large, as an empty payload. */
   async get(key: string): Promise<TokenStoreEntry | undefined> {
-    const value = await this.command(['GET', key]);
+    const value = await this.channel.send(key, ['EVAL', GET_BOUNDED, '1', key, String(this.maxEntryBytes)]);
+    if (value === null || value === undefined) return undefined;
     const match = typeof value === 'string' ? ENTRY.exec(value) : null;
-    if (!match || match[3] === '') return undefined;
+    if (!match) return { version: 0, tag: '', payload: '' };
     return { version: Number(match[1]), tag: match[2], payload: match[3] };
   }
 
   async setIfNewer(key: string, entry: TokenStoreEntry, ttlMs: number): Promise<boolean> {
-    const reply = await this.command([
+    const reply = await this.channel.send(key, [
       'EVAL',
       SET_IF_NEWER,
       '1',
@@ -105,12 +89,12 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async deleteIfTagged(key: string, tag: string): Promise<boolean> {
-    return (await this.command(['EVAL', DELETE_IF_TAGGED, '1', key, tag])) === 1;
+    return (await this.channel.send(key, ['EVAL', DELETE_IF_TAGGED, '1', key, tag])) === 1;
   }
 
   async acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const value = encode({ version: 0, tag: owner, payload: '' });
-    const reply = await this.command(['SET', key, value, 'NX', 'PX', String(Math.max(1, Math.ceil(ttlMs)))]);
+    const reply = await this.channel.send(key, ['SET', key, value, 'NX', 'PX', String(Math.max(1, Math.ceil(ttlMs)))]);
     return reply === 'OK';
   }
 
@@ -118,73 +102,72 @@ export class RedisTokenStore implements TokenStore {
     return this.deleteIfTagged(key, owner);
   }
 
-  /** Closes a client this store made from `url`; a client passed in is left to its owner. */
-  async close(): Promise<void> {
-    this.closed = true;
-    this.drop(this.owned);
+  close(): Promise<void> {
+    return this.channel.close();
   }
+}
 
-  private async command(args: string[]): Promise<unknown> {
-    const client = await this.client();
-    try {
-      return await client.sendCommand(args);
-    } catch (error) {
-      // A connection that closed without an 'error' event is just as dead.
-      if (client === this.owned && !this.owned.isOpen) this.drop(this.owned);
-      throw error;
+/**
+ * `TokenStore` on Redis, for `tokenStore`: from a URL (the store owns its node-redis client, loads the optional
+ * `redis` package on first use and connects on demand; while Redis is unreachable operations fail at once, so callers
+ * fall back without waiting), or on a node-redis client you pass: standalone, cluster or sentinel.
+ */
+export class RedisTokenStore implements TokenStore {
+  readonly #entries: RedisEntryStore;
+
+  constructor(options: RedisTokenStoreOptions) {
+    const problem = (option: string, message: string) =>
+      new PlatformAuthConfigError([{ option, setting: `RedisTokenStore ${option}`, message }]);
+    if ((options.url === undefined) === (options.client === undefined)) {
+      throw problem('url', 'pass exactly one of url and client');
     }
-  }
-
-  private client(): Promise<RedisCommandClient> {
-    if (this.closed) return Promise.reject(new Error('RedisTokenStore is closed'));
-    if (this.options.client) return Promise.resolve(this.options.client);
-    this.connection ??= this.connectOwned();
-    return this.connection;
+    const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+    if (!Number.isSafeInteger(maxEntryBytes) || maxEntryBytes < 256) {
+      throw problem('maxEntryBytes', 'must be a whole number of bytes, at least 256');
+    }
+    let channel: RedisChannel;
+    if (options.url !== undefined) {
+      const report = new ConfigReport(undefined, { tokenStoreUrl: 'url' });
+      const connection = resolveRedisConnection({ tokenStoreUrl: options.url } as PlatformAuthOptions, report);
+      if (!connection) throw problem('url', report.problems[0]?.message ?? 'is not a Redis URL');
+      channel = new OwnedRedisChannel(connection, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+    } else {
+      channel = clientChannel(options.client);
+    }
+    this.#entries = new RedisEntryStore(channel, maxEntryBytes);
   }
 
   /**
-   * A connected client, made on demand. It does not reconnect by itself: once its connection fails it is dropped,
-   * and the next operation makes a new one. So no reconnect timer outlives `close()`, and a Redis that comes back
-   * is found on the next operation (the module asks again a second after a failure).
+   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed: a store that is down is
+   * a state the module works through. It rejects only when the `redis` package is not installed, a set-up mistake.
    */
-  private async connectOwned(): Promise<OwnedRedisClient> {
-    const { createClient } = await this.loadRedis();
-    const client = createClient({
-      url: this.options.url!,
-      disableOfflineQueue: true,
-      socket: { connectTimeout: this.options.connectTimeoutMs ?? 1_000, reconnectStrategy: false },
-    });
-    this.owned = client;
-    // Connection errors surface as failed operations, which the module reports once per state change; without a
-    // listener node-redis would throw them as an unhandled 'error' event.
-    client.on('error', () => this.drop(client));
-    try {
-      await client.connect();
-    } catch (error) {
-      this.drop(client);
-      throw error;
-    }
-    if (this.closed) this.drop(client);
-    return client;
+  connect(): Promise<void> {
+    return this.#entries.connect();
   }
 
-  private loadRedis(): Promise<RedisModule> {
-    this.redisModule ??= (import('redis') as Promise<unknown> as Promise<RedisModule>).catch(() => {
-      this.redisModule = undefined;
-      throw new Error('RedisTokenStore needs the `redis` package (node-redis 4 to 6): npm install redis');
-    });
-    return this.redisModule;
+  get(key: string): Promise<TokenStoreEntry | undefined> {
+    return this.#entries.get(key);
   }
 
-  private drop(client: OwnedRedisClient | undefined): void {
-    if (!client || client !== this.owned) return;
-    this.owned = undefined;
-    this.connection = undefined;
-    try {
-      client.destroy();
-    } catch {
-      // Already closed by its own failure: nothing left to release.
-    }
+  setIfNewer(key: string, entry: TokenStoreEntry, ttlMs: number): Promise<boolean> {
+    return this.#entries.setIfNewer(key, entry, ttlMs);
+  }
+
+  deleteIfTagged(key: string, tag: string): Promise<boolean> {
+    return this.#entries.deleteIfTagged(key, tag);
+  }
+
+  acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    return this.#entries.acquireLock(key, owner, ttlMs);
+  }
+
+  releaseLock(key: string, owner: string): Promise<boolean> {
+    return this.#entries.releaseLock(key, owner);
+  }
+
+  /** Closes a client this store made from `url`; a client passed in is left to its owner. */
+  close(): Promise<void> {
+    return this.#entries.close();
   }
 }
 

@@ -106,6 +106,8 @@ function detail(status: TokenProviderStatus): Record<string, unknown> {
       notAfter: status.certificate.notAfter.toISOString(),
     },
     credentialReload: status.credentials.reload.state,
+    // Degraded is still up: the app calls the platform, each replica with its own token, so no restart is wanted.
     sharedStore: status.sharedStore?.state,
+    sharedStoreProblem: status.sharedStore?.problem,
   };
 }

@@ -23,10 +23,27 @@ export interface LastExchangeStatus {
   readonly durationMs: number;
 }
 
-/** The shared token store's view, filled in by the store when one is configured. */
+/**
+ * The shared token store's view, when one is configured.
+ * - `shared`: the store answers and its entries are readable: replicas share one token.
+ * - `degraded`: the store cannot be used right now; this replica exchanges on its own (no request fails), and
+ *   `problem` says why.
+ * - `closed`: the module was shut down.
+ */
 export interface SharedStoreStatus {
-  readonly state: string;
-  readonly [detail: string]: unknown;
+  readonly state: 'shared' | 'degraded' | 'closed';
+  /** How the module reaches the store; `provided` for a `tokenStore` the application passed. */
+  readonly mode: 'standalone' | 'cluster' | 'sentinel' | 'provided';
+  /**
+   * While degraded: the first word of Redis's error reply (`WRONGPASS`, `NOPERM`, `MOVED`, `CLUSTERDOWN`,
+   * `READONLY`, …), a TLS or connection code (`SELF_SIGNED_CERT_IN_CHAIN`, `ECONNREFUSED`, …) or a client error's
+   * name; `timeout` (no answer within `operationTimeoutMs`); `lock-held` (no replica shared a token while the lock
+   * was held past its lease); `unreadable-entry` (a stored entry does not open with this replica's keys, or is
+   * oversized). Never a URL or a password.
+   */
+  readonly problem?: string;
+  /** While degraded: since when. */
+  readonly since?: Date;
 }
 
 /**

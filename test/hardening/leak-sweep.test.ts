@@ -1,4 +1,4 @@
-import { constants, createPrivateKey, sign } from 'node:crypto';
+import { constants, createPrivateKey, randomBytes, sign } from 'node:crypto';
 import { ConsoleLogger, Controller, Get, Module } from '@nestjs/common';
 import { HttpService } from '@nestjs/axios';
 import { NestFactory } from '@nestjs/core';
@@ -20,6 +20,7 @@ import { captureOutput } from '../support/capture-output.js';
 import { TEST_PASSPHRASE } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { eventually } from '../support/eventually.js';
+import { RedisServer } from '../support/redis-server.js';
 
 /**
  * The logs a real app writes on the error paths — Nest's bootstrap failure report, its exception handler for an
@@ -131,6 +132,61 @@ describe('leak sweep over logs', () => {
     } finally {
       await moduleRef.close();
       await skewed.close();
+    }
+  });
+  it('store settings refused at start-up, and a Redis that refuses the password, are logged without the password or key', async () => {
+    const password = `store-${randomBytes(12).toString('hex')}`;
+    const key = randomBytes(32).toString('base64');
+    const redis = await RedisServer.start({
+      args: ['--requirepass', `${password}-right`],
+      password: `${password}-right`,
+    });
+    try {
+      @Module({
+        imports: [
+          PlatformAuthModule.forRoot({
+            ...integration.moduleOptions,
+            tokenStoreClusterNodes: [`redis://app:${password}@127.0.0.1:${redis.port}`],
+            tokenStorePassword: password,
+            tokenStoreUsername: 'app',
+            tokenStoreEncryptionKey: key,
+            tokenStoreTlsCertPath: '/no/such/client.crt',
+          }),
+        ],
+      })
+      class BrokenApp {}
+      let failure: unknown;
+      const refused = await captureOutput(async () => {
+        failure = await NestFactory.create(BrokenApp, { logger: new ConsoleLogger(), abortOnError: false }).catch(
+          (e: unknown) => e,
+        );
+      });
+      expect(String(failure)).toMatch(
+        /tokenStoreClusterNodes \(PLATFORM_TOKEN_STORE_CLUSTER_NODES\): holds credentials/,
+      );
+      expectClean(refused, secrets(password, key));
+      expectNoSecrets(failure, secrets(password, key));
+
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          PlatformAuthModule.forRoot({
+            ...integration.moduleOptions,
+            tokenStoreUrl: `redis://:${password}@127.0.0.1:${redis.port}`,
+            tokenStoreEncryptionKey: key,
+          }),
+        ],
+      })
+        .setLogger(new ConsoleLogger({ logLevels: ['log', 'warn', 'error', 'fatal'] }))
+        .compile();
+      const output = await captureOutput(async () => {
+        await moduleRef.init();
+        await moduleRef.get(TokenProvider).getAccessToken();
+        await moduleRef.close();
+      });
+      expect(output).toMatch(/Token store unavailable \(WRONGPASS\)/);
+      expectClean(output, secrets(password, key));
+    } finally {
+      await redis.stop();
     }
   });
 });

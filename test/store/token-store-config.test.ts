@@ -1,15 +1,25 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
+import { reveal } from '../../lib/util/secret.util.js';
 
 let credentials: TestCredentials;
+let dir: string;
 beforeAll(async () => {
   credentials = await createTestCredentials();
+  dir = mkdtempSync(join(tmpdir(), 'platform-auth-store-config-'));
 });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const __filename = fileURLToPath(import.meta.url);
 
 function resolve(options: Partial<PlatformAuthOptions>) {
   return resolvePlatformAuthOptions(
@@ -63,8 +73,15 @@ describe('token store configuration', () => {
     });
     expect(fromEnv).toMatchObject({ tokenStoreUrl: URL_WITH_PASSWORD });
     const store = resolve(fromEnv).tokenStore!;
-    expect(store.url).toBe(URL_WITH_PASSWORD);
-    expect(store.keys.map((key) => Buffer.from(key.bytes).toString('hex'))).toEqual([
+    expect(store.connection).toMatchObject({
+      mode: 'standalone',
+      nodes: [{ host: 'redis.internal', port: 6380 }],
+      database: 0,
+      username: 'app',
+      tls: {},
+    });
+    expect(reveal(store.connection!.password!)).toBe('s3cret-pass');
+    expect(store.keys.map(({ key }) => key.export().toString('hex'))).toEqual([
       Buffer.from(current, 'base64').toString('hex'),
       previous,
     ]);
@@ -121,7 +138,7 @@ describe('token store configuration', () => {
     expect(error.problems).toEqual([
       expect.objectContaining({
         setting: 'tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)',
-        message: 'must be a redis:// or rediss:// URL',
+        message: 'must be a redis:// or rediss:// URL with a host; the value is not shown',
       }),
     ]);
     expect(JSON.stringify(error)).not.toContain('s3cret-pass');
@@ -134,7 +151,8 @@ describe('token store configuration', () => {
       tokenStoreUrl: 'redis://127.0.0.1:6379',
       tokenStoreEncryptionKey: key,
     });
-    expect(both.problems.map((p) => p.message)).toEqual(['set either tokenStore or tokenStoreUrl, not both']);
+    expect(both.problems.map((p) => p.setting)).toEqual(['tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)']);
+    expect(both.problems[0].message).toMatch(/^is set together with tokenStore; .*not both/);
     const notAStore = problemsOf({ tokenStore: {} as never, tokenStoreEncryptionKey: key });
     expect(notAStore.problems[0].message).toMatch(/must implement TokenStore/);
     const timing = problemsOf({
@@ -161,5 +179,213 @@ describe('token store configuration', () => {
       tokenStoreTiming: { lockTtlMs: 5_000, waitTimeoutMs: 5_000 },
     });
     expect(short.warnings.map((w) => w.option)).toEqual(['tokenStoreTiming.waitTimeoutMs']);
+  });
+});
+
+describe('Redis modes, credentials and TLS files', () => {
+  const key = () => randomBytes(32).toString('base64');
+  const settings = (options: Partial<PlatformAuthOptions>) =>
+    resolve({ tokenStoreEncryptionKey: key(), ...options }).tokenStore!.connection!;
+
+  it('reads every mode and its settings from the environment alone', () => {
+    const env = readPlatformAuthEnv({
+      PLATFORM_TOKEN_STORE_CLUSTER_NODES: 'rediss://10.0.0.1:6379, rediss://10.0.0.2:6379',
+      PLATFORM_TOKEN_STORE_USERNAME: 'platform-auth',
+      PLATFORM_TOKEN_STORE_PASSWORD: 'cluster-pass',
+      PLATFORM_TOKEN_STORE_TLS_CA_PATH: __filename,
+    });
+    expect(env).toMatchObject({
+      tokenStoreClusterNodes: ['rediss://10.0.0.1:6379', 'rediss://10.0.0.2:6379'],
+      tokenStoreUsername: 'platform-auth',
+      tokenStorePassword: 'cluster-pass',
+      tokenStoreTlsCaPath: __filename,
+    });
+    const sentinel = readPlatformAuthEnv({
+      PLATFORM_TOKEN_STORE_SENTINEL_NODES: '10.0.0.1:26379,[::1]:26380',
+      PLATFORM_TOKEN_STORE_SENTINEL_MASTER: 'mymaster',
+    });
+    expect(settings(sentinel)).toEqual({
+      mode: 'sentinel',
+      nodes: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+      sentinelMaster: 'mymaster',
+      tls: undefined,
+      username: undefined,
+      password: undefined,
+    });
+  });
+
+  it('resolves a cluster with TLS, and credentials given beside the URL override the URL', () => {
+    const ca = join(dir, 'ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    expect(
+      settings({
+        tokenStoreClusterNodes: ['rediss://a.internal:7000', 'rediss://b.internal'],
+        tokenStoreTlsCaPath: ca,
+      }),
+    ).toMatchObject({
+      mode: 'cluster',
+      nodes: [
+        { host: 'a.internal', port: 7000 },
+        { host: 'b.internal', port: 6379 },
+      ],
+      tls: { caPath: ca },
+    });
+    const standalone = settings({
+      tokenStoreUrl: 'redis://url-user:url-pass@127.0.0.1:6379/2',
+      tokenStoreUsername: 'acl-user',
+      tokenStorePassword: 'acl-pass',
+    });
+    expect(standalone).toMatchObject({ mode: 'standalone', database: 2, username: 'acl-user', tls: undefined });
+    expect(reveal(standalone.password!)).toBe('acl-pass');
+  });
+
+  it.each<[string, Partial<PlatformAuthOptions>, string, RegExp]>([
+    [
+      'a URL and cluster nodes',
+      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreClusterNodes: ['redis://127.0.0.1:7000'] },
+      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      /is set together with tokenStoreUrl \(PLATFORM_TOKEN_STORE_URL\); configure exactly one Redis mode/,
+    ],
+    [
+      'sentinels without the master',
+      { tokenStoreSentinelNodes: ['127.0.0.1:26379'] },
+      'tokenStoreSentinelMaster (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
+      /is required with tokenStoreSentinelNodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
+    ],
+    [
+      'the master without sentinels',
+      { tokenStoreSentinelMaster: 'mymaster' },
+      'tokenStoreSentinelMaster (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
+      /is set without tokenStoreSentinelNodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
+    ],
+    [
+      'a user without a password',
+      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreUsername: 'platform-auth' },
+      'tokenStoreUsername (PLATFORM_TOKEN_STORE_USERNAME)',
+      /is set without a password \(tokenStorePassword \(PLATFORM_TOKEN_STORE_PASSWORD\)\)/,
+    ],
+    [
+      'a client certificate without its key',
+      { tokenStoreUrl: 'rediss://127.0.0.1:6379', tokenStoreTlsCertPath: __filename },
+      'tokenStoreTlsCertPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH)',
+      /is set without tokenStoreTlsKeyPath \(PLATFORM_TOKEN_STORE_TLS_KEY_PATH\)/,
+    ],
+    [
+      'TLS files with redis://',
+      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreTlsCaPath: '/no/such/ca.pem' },
+      'tokenStoreTlsCaPath (PLATFORM_TOKEN_STORE_TLS_CA_PATH)',
+      /cannot read the file '\/no\/such\/ca.pem' \(ENOENT\)/,
+    ],
+    [
+      'cluster nodes with credentials',
+      { tokenStoreClusterNodes: ['redis://app:s3cret-pass@127.0.0.1:7000'] },
+      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      /holds credentials in a URL; set tokenStoreUsername .* instead \(the value is not shown\)/,
+    ],
+    [
+      'cluster nodes mixing redis:// and rediss://',
+      { tokenStoreClusterNodes: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] },
+      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      /mixes redis:\/\/ and rediss:\/\//,
+    ],
+    [
+      'a sentinel that is not host:port',
+      { tokenStoreSentinelNodes: ['127.0.0.1'], tokenStoreSentinelMaster: 'mymaster' },
+      'tokenStoreSentinelNodes (PLATFORM_TOKEN_STORE_SENTINEL_NODES)',
+      /entry 1 \('127.0.0.1'\) is not host:port/,
+    ],
+    [
+      'Redis settings beside a tokenStore',
+      { tokenStore: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }), tokenStorePassword: 's3cret-pass' },
+      'tokenStorePassword (PLATFORM_TOKEN_STORE_PASSWORD)',
+      /is set together with tokenStore/,
+    ],
+  ])('refuses %s at start-up, naming the variables', (_, options, setting, message) => {
+    const error = problemsOf({ tokenStoreEncryptionKey: key(), ...options });
+    expect(error.problems).toContainEqual(
+      expect.objectContaining({ setting, message: expect.stringMatching(message) }),
+    );
+    expect(JSON.stringify(error)).not.toContain('s3cret-pass');
+  });
+
+  it('reports every TLS problem at once, and a CA file that holds no certificate', () => {
+    const notPem = join(dir, 'not-pem.txt');
+    writeFileSync(notPem, 'hello');
+    const error = problemsOf({
+      tokenStoreEncryptionKey: key(),
+      tokenStoreUrl: 'redis://127.0.0.1:6379',
+      tokenStoreTlsCaPath: notPem,
+      tokenStoreTlsKeyPath: notPem,
+    });
+    expect(error.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
+      'tokenStoreTlsKeyPath: is set without tokenStoreTlsCertPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH): mutual TLS needs the certificate and its key',
+      `tokenStoreTlsCaPath: the file '${notPem}' holds no PEM certificate`,
+      `tokenStoreTlsKeyPath: the file '${notPem}' holds no PEM private key`,
+      'tokenStoreUrl: is redis:// but TLS files are set; use rediss://',
+    ]);
+  });
+
+  it('warns about Redis settings without a store', () => {
+    expect(resolve({ tokenStorePassword: 's3cret-pass' }).warnings).toEqual([
+      expect.objectContaining({ option: 'tokenStorePassword', message: 'is set, but no token store is configured' }),
+    ]);
+  });
+
+  it.each([
+    ['all zero', Buffer.alloc(32).toString('base64')],
+    ['a repeated pattern', Buffer.alloc(32, 'abcd').toString('hex')],
+  ])('refuses an encryption key that is %s', (_, weak) => {
+    const error = problemsOf({ tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreEncryptionKey: weak });
+    expect(error.problems).toEqual([
+      expect.objectContaining({
+        setting: 'tokenStoreEncryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
+        message: expect.stringMatching(/^repeats too few distinct bytes to be random/),
+      }),
+    ]);
+    expect(error.message).not.toContain(weak);
+  });
+});
+
+describe('RedisTokenStore({ client })', () => {
+  it('refuses at construction what it cannot call: a client of another library, a pool', () => {
+    class OtherClient {
+      sendCommand(command: { name: string }): Promise<unknown> {
+        return Promise.resolve(command.name);
+      }
+      call(): Promise<unknown> {
+        return Promise.resolve();
+      }
+    }
+    const pool = createClientPool({ url: 'redis://127.0.0.1:6379' });
+    for (const client of [new OtherClient(), pool, 'redis://127.0.0.1:6379', null]) {
+      let thrown: unknown;
+      try {
+        new RedisTokenStore({ client: client as never });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(PlatformAuthConfigError);
+      expect((thrown as PlatformAuthConfigError).problems).toEqual([
+        expect.objectContaining({
+          setting: 'RedisTokenStore client',
+          message: expect.stringMatching(
+            /^is not a node-redis client from createClient, createCluster or createSentinel/,
+          ),
+        }),
+      ]);
+    }
+  });
+
+  it('accepts a plain adapter object for another client, and each node-redis client kind (type and shape)', () => {
+    const adapter = { sendCommand: (args: string[]) => Promise.resolve(args.length) };
+    const kinds = [
+      createClient({ url: 'redis://127.0.0.1:6379' }),
+      createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }),
+      createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }),
+    ];
+    for (const client of [adapter, ...kinds]) expect(new RedisTokenStore({ client })).toBeInstanceOf(RedisTokenStore);
   });
 });

@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { reveal } from '../util/secret.util.js';
+import type { RedisConnectionSettings, RedisEndpoint, RedisTlsFiles } from './redis-connection.options.js';
+
+/** Sends one command about one key, whatever the client's own `sendCommand` signature. */
+export type SendCommand = (key: string, args: string[]) => Promise<unknown>;
+
+/** The slice of a node-redis client (standalone, cluster or sentinel) the module uses for a client it owns. */
+export interface OwnedRedisClient {
+  on(event: 'error', listener: (error: unknown) => void): unknown;
+  connect(): Promise<unknown>;
+  destroy(): unknown;
+}
+
+export interface ConnectedClient {
+  readonly client: OwnedRedisClient;
+  readonly send: SendCommand;
+}
+
+interface SocketOptions {
+  host?: string;
+  port?: number;
+  connectTimeout: number;
+  reconnectStrategy: false;
+  tls?: true;
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+}
+
+interface ClientOptions {
+  socket: SocketOptions;
+  username?: string;
+  password?: string;
+  database?: number;
+  disableOfflineQueue: boolean;
+}
+
+/** The part of the `redis` package the module calls, typed here so that it stays an optional peer. */
+interface NodeRedisModule {
+  createClient(
+    this: void,
+    options: ClientOptions,
+  ): OwnedRedisClient & {
+    sendCommand(args: string[]): Promise<unknown>;
+  };
+  createCluster(
+    this: void,
+    options: { rootNodes: { socket: SocketOptions }[]; defaults: ClientOptions; minimizeConnections: boolean },
+  ): OwnedRedisClient & { sendCommand(key: string, isReadonly: boolean, args: string[]): Promise<unknown> };
+  createSentinel(
+    this: void,
+    options: {
+      name: string;
+      sentinelRootNodes: RedisEndpoint[];
+      nodeClientOptions: ClientOptions;
+      sentinelClientOptions: Omit<ClientOptions, 'username' | 'password' | 'database'>;
+      masterPoolSize: number;
+      replicaPoolSize: number;
+    },
+  ): OwnedRedisClient & { sendCommand(isReadonly: boolean, args: string[]): Promise<unknown> };
+}
+
+export const REDIS_PACKAGE_MISSING = 'RedisTokenStore needs the `redis` package (node-redis 5 or 6): npm install redis';
+
+/** Loads the optional `redis` package; rejects with a message saying what to install. */
+export function loadNodeRedis(): Promise<NodeRedisModule> {
+  return (import('redis') as Promise<unknown> as Promise<NodeRedisModule>).catch(() => {
+    throw new Error(REDIS_PACKAGE_MISSING);
+  });
+}
+
+/**
+ * A node-redis client for `settings`, not yet connected. It never reconnects or queues by itself: while Redis is
+ * unreachable its commands fail at once, and the owner makes a new client, so a Redis that comes back (or a new
+ * master after a failover, or a cluster's new topology) is found by the next connection. TLS files are read here, for
+ * every new connection, so certificates renewed on disk are used without a restart.
+ */
+export function buildClient(
+  redis: NodeRedisModule,
+  settings: RedisConnectionSettings,
+  connectTimeoutMs: number,
+): ConnectedClient {
+  const tls = settings.tls && tlsOptions(settings.tls);
+  const socket = (node?: RedisEndpoint): SocketOptions => ({
+    ...(node && { host: node.host, port: node.port }),
+    connectTimeout: connectTimeoutMs,
+    reconnectStrategy: false,
+    ...(tls && { tls: true, ...tls }),
+    ...(tls && node && isIP(node.host) === 0 && { servername: node.host }),
+  });
+  const credentials = {
+    username: settings.username,
+    password: settings.password === undefined ? undefined : reveal(settings.password),
+  };
+  switch (settings.mode) {
+    case 'standalone': {
+      const client = redis.createClient({
+        socket: socket(settings.nodes[0]),
+        ...credentials,
+        database: settings.database,
+        disableOfflineQueue: true,
+      });
+      return { client, send: (_key, args) => client.sendCommand(args) };
+    }
+    case 'cluster': {
+      const client = redis.createCluster({
+        rootNodes: settings.nodes.map((node) => ({ socket: socket(node) })),
+        defaults: { socket: socket(), ...credentials, disableOfflineQueue: true },
+        // Only the node that owns the integration's slot is connected: one connection, not one per master.
+        minimizeConnections: true,
+      });
+      return { client, send: (key, args) => client.sendCommand(key, false, args) };
+    }
+    case 'sentinel': {
+      const client = redis.createSentinel({
+        name: settings.sentinelMaster!,
+        sentinelRootNodes: [...settings.nodes],
+        nodeClientOptions: { socket: socket(), ...credentials, disableOfflineQueue: true },
+        sentinelClientOptions: { socket: socket(), disableOfflineQueue: true },
+        masterPoolSize: 1,
+        replicaPoolSize: 0,
+      });
+      // Every command goes to the master: a replica may lag behind the lock and the token.
+      return { client, send: (_key, args) => client.sendCommand(false, args) };
+    }
+  }
+}
+
+function tlsOptions(files: RedisTlsFiles): Pick<SocketOptions, 'ca' | 'cert' | 'key'> {
+  const read = (path: string | undefined) => (path === undefined ? undefined : readFileSync(path, 'utf8'));
+  return Object.fromEntries(
+    Object.entries({ ca: read(files.caPath), cert: read(files.certPath), key: read(files.keyPath) }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
+}

@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { expect } from 'vitest';
+import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { CapturingLogger } from './capturing-logger.js';
+import type { Closable } from './cleanup.js';
+import { Fleet, useReplicaProcesses, type CallOutcome, type ReplicaProcesses } from './fleet.js';
+
+export interface StorePlatform {
+  readonly clock: FakeClock;
+  readonly platform: PlatformEmulator;
+  readonly integration: EmulatedIntegration;
+  /** The integration's options with a fresh key and key prefix: one store namespace per test. */
+  readonly shared: PlatformAuthOptions;
+}
+
+/** Short bounds, so a replica that cannot use the store gives up on it quickly. */
+export const QUICK_STORE_TIMING = { operationTimeoutMs: 1_000, lockTtlMs: 3_000, waitTimeoutMs: 8_000 };
+
+/** An emulator on a fake clock, and options for replicas that share its tokens through `store` (the Redis settings). */
+export async function startStorePlatform(
+  track: <T extends Closable>(resource: T) => T,
+  store: Partial<PlatformAuthOptions>,
+): Promise<StorePlatform> {
+  const clock = new FakeClock(Date.now());
+  const platform = track(await PlatformEmulator.start({ now: () => clock.now() }));
+  const integration = await platform.createIntegration();
+  const shared: PlatformAuthOptions = {
+    ...integration.moduleOptions,
+    tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
+    tokenStoreKeyPrefix: `t-${randomBytes(4).toString('hex')}:`,
+    tokenStoreTiming: QUICK_STORE_TIMING,
+    retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 },
+    ...store,
+  };
+  return { clock, platform, integration, shared };
+}
+
+/**
+ * For a test file: `const startStoreFleet = useStoreFleets()` at the top level gives a function that starts a fleet of
+ * replica processes with the platform's options (their clocks start at its clock's time); the processes are reused
+ * by the file's fleets and end after the file.
+ */
+export function useStoreFleets(): (
+  track: <T extends Closable>(resource: T) => T,
+  platform: StorePlatform,
+  processes: number,
+  instances: number,
+) => Promise<Fleet> {
+  const pool: ReplicaProcesses = useReplicaProcesses();
+  return (track, { clock, shared }, processes, instances) =>
+    Fleet.start({ pool, processes, instances, clock, module: { ...shared } }).then(track);
+}
+
+export function tokensOf(outcomes: CallOutcome[]): string[] {
+  return outcomes.map((outcome) => {
+    if (!outcome.ok) throw new Error(`a call failed: ${outcome.message}`);
+    return outcome.token;
+  });
+}
+
+/** A cold fleet makes exactly 1 exchange, and so does each renewal: every instance holds the same token. */
+export async function expectOneExchangePerLifetime(fleet: Fleet, platform: PlatformEmulator): Promise<void> {
+  const first = tokensOf(await fleet.getAll());
+  expect(new Set(first).size).toBe(1);
+  expect(platform.counters.exchanges.total).toBe(1);
+  // Into every instance's renewal window (60 s before expiry, less up to 10 % jitter), before expiry.
+  await fleet.advance(547_000);
+  tokensOf(await fleet.getAll());
+  await expect
+    .poll(
+      async () => {
+        const renewed = tokensOf(await fleet.getAll());
+        return new Set(renewed).size === 1 && renewed[0] !== first[0];
+      },
+      { timeout: 60_000, interval: 50 },
+    )
+    .toBe(true);
+  expect(platform.counters.exchanges.total).toBe(2);
+}
+
+/**
+ * After the store came back: moves the fleet's clocks a token lifetime at a time (each move also passes the second a
+ * replica leaves a failed store alone) until every instance holds one shared token; at most 5 lifetimes, since a
+ * replica may need a probe or two to connect anew (a sentinel client to ask for the new master). Returns how many
+ * exchanges the last lifetime took: 1 when the fleet shares again.
+ */
+export async function untilSharedAgain(fleet: Fleet, platform: PlatformEmulator): Promise<number> {
+  for (let lifetime = 1; ; lifetime += 1) {
+    const before = platform.counters.exchanges.total;
+    await fleet.advance(601_000);
+    const tokens = tokensOf(await fleet.getAll());
+    if (new Set(tokens).size === 1 || lifetime === 5) return platform.counters.exchanges.total - before;
+  }
+}
+
+/** One replica in this process: a module instance with its own token cache, and the lines it logged. */
+export async function storeReplica(
+  track: <T extends Closable>(resource: T) => T,
+  options: PlatformAuthOptions,
+  clock: FakeClock,
+): Promise<{ tokens: TokenProvider; logger: CapturingLogger; moduleRef: TestingModule }> {
+  const logger = new CapturingLogger();
+  const moduleRef = await Test.createTestingModule({
+    imports: [PlatformAuthModule.forRoot({ ...options, clock, logger })],
+  }).compile();
+  await moduleRef.init();
+  track(moduleRef);
+  return { tokens: moduleRef.get(TokenProvider), logger, moduleRef };
+}
