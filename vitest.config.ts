@@ -4,10 +4,17 @@ import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config
 const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
- * Files that need a process of their own: OpenTelemetry's HTTP instrumentation patches `node:http` when it is
- * registered, which it cannot do once another file of the same worker has loaded it.
+ * Files that need a process of their own:
+ * - OpenTelemetry's HTTP instrumentation patches `node:http` when it is registered, which it cannot do once another
+ *   file of the same worker has loaded it;
+ * - SoftHSM2 reads `SOFTHSM2_CONF` (each file's throwaway token directory) once per process, when the PKCS#11
+ *   library is first initialised, so a second file of the same worker would not see its own tokens.
  */
-const ISOLATED_FILES = ['test/operations/telemetry-tracing.test.ts'];
+const ISOLATED_FILES = [
+  'test/operations/telemetry-tracing.test.ts',
+  'test/keys/keys-cli.test.ts',
+  'test/keys/pkcs11-key.test.ts',
+];
 
 /** What every test project compiles and resolves alike. */
 const build = {
