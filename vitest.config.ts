@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/slow-first.sequencer.js';
 
 const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -48,6 +49,7 @@ export default defineConfig({
     globalSetup: ['test/support/build-once.global-setup.ts'],
     // More workers than this machine's 2 cores: most test files spend their time waiting on servers and processes.
     maxWorkers: 4,
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         ...build,
