@@ -10,9 +10,18 @@ export {
   PlatformUserAuth,
   type AuthorizationRequest,
   type AuthorizationRequestOptions,
+  type LogoutOptions,
+  type LogoutResult,
   type UserTokens,
 } from './platform-user-auth.service.js';
-export { PlatformUserSessions, readCookie, setCookies, type HeaderWritable } from './user-session.service.js';
+export type { UserClientAuthentication } from './platform-user-auth-options.interface.js';
+export {
+  PlatformUserSessions,
+  readCookie,
+  setCookies,
+  type HeaderWritable,
+  type UserSession,
+} from './user-session.service.js';
 export { PlatformUser, PlatformUserGuard } from './platform-user.guard.js';
 export { platformUserAuthConfig } from './platform-user-auth.config.js';
 export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
