@@ -81,7 +81,10 @@ registerBuildClasses('user', injectedByClass);
   exports: [PlatformUserAuth, PlatformUserSessions, PlatformUserGuard, PLATFORM_USER_AUTH_CLOCK],
 })
 export class PlatformUserAuthModule implements OnApplicationShutdown {
-  constructor(@Inject(PLATFORM_USER_AUTH_CONFIG) private readonly config: ResolvedUserAuthConfig) {}
+  constructor(
+    // Only what shutdown needs, so no internal type shows in the public declaration.
+    @Inject(PLATFORM_USER_AUTH_CONFIG) private readonly config: { readonly clientKey?: { close(): Promise<void> } },
+  ) {}
 
   /** Releases the `private_key_jwt` key (its PKCS#11 sessions). */
   async onApplicationShutdown(): Promise<void> {
