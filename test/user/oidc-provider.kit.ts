@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { type ClientMetadata, type Configuration } from 'oidc-provider';
@@ -8,6 +9,14 @@ import { expect } from 'vitest';
  * development login and consent pages: any login name signs in as that account. `path` puts the issuer below a path
  * (`http://127.0.0.1:port/oidc`), as some servers do.
  */
+/** The provider's signing key: the test's own, so it does not fall back to its development keys. */
+const SIGNING_KEY = {
+  ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+  kid: 'test-signing-key',
+  use: 'sig',
+  alg: 'RS256',
+};
+
 export interface OidcProviderFixture {
   readonly issuer: string;
   readonly provider: Provider;
@@ -47,6 +56,7 @@ export async function startOidcProvider(
     pkce: { required: () => true },
     // Fixed cookie keys: the test's own, never a production value.
     cookies: { keys: ['oidc-provider-test-cookie-key'] },
+    jwks: { keys: [SIGNING_KEY] },
     ...options.configuration,
   });
   // Its errors are the test's to assert on, not noise on the console.
