@@ -1,4 +1,5 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
+import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -31,7 +32,7 @@ const common = {
   grant_types: ['authorization_code', 'refresh_token'],
   response_types: ['code'],
 };
-const CLIENTS = [
+const CLIENTS: Record<string, unknown>[] & { client_id: string }[] = [
   { client_id: 'public-app', token_endpoint_auth_method: 'none', ...common },
   {
     client_id: 'basic-app',
@@ -52,8 +53,25 @@ const CLIENTS = [
 let op: OidcProviderFixture;
 let opBelowPath: OidcProviderFixture;
 const modules: TestingModule[] = [];
+/** A key and its certificate, as an app holding its key in a KMS has them (the emulator issues the pair). */
+let kms: { privateKeyPem: string; certificatePem: string };
 
 beforeAll(async () => {
+  const emulator = await PlatformEmulator.start();
+  try {
+    const { privateKeyPem, certificatePem } = await emulator.createIntegration();
+    kms = { privateKeyPem, certificatePem };
+  } finally {
+    await emulator.close();
+  }
+  const kmsJwk = new X509Certificate(kms.certificatePem).publicKey.export({ format: 'jwk' });
+  CLIENTS.push({
+    client_id: 'kms-app',
+    token_endpoint_auth_method: 'private_key_jwt',
+    token_endpoint_auth_signing_alg: 'RS256',
+    jwks: { keys: [{ ...kmsJwk, use: 'sig', alg: 'RS256' }] },
+    ...common,
+  });
   op = await startOidcProvider(CLIENTS);
   opBelowPath = await startOidcProvider(CLIENTS, { path: '/oidc' });
 });
@@ -172,6 +190,40 @@ describe('client authentication at the token and revocation endpoints', () => {
     expect(refreshTokenRevoked).toBe(true);
     const error = await failureOf(auth.refresh(renewed.refreshToken!));
     expect(error.reason).toBe('invalid_grant');
+  });
+
+  it('private_key_jwt with the application signer (a KMS) and its certificate', async () => {
+    const key = createPrivateKey(kms.privateKeyPem);
+    const signed: number[] = [];
+    const auth = await startModule({
+      clientAuthentication: 'private_key_jwt',
+      clientId: 'kms-app',
+      signer: {
+        name: 'TestKms',
+        sign: (input) => {
+          signed.push(input.length);
+          return Promise.resolve(new Uint8Array(sign('sha256', input, key)));
+        },
+      },
+      certificate: kms.certificatePem,
+    });
+    const atStartUp = signed.length;
+    expect(atStartUp).toBeGreaterThan(0); // the start-up test signature
+    const tokens = await (await signIn(auth)).tokens();
+    await auth.refresh(tokens.refreshToken!);
+    expect(signed.length).toBe(atStartUp + 2);
+  });
+
+  it('private_key_jwt refuses at start-up a signer whose signatures the certificate does not verify', async () => {
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    await expect(
+      startModule({
+        clientAuthentication: 'private_key_jwt',
+        clientId: 'kms-app',
+        signer: { name: 'TestKms', sign: (input) => Promise.resolve(new Uint8Array(sign('sha256', input, other))) },
+        certificate: kms.certificatePem,
+      }),
+    ).rejects.toThrow(/signer: test signature: .*TestKms/);
   });
 
   it('a wrong client secret is invalid_client with what to check, and names no secret', async () => {
