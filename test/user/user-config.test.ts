@@ -10,6 +10,7 @@ import {
   type PlatformUserAuthOptions,
 } from 'nestjs-platform-auth/user';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { restoreEnv } from './user-test-kit.js';
 
 const valid: PlatformUserAuthOptions = {
   baseUrl: 'https://platform.example.com',
@@ -92,7 +93,7 @@ describe('start-up validation of user sign-in', () => {
       expect(String(config.clientSecret)).toBe('[secret]');
       expect(JSON.stringify(config)).not.toContain('env-client-secret-Mv7');
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 
@@ -127,7 +128,7 @@ describe('start-up validation of user sign-in', () => {
       expect(parsed.searchParams.get('scope')).toBe('profile messages');
       await moduleRef.close();
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 

@@ -10,7 +10,7 @@ import { PlatformUserAuth, PlatformUserAuthModule, platformUserAuthConfig } from
 import { PLATFORM_USER_AUTH_ENV } from '../../lib/user/platform-user-auth.constants.js';
 import { repositoryRoot } from '../support/docs-blocks.js';
 import { signInAtProvider, startOidcProvider } from './oidc-provider.kit.js';
-import { signIn as signInAtEmulator } from './user-test-kit.js';
+import { restoreEnv, signIn as signInAtEmulator } from './user-test-kit.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 const CLIENT_SECRET = 'docs-client-secret-Rt5Wq8Zm2';
@@ -56,7 +56,7 @@ async function startDocumented(name: string, replacements: Record<string, string
     }).compile();
     return { documented, moduleRef, auth: moduleRef.get(PlatformUserAuth) };
   } finally {
-    process.env = saved;
+    restoreEnv(saved);
   }
 }
 

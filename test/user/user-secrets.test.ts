@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { PlatformUserAuth, PlatformUserAuthModule, platformUserAuthConfig } from 'nestjs-platform-auth/user';
 import { PLATFORM_USER_AUTH_MODULE_OPTIONS } from '../../lib/user/platform-user-auth.module-definition.js';
 import { useCleanup } from '../support/cleanup.js';
+import { restoreEnv } from './user-test-kit.js';
 
 const STATE_SECRET = 'pV8rQ2mZt6Lw1Xc9Hb4Ny7Ks3Fd5Ja0Ge';
 const CLIENT_SECRET = 'client-secret-Hq7Wm2Zp9Lx4Rt6Vb1Nc';
@@ -105,7 +106,7 @@ describe('the state secret and the client secret after start-up', () => {
       expectNone(String(config.get('platformUserAuth.stateSecret')), 'ConfigService stateSecret');
       expectNone(String(config.get('platformUserAuth.clientSecret')), 'ConfigService clientSecret');
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 });
