@@ -10,13 +10,23 @@ export {
   PlatformUserAuth,
   type AuthorizationRequest,
   type AuthorizationRequestOptions,
+  type LogoutOptions,
+  type LogoutResult,
   type UserTokens,
 } from './platform-user-auth.service.js';
-export { PlatformUserSessions, readCookie, setCookies, type HeaderWritable } from './user-session.service.js';
+export type { UserClientAuthentication } from './platform-user-auth-options.interface.js';
+export {
+  PlatformUserSessions,
+  readCookie,
+  setCookies,
+  type HeaderWritable,
+  type UserSession,
+} from './user-session.service.js';
 export { PlatformUser, PlatformUserGuard } from './platform-user.guard.js';
 export { platformUserAuthConfig } from './platform-user-auth.config.js';
 export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
 export { UserAuthError, isUserAuthError, type UserAuthErrorDetails, type UserAuthFailure } from './user-auth.errors.js';
 // Types the classes above use, from the main entry point, so this one is complete on its own.
 export type { Clock } from '../platform-auth.clock.js';
+export type { PlatformAuthSigner } from '../options/platform-auth-options.interface.js';
 export { PlatformAuthError } from '../platform-auth.errors.js';

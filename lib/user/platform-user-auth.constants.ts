@@ -12,11 +12,23 @@ export const DEFAULT_USER_REQUEST_TIMEOUT_MS = 10_000;
 /** Used when a token response has no `expires_in`: the platform's stated token lifetime, "about ten minutes". */
 export const DEFAULT_USER_TOKEN_LIFETIME_SECONDS = 600;
 export const MIN_STATE_SECRET_BYTES = 32;
+/** What one answer of the authorization server may weigh: the machine exchange's limit (RFC 6749 §5.1 answers are small). */
+export const USER_RESPONSE_LIMIT_BYTES = 64 * 1024;
+/** How long a client assertion (`private_key_jwt`) is valid: one request, plus clock differences. */
+export const CLIENT_ASSERTION_LIFETIME_SECONDS = 60;
+/** Ended sessions this process remembers until their end (see EndedSessions). */
+export const MAX_ENDED_SESSIONS = 100_000;
 
-/** Cookie holding the encrypted transaction between `/login` and `/callback`. */
-export const USER_TRANSACTION_COOKIE = 'platform_user_tx';
-/** Cookie holding the encrypted session (the user's tokens) after sign-in. */
-export const USER_SESSION_COOKIE = 'platform_user_session';
+/**
+ * Cookie holding the encrypted transaction between `/login` and `/callback`. `__Host-`: the browser accepts it only
+ * from this host, over a secure connection, with `Path=/` and no `Domain`, so a sibling subdomain cannot plant one.
+ * With `secureCookies: false` the name is the same without the prefix (browsers refuse `__Host-` without `Secure`).
+ */
+export const USER_TRANSACTION_COOKIE = '__Host-platform_user_tx';
+/** Cookie holding the encrypted session (the user's tokens) after sign-in; `__Host-` as above. */
+export const USER_SESSION_COOKIE = '__Host-platform_user_session';
+/** The prefix the cookie names lose when cookies are not `Secure`. */
+export const HOST_COOKIE_PREFIX = '__Host-';
 
 /** Injection token of the resolved configuration. Never exported: it holds the derived keys. */
 export const PLATFORM_USER_AUTH_CONFIG = Symbol('PLATFORM_USER_AUTH_CONFIG');
@@ -28,7 +40,31 @@ export const PLATFORM_USER_AUTH_ENV = {
   redirectUri: 'PLATFORM_USER_REDIRECT_URI',
   scope: 'PLATFORM_USER_SCOPE',
   stateSecret: 'PLATFORM_USER_STATE_SECRET',
+  discovery: 'PLATFORM_USER_DISCOVERY',
+  clientAuthentication: 'PLATFORM_USER_CLIENT_AUTH',
+  clientSecret: 'PLATFORM_USER_CLIENT_SECRET',
+  privateKey: 'PLATFORM_USER_PRIVATE_KEY',
+  privateKeyPath: 'PLATFORM_USER_PRIVATE_KEY_PATH',
+  privateKeyPassphrase: 'PLATFORM_USER_PRIVATE_KEY_PASSPHRASE',
+  privateKeyUri: 'PLATFORM_USER_PRIVATE_KEY_URI',
+  certificate: 'PLATFORM_USER_CERTIFICATE',
+  certificatePath: 'PLATFORM_USER_CERTIFICATE_PATH',
 } as const;
+/** Variables whose text is parsed (the others are taken as text). */
+export const PLATFORM_USER_AUTH_ENV_KINDS = { discovery: 'boolean' } as const;
+/** Secrets: held as `Secret`s by `platformUserAuthConfig`, dropped from the module's options after start-up. */
+export const USER_SECRET_OPTIONS = ['stateSecret', 'clientSecret', 'privateKeyPassphrase', 'privateKeyUri'] as const;
+/** PEM text: read from its variable when used, dropped from the module's options after start-up. */
+export const USER_PEM_OPTIONS = ['privateKey', 'certificate'] as const;
+/** The client authentication methods of the token endpoint (RFC 8414 `token_endpoint_auth_methods_supported`). */
+export const USER_CLIENT_AUTHENTICATIONS = [
+  'none',
+  'client_secret_basic',
+  'client_secret_post',
+  'private_key_jwt',
+] as const;
+/** Injection token of the sessions this process saw end (logout). */
+export const PLATFORM_USER_ENDED_SESSIONS = Symbol('PLATFORM_USER_ENDED_SESSIONS');
 /** Injection token of the clock expiry checks read. */
 export const PLATFORM_USER_AUTH_CLOCK = Symbol('PLATFORM_USER_AUTH_CLOCK');
 /** Where `PlatformUserGuard` leaves the session on the request for `@PlatformUser()`. */

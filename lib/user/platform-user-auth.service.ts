@@ -7,6 +7,9 @@ import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import { tokenEndpointFailure } from './user-token.errors.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
+import { clientAuthenticationFor } from './user-client-auth.js';
+import { requestOptions } from './user-http.util.js';
+import type { EndedSessions } from './user-session.ended.js';
 
 export interface AuthorizationRequestOptions {
   /** Scopes for this sign-in instead of the configured ones. */
@@ -32,6 +35,27 @@ export interface UserTokens {
   refreshToken?: string;
   /** The scopes granted, when the platform says. */
   scope?: string;
+  /** The ID token (OpenID Connect), kept for logout's `id_token_hint`. */
+  idToken?: string;
+}
+
+export interface LogoutOptions {
+  /**
+   * Where the authorization server sends the browser after its logout (`post_logout_redirect_uri`); it must be
+   * registered with the client there.
+   */
+  postLogoutRedirectUri?: string;
+}
+
+export interface LogoutResult {
+  /**
+   * Send the browser here (302 or 303) to end the user's session at the authorization server too (OpenID Connect
+   * RP-Initiated Logout), when it has an end-session endpoint. Carries `id_token_hint` when the session has an ID
+   * token, and the post-logout redirect.
+   */
+  endSessionUrl?: string;
+  /** Whether the refresh token was revoked at the server (RFC 7009); false without a revocation endpoint or token. */
+  refreshTokenRevoked: boolean;
 }
 
 interface Transaction {
@@ -59,31 +83,36 @@ const PROTOCOL_PARAMETERS = new Set([
  * any replica that shares the state secret can finish a sign-in another one started.
  */
 /** Builds the service over a resolved configuration; only the module calls it. */
-export let createPlatformUserAuth: (config: ResolvedUserAuthConfig, clock: Clock) => PlatformUserAuth;
+export let createPlatformUserAuth: (
+  config: ResolvedUserAuthConfig,
+  clock: Clock,
+  ended: EndedSessions,
+) => PlatformUserAuth;
+
+/** An `access_denied` description that says a person declined (the emulator's, oidc-provider's, Keycloak's, …). */
+const USER_DECLINED = /\b(declin|abort|cancel|reject|denied by (the )?(end-)?user)/i;
+const SERVER_REFUSED_HINT =
+  'No user declined: the authorization server refused the request itself. Likely causes: a scope the client may not ask for (an OpenID Provider needs at least openid), or a client not allowed this flow, grant or redirect URI; check scope and the client registration';
 
 export class PlatformUserAuth {
   private readonly server: oauth.AuthorizationServer;
   private readonly client: oauth.Client;
-  private readonly insecure: boolean;
+  private readonly clientAuth: oauth.ClientAuth;
   private readonly telemetry: PlatformUserTelemetry;
 
   static {
-    createPlatformUserAuth = (config, clock) => new PlatformUserAuth(config, clock);
+    createPlatformUserAuth = (config, clock, ended) => new PlatformUserAuth(config, clock, ended);
   }
 
   private constructor(
     private readonly config: ResolvedUserAuthConfig,
     private readonly clock: Clock,
+    private readonly ended: EndedSessions,
   ) {
-    this.server = {
-      issuer: config.issuer,
-      authorization_endpoint: config.authorizationEndpoint,
-      token_endpoint: config.tokenEndpoint,
-    };
+    this.server = config.server;
     this.client = { client_id: config.clientId };
-    // Start-up validation allows http: only on loopback.
-    this.insecure = config.tokenEndpoint.startsWith('http:');
-    this.telemetry = new PlatformUserTelemetry(config.tokenEndpoint, clock);
+    this.clientAuth = clientAuthenticationFor(config, clock);
+    this.telemetry = new PlatformUserTelemetry(config.server.token_endpoint, clock);
   }
 
   /** The authorize URL for a new sign-in, and the transaction the callback will need. */
@@ -92,7 +121,7 @@ export class PlatformUserAuth {
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const nonce = oauth.generateRandomNonce();
     const scope = options.scope ?? this.config.scope;
-    const url = new URL(this.config.authorizationEndpoint);
+    const url = new URL(this.config.server.authorization_endpoint);
     for (const [name, value] of Object.entries(options.parameters ?? {})) {
       if (PROTOCOL_PARAMETERS.has(name))
         throw new TypeError(`createAuthorizationRequest: '${name}' is set by the library`);
@@ -107,6 +136,12 @@ export class PlatformUserAuth {
     url.searchParams.set('code_challenge_method', 'S256');
     // OpenID Connect's replay defence; a plain OAuth server has no use for it.
     if (isOpenId(scope)) url.searchParams.set('nonce', nonce);
+    // OpenID Connect Core §11: without consent asked for, an OpenID Provider ignores offline_access (no refresh token).
+    if (scope?.split(' ').includes('offline_access')) {
+      const prompt = (url.searchParams.get('prompt') ?? '').split(' ').filter((value) => value !== '');
+      if (!prompt.includes('consent'))
+        url.searchParams.set('prompt', [...prompt.filter((v) => v !== 'none'), 'consent'].join(' '));
+    }
 
     const now = this.clock.now();
     const expiresAt = now + this.config.transactionLifetimeSeconds * 1000;
@@ -145,7 +180,7 @@ export class PlatformUserAuth {
       response = await oauth.authorizationCodeGrantRequest(
         this.server,
         this.client,
-        oauth.None(),
+        this.clientAuth,
         parameters,
         this.config.redirectUri,
         tx.codeVerifier,
@@ -162,6 +197,9 @@ export class PlatformUserAuth {
         response,
         isOpenId(tx.scope) ? { expectedNonce: tx.nonce, requireIdToken: true } : undefined,
       );
+      // The ID token's claims were checked above; its signature needs the server's keys (discovery's jwks_uri).
+      if (result.id_token && this.server.jwks_uri)
+        await oauth.validateApplicationLevelSignature(this.server, response, this.requestOptions());
       return this.tokensOf(result);
     } catch (error) {
       if (error instanceof UserAuthError) throw error;
@@ -181,16 +219,57 @@ export class PlatformUserAuth {
       const response = await oauth.refreshTokenGrantRequest(
         this.server,
         this.client,
-        oauth.None(),
+        this.clientAuth,
         refreshToken,
         this.requestOptions(),
       );
       const result = await oauth.processRefreshTokenResponse(this.server, this.client, response);
+      if (result.id_token && this.server.jwks_uri)
+        await oauth.validateApplicationLevelSignature(this.server, response, this.requestOptions());
       return this.tokensOf(result, refreshToken);
     } catch (error) {
       if (error instanceof UserAuthError) throw error;
       throw tokenEndpointFailure(error, 'Refresh failed', [refreshToken]);
     }
+  }
+
+  /**
+   * Ends a signed-in session: revokes its refresh token at the server when it has a revocation endpoint (RFC 7009),
+   * so no copy of the session can renew it anywhere; refuses the session in this process from now on (when `tokens`
+   * is a session read by `PlatformUserSessions.readSession`); and returns the end-session URL to send the browser to
+   * when the server has one (OpenID Connect RP-Initiated Logout), with `id_token_hint` and the post-logout redirect.
+   * Clear the session cookie as well (`PlatformUserSessions.clearSessionCookie()`). A revocation that fails is
+   * reported as `refreshTokenRevoked: false`, never thrown: the user is logged out here either way.
+   */
+  async logout(tokens: UserTokens, options: LogoutOptions = {}): Promise<LogoutResult> {
+    const { sessionId, sessionExpiresAt } = tokens as { sessionId?: unknown; sessionExpiresAt?: unknown };
+    if (typeof sessionId === 'string' && sessionExpiresAt instanceof Date) this.ended.end(sessionId, sessionExpiresAt);
+    let endSessionUrl: string | undefined;
+    if (this.server.end_session_endpoint) {
+      const url = new URL(this.server.end_session_endpoint);
+      url.searchParams.set('client_id', this.config.clientId);
+      if (tokens.idToken) url.searchParams.set('id_token_hint', tokens.idToken);
+      if (options.postLogoutRedirectUri !== undefined) {
+        if (!isHttpUrl(options.postLogoutRedirectUri))
+          throw new TypeError('logout: postLogoutRedirectUri must be an absolute http(s) URL');
+        url.searchParams.set('post_logout_redirect_uri', options.postLogoutRedirectUri);
+      }
+      endSessionUrl = url.href;
+    }
+    let refreshTokenRevoked = false;
+    if (this.server.revocation_endpoint && tokens.refreshToken) {
+      try {
+        const response = await oauth.revocationRequest(this.server, this.client, this.clientAuth, tokens.refreshToken, {
+          ...this.requestOptions(),
+          additionalParameters: { token_type_hint: 'refresh_token' },
+        });
+        await oauth.processRevocationResponse(response);
+        refreshTokenRevoked = true;
+      } catch {
+        refreshTokenRevoked = false;
+      }
+    }
+    return { ...(endSessionUrl ? { endSessionUrl } : {}), refreshTokenRevoked };
   }
 
   private validateCallback(callbackUrl: string | URL, tx: Transaction): URLSearchParams {
@@ -207,13 +286,28 @@ export class PlatformUserAuth {
       if (error instanceof oauth.AuthorizationResponseError) {
         const oauthError = oauthErrorCode(error.error);
         const oauthErrorDescription = sanitizeRemoteText(error.error_description);
-        const denied = error.error === 'access_denied';
-        throw new UserAuthError(
-          denied
-            ? 'Sign-in was declined on the platform (access_denied)'
-            : `Sign-in failed: the platform answered ${oauthError}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
-          { reason: denied ? 'access_denied' : 'authorization_error', oauthError, oauthErrorDescription },
-        );
+        const described = oauthErrorDescription ? `: ${oauthErrorDescription}` : '';
+        if (error.error === 'access_denied' && USER_DECLINED.test(oauthErrorDescription ?? ''))
+          throw new UserAuthError(`Sign-in was declined on the platform (access_denied${described})`, {
+            reason: 'access_denied',
+            oauthError,
+            oauthErrorDescription,
+          });
+        if (error.error === 'access_denied' || error.error === 'invalid_scope' || error.error === 'unauthorized_client')
+          throw new UserAuthError(
+            `Sign-in failed: the authorization server refused the request (${oauthError}${described})`,
+            {
+              reason: 'server_refused',
+              oauthError,
+              oauthErrorDescription,
+              hint: SERVER_REFUSED_HINT,
+            },
+          );
+        throw new UserAuthError(`Sign-in failed: the platform answered ${oauthError}${described}`, {
+          reason: 'authorization_error',
+          oauthError,
+          oauthErrorDescription,
+        });
       }
       const states = url.searchParams.getAll('state');
       if (states.length !== 1 || states[0] !== tx.state) {
@@ -234,11 +328,9 @@ export class PlatformUserAuth {
     return parameters;
   }
 
-  private requestOptions(): oauth.TokenEndpointRequestOptions {
-    return {
-      signal: AbortSignal.timeout(this.config.requestTimeoutMs),
-      [oauth.allowInsecureRequests]: this.insecure,
-    };
+  /** A timeout, answers bounded to 64 KiB, and plain http: only where start-up allowed it (loopback). */
+  private requestOptions() {
+    return requestOptions(this.config.requestTimeoutMs, this.config.server.token_endpoint.startsWith('http:'));
   }
 
   private tokensOf(result: oauth.TokenEndpointResponse, previousRefreshToken?: string): UserTokens {
@@ -262,7 +354,17 @@ export class PlatformUserAuth {
     const refreshToken = result.refresh_token ?? previousRefreshToken;
     if (refreshToken) tokens.refreshToken = refreshToken;
     if (result.scope !== undefined) tokens.scope = result.scope;
+    if (result.id_token) tokens.idToken = result.id_token;
     return tokens;
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || url.protocol === 'http:';
+  } catch {
+    return false;
   }
 }
 

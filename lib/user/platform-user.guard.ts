@@ -11,7 +11,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_REQUEST_KEY } from './platform-user-auth.constants.js';
 import { PlatformUserAuth, type UserTokens } from './platform-user-auth.service.js';
 import { isUserAuthError } from './user-auth.errors.js';
-import { PlatformUserSessions, setCookies, type HeaderWritable } from './user-session.service.js';
+import { PlatformUserSessions, setCookies, type HeaderWritable, type UserSession } from './user-session.service.js';
 
 /** Renew a little before the platform would refuse the token, so a request does not race its expiry. */
 const RENEW_BEFORE_EXPIRY_MS = 30_000;
@@ -48,12 +48,22 @@ export class PlatformUserGuard implements CanActivate {
     const http = context.switchToHttp();
     const request = http.getRequest<RequestWithSession>();
     const cookieHeader = request.headers.cookie;
-    let tokens = await this.sessions.readSession(typeof cookieHeader === 'string' ? cookieHeader : undefined);
+    let tokens: UserSession | undefined = await this.sessions.readSession(
+      typeof cookieHeader === 'string' ? cookieHeader : undefined,
+    );
     if (!tokens) throw new UnauthorizedException('Not signed in, or the session has ended: sign in again');
     if (tokens.expiresAt.getTime() - RENEW_BEFORE_EXPIRY_MS <= this.clock.now()) {
       if (!tokens.refreshToken) throw new UnauthorizedException('The session has expired: sign in again');
+      const session = tokens;
       try {
-        tokens = await this.refreshOnce(tokens.refreshToken);
+        // The renewed tokens stay in the session they were read from: its id, its end, and its ID token for logout.
+        const renewed = await this.refreshOnce(session.refreshToken!);
+        tokens = {
+          ...renewed,
+          idToken: renewed.idToken ?? session.idToken,
+          sessionId: session.sessionId,
+          sessionExpiresAt: session.sessionExpiresAt,
+        };
       } catch (error) {
         if (isUserAuthError(error) && error.reason === 'invalid_grant') {
           setCookies(http.getResponse<HeaderWritable>(), [this.sessions.clearSessionCookie()]);

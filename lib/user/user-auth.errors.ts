@@ -8,9 +8,14 @@ export type UserAuthFailure =
   | 'transaction_invalid'
   /** The sign-in took longer than the transaction's lifetime. */
   | 'transaction_expired'
-  /** The user declined on the platform's page (`error=access_denied`). */
+  /** A user declined on the authorization server's page: `access_denied` whose description says so. */
   | 'access_denied'
-  /** Another error response at the callback (`invalid_scope`, `server_error`, …; see `oauthError`). */
+  /**
+   * The authorization server refused the request itself, no user having declined: `invalid_scope`,
+   * `unauthorized_client`, or an `access_denied` that does not say a user declined. `hint` names the likely causes.
+   */
+  | 'server_refused'
+  /** Another error response at the callback (`server_error`, `invalid_request`, …; see `oauthError`). */
   | 'authorization_error'
   /** The callback is not an authorization response: no code, repeated parameters, a foreign `iss`, … */
   | 'invalid_callback'
@@ -31,6 +36,8 @@ export interface UserAuthErrorDetails {
   readonly oauthError?: string;
   /** The platform's `error_description`, cut to 200 characters, control characters and any secret removed. */
   readonly oauthErrorDescription?: string;
+  /** The likely causes and what to check, when the library can tell (a refusal by the server, say). */
+  readonly hint?: string;
 }
 
 /**
@@ -43,11 +50,12 @@ export class UserAuthError extends PlatformAuthError implements UserAuthErrorDet
   declare readonly status?: number;
   declare readonly oauthError?: string;
   declare readonly oauthErrorDescription?: string;
+  declare readonly hint?: string;
 
   constructor(message: string, details: UserAuthErrorDetails) {
-    super(message);
-    const { reason, status, oauthError, oauthErrorDescription } = details;
-    Object.assign(this, { reason, status, oauthError, oauthErrorDescription });
+    super(details.hint ? `${message}. ${details.hint}` : message);
+    const { reason, status, oauthError, oauthErrorDescription, hint } = details;
+    Object.assign(this, { reason, status, oauthError, oauthErrorDescription, hint });
   }
 }
 

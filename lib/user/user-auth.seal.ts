@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { EncryptJWT, errors as joseErrors, jwtDecrypt, type JWTPayload } from 'jose';
 
 /**
@@ -10,7 +11,7 @@ const HEADER = { alg: 'dir', enc: 'A256GCM', typ: 'JWT' } as const;
 
 export async function seal(
   claims: JWTPayload,
-  key: Uint8Array,
+  key: KeyObject,
   audience: string,
   nowMs: number,
   expiresAtMs: number,
@@ -26,7 +27,7 @@ export async function seal(
 /** The claims, or why not: expired, or anything else (tampered, another key or audience, not a JWE at all). */
 export async function unseal<T>(
   value: unknown,
-  key: Uint8Array,
+  key: KeyObject,
   audience: string,
   nowMs: number,
   read: (payload: JWTPayload) => T | undefined,

@@ -1,7 +1,9 @@
 import { copyOwn } from '../options/own-options.util.js';
-import { hkdfSync } from 'node:crypto';
+import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
+import type { AssertionKey } from '../credentials/assertion-key.interface.js';
 import { ConfigReport } from '../options/config.report.js';
 import { parseHttpUrl } from '../options/url.rules.js';
+import { isSecret, reveal, secretText, type Secret } from '../util/secret.util.js';
 import {
   DEFAULT_AUTHORIZE_PATH,
   DEFAULT_SESSION_LIFETIME_SECONDS,
@@ -11,28 +13,36 @@ import {
   MAX_TRANSACTION_LIFETIME_SECONDS,
   MIN_STATE_SECRET_BYTES,
   PLATFORM_USER_AUTH_ENV,
+  USER_PEM_OPTIONS,
+  USER_SECRET_OPTIONS,
 } from './platform-user-auth.constants.js';
-import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
+import type { PlatformUserAuthOptions, UserClientAuthentication } from './platform-user-auth-options.interface.js';
+import { checkClientAuthentication, openClientKey } from './user-client-auth.js';
+import { discoverServer, type UserServerMetadata } from './user-server.metadata.js';
 
-/** The options after validation, with defaults applied and keys derived. Built once per module instance. */
+/** The options after validation, with defaults applied, keys derived and the server known. Built once per module instance. */
 export interface ResolvedUserAuthConfig {
-  readonly authorizationEndpoint: string;
-  readonly tokenEndpoint: string;
-  readonly issuer: string;
+  /** The authorization server's endpoints and issuer, from discovery or from `baseUrl` and the paths. */
+  readonly server: UserServerMetadata;
   readonly clientId: string;
   readonly redirectUri: string;
   readonly scope?: string;
-  /** Encrypts transactions (A256GCM). */
-  readonly transactionKey: Uint8Array;
+  /** Encrypts transactions (A256GCM). A `KeyObject`: no dump of the container shows its bytes. */
+  readonly transactionKey: KeyObject;
   /** Encrypts sessions (A256GCM); a different key, so one can never be passed off as the other. */
-  readonly sessionKey: Uint8Array;
+  readonly sessionKey: KeyObject;
   readonly transactionLifetimeSeconds: number;
   readonly sessionLifetimeSeconds: number;
   readonly requestTimeoutMs: number;
   readonly secureCookies: boolean;
+  readonly clientAuthentication: UserClientAuthentication;
+  /** `client_secret_basic` / `client_secret_post`: read with `reveal()` for each request, `[secret]` in any dump. */
+  readonly clientSecret?: Secret;
+  /** `private_key_jwt`: the key client assertions are signed with (closed when the module shuts down). */
+  readonly clientKey?: AssertionKey;
 }
 
-/** RFC 6749 §3.3: scope tokens are printable ASCII without space, `"` or `\`. */
+/** RFC 6749 §3.3: scope tokens are printable ASCII without space, `"` or `\\`. */
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
 /** Every option, so that the compiler fails here when one is added to the interface but not here. */
@@ -42,8 +52,20 @@ const USER_OPTION_NAMES = Object.keys({
   redirectUri: true,
   scope: true,
   stateSecret: true,
+  discovery: true,
+  clientAuthentication: true,
+  clientSecret: true,
+  privateKey: true,
+  privateKeyPath: true,
+  privateKeyPassphrase: true,
+  privateKeyUri: true,
+  signer: true,
+  certificate: true,
+  certificatePath: true,
   authorizePath: true,
   tokenPath: true,
+  revocationPath: true,
+  endSessionPath: true,
   issuer: true,
   transactionLifetimeSeconds: true,
   sessionLifetimeSeconds: true,
@@ -61,9 +83,20 @@ export function ownUserOptions(input: unknown): PlatformUserAuthOptions {
   return copyOwn(input, USER_OPTION_NAMES) as unknown as PlatformUserAuthOptions;
 }
 
-/** Validates every option; throws one `PlatformAuthConfigError` listing all problems. */
-export function resolveUserAuthOptions(input: PlatformUserAuthOptions): ResolvedUserAuthConfig {
-  const options = ownUserOptions(input);
+/** Drops the secrets and PEM text from options the module owns (see `ownUserOptions`), once start-up has used them. */
+export function forgetUserSecrets(options: PlatformUserAuthOptions): void {
+  for (const name of [...USER_SECRET_OPTIONS, ...USER_PEM_OPTIONS]) delete options[name];
+}
+
+/**
+ * Validates every option, reads the server's metadata when `discovery` is on and opens the `private_key_jwt` key;
+ * throws one `PlatformAuthConfigError` listing all problems. `nowMs` checks the certificate's validity.
+ */
+export async function resolveUserAuthOptions(
+  input: PlatformUserAuthOptions,
+  nowMs: number,
+): Promise<ResolvedUserAuthConfig> {
+  const options = revealUserSecrets(ownUserOptions(input));
   const report = new ConfigReport(undefined, PLATFORM_USER_AUTH_ENV);
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   const baseUrl = base?.href.replace(/\/+$/, '');
@@ -77,9 +110,22 @@ export function resolveUserAuthOptions(input: PlatformUserAuthOptions): Resolved
   if (options.scope !== undefined && !SCOPE.test(options.scope))
     report.problem('scope', 'must be scope names separated by single spaces (RFC 6749 §3.3)');
   const secret = checkSecret(options.stateSecret, report);
+  const discovery = options.discovery ?? false;
+  if (typeof discovery !== 'boolean') report.problem('discovery', 'must be true or false');
+  const clientAuthentication = checkClientAuthentication(options, report);
 
-  const authorizePath = checkPath(options.authorizePath ?? DEFAULT_AUTHORIZE_PATH, 'authorizePath', report);
-  const tokenPath = checkPath(options.tokenPath ?? DEFAULT_USER_TOKEN_PATH, 'tokenPath', report);
+  const paths = {
+    authorizePath: options.authorizePath,
+    tokenPath: options.tokenPath,
+    revocationPath: options.revocationPath,
+    endSessionPath: options.endSessionPath,
+  };
+  for (const [option, path] of Object.entries(paths)) {
+    if (path === undefined) continue;
+    if (discovery === true)
+      report.problem(option, "is not used with discovery: the server's metadata names its endpoints");
+    else checkPath(path, option, report);
+  }
   const transactionLifetimeSeconds = options.transactionLifetimeSeconds ?? DEFAULT_TRANSACTION_LIFETIME_SECONDS;
   checkWhole(transactionLifetimeSeconds, 'transactionLifetimeSeconds', 30, MAX_TRANSACTION_LIFETIME_SECONDS, report);
   const sessionLifetimeSeconds = options.sessionLifetimeSeconds ?? DEFAULT_SESSION_LIFETIME_SECONDS;
@@ -87,11 +133,25 @@ export function resolveUserAuthOptions(input: PlatformUserAuthOptions): Resolved
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_USER_REQUEST_TIMEOUT_MS;
   checkWhole(requestTimeoutMs, 'requestTimeoutMs', 1, 10 * 60 * 1000, report);
 
+  const clientKey =
+    clientAuthentication === 'private_key_jwt' ? await openClientKey(options, nowMs, report) : undefined;
+  let server: UserServerMetadata | undefined;
+  if (baseUrl !== undefined && issuer !== undefined && report.problems.length === 0) {
+    server =
+      discovery === true
+        ? await discoverServer(issuer, clientAuthentication, requestTimeoutMs, report)
+        : {
+            issuer,
+            authorization_endpoint: baseUrl + (paths.authorizePath ?? DEFAULT_AUTHORIZE_PATH),
+            token_endpoint: baseUrl + (paths.tokenPath ?? DEFAULT_USER_TOKEN_PATH),
+            ...(paths.revocationPath ? { revocation_endpoint: baseUrl + paths.revocationPath } : {}),
+            ...(paths.endSessionPath ? { end_session_endpoint: baseUrl + paths.endSessionPath } : {}),
+          };
+  }
+  if (report.problems.length > 0) await clientKey?.close();
   report.throwIfProblems();
   return {
-    authorizationEndpoint: baseUrl! + authorizePath,
-    tokenEndpoint: baseUrl! + tokenPath,
-    issuer: issuer!,
+    server: server!,
     clientId: options.clientId,
     redirectUri: redirectUri!,
     scope: options.scope,
@@ -101,7 +161,19 @@ export function resolveUserAuthOptions(input: PlatformUserAuthOptions): Resolved
     sessionLifetimeSeconds,
     requestTimeoutMs,
     secureCookies: options.secureCookies ?? true,
+    clientAuthentication,
+    ...(clientAuthentication === 'client_secret_basic' || clientAuthentication === 'client_secret_post'
+      ? { clientSecret: secretText(options.clientSecret!) }
+      : {}),
+    ...(clientKey ? { clientKey } : {}),
   };
+}
+
+/** `options` with the text of every `Secret` in it (`platformUserAuthConfig` holds secrets as `Secret`s). */
+function revealUserSecrets(options: PlatformUserAuthOptions): PlatformUserAuthOptions {
+  const revealed = copyOwn(options, USER_OPTION_NAMES);
+  for (const name of USER_SECRET_OPTIONS) if (isSecret(revealed[name])) revealed[name] = reveal(revealed[name]);
+  return revealed as unknown as PlatformUserAuthOptions;
 }
 
 /** RFC 6749 §3.1.2 and RFC 9700 §2.1: absolute, no fragment; https, or http only back to this machine. */
@@ -142,10 +214,9 @@ function checkSecret(value: unknown, report: ConfigReport): Uint8Array | undefin
   return bytes;
 }
 
-function checkPath(path: string, option: string, report: ConfigReport): string {
+function checkPath(path: unknown, option: string, report: ConfigReport): void {
   if (typeof path !== 'string' || !path.startsWith('/') || path.startsWith('//') || /[?#]/.test(path))
     report.problem(option, "must be a path starting with '/', without query or fragment");
-  return path;
 }
 
 function checkWhole(value: unknown, option: string, min: number, max: number, report: ConfigReport): void {
@@ -154,6 +225,8 @@ function checkWhole(value: unknown, option: string, min: number, max: number, re
 }
 
 /** HKDF-SHA256 (RFC 5869), one key per purpose, so the secret itself never encrypts anything. */
-function deriveKey(secret: Uint8Array, purpose: 'transaction' | 'session'): Uint8Array {
-  return new Uint8Array(hkdfSync('sha256', secret, new Uint8Array(0), `nestjs-platform-auth user ${purpose} v1`, 32));
+function deriveKey(secret: Uint8Array, purpose: 'transaction' | 'session'): KeyObject {
+  return createSecretKey(
+    new Uint8Array(hkdfSync('sha256', secret, new Uint8Array(0), `nestjs-platform-auth user ${purpose} v1`, 32)),
+  );
 }

@@ -73,7 +73,7 @@ describe('user sign-in in a real browser (headless Chromium)', () => {
 
     // The session is an HttpOnly cookie the page cannot read; the transaction cookie is gone.
     const cookies = await browser.cookies(base);
-    expect(cookies.map((c) => c.name)).toEqual(['platform_user_session']);
+    expect(cookies.map((c) => c.name)).toEqual(['__Host-platform_user_session']);
     expect(cookies[0]).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Lax' });
     await expect(page.evaluate('document.cookie')).resolves.toBe('');
     expect(blocked).toEqual([]);
@@ -83,6 +83,44 @@ describe('user sign-in in a real browser (headless Chromium)', () => {
       'token:accepted',
       'me:accepted',
     ]);
+  });
+
+  it('logs out with a POST from its own page; a cross-site POST and the copied cookie get nowhere', async () => {
+    const page = await browser.newPage();
+    // Signed in from the test before.
+    await expect(page.goto(`${base}/me`).then((r) => r?.status())).resolves.toBe(200);
+    const [session] = await browser.cookies(base);
+    const copied = `${session.name}=${session.value}`;
+    // Another site's form: no logout token, and the browser says where it comes from.
+    const forged = await fetch(`${base}/logout`, {
+      method: 'POST',
+      headers: {
+        cookie: copied,
+        origin: 'https://attacker.example',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: 'csrf=guess',
+      redirect: 'manual',
+    });
+    expect(forged.status).toBe(403);
+    const withoutToken = await fetch(`${base}/logout`, {
+      method: 'POST',
+      headers: { cookie: copied, 'sec-fetch-site': 'same-origin', 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+      redirect: 'manual',
+    });
+    expect(withoutToken.status).toBe(403);
+    await expect(page.goto(`${base}/me`).then((r) => r?.status())).resolves.toBe(200);
+
+    await page.goto(`${base}/logout`);
+    await Promise.all([
+      page.waitForURL((url) => url.href.startsWith(platform.authorizeUrl)),
+      page.getByRole('button', { name: 'Sign out' }).click(),
+    ]);
+    // Back at the sign-in (/login set a new transaction cookie); the session cookie is gone.
+    expect((await browser.cookies(base)).map((c) => c.name)).toEqual(['__Host-platform_user_tx']);
+    const afterwards = await fetch(`${base}/me`, { headers: { cookie: copied } });
+    expect(afterwards.status).toBe(401);
   });
 
   it('after Deny, the callback says access_denied and /me stays closed', async () => {

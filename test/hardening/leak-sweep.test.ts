@@ -242,3 +242,38 @@ describe('leak sweep over key-custody errors', () => {
     await config.credentials.key.close();
   });
 });
+
+describe('leak sweep over user sign-in errors', () => {
+  it("start-up errors of user sign-in's confidential clients name no secret, passphrase or key text", async () => {
+    const { PlatformUserAuthModule } = await import('nestjs-platform-auth/user');
+    const clientSecret = 'user-client-secret-Vq8Lm3';
+    const stateSecret = 'Lw2xQ9vB4nR7tY1kZ6mC3pH8sJ5dF0gA';
+    const configs = [
+      // A secret where the method takes none, and discovery at a server that is not there.
+      { clientSecret, discovery: true, issuer: 'http://127.0.0.1:9' },
+      // private_key_jwt with a key that does not parse and a wrong passphrase.
+      {
+        clientAuthentication: 'private_key_jwt' as const,
+        privateKey: integration.privateKeyPem.replace(/\n[A-Za-z0-9+/]{10}/, '\nAAAAAAAAAA'),
+        privateKeyPassphrase: TEST_PASSPHRASE,
+      },
+    ];
+    for (const extra of configs) {
+      const error = await Test.createTestingModule({
+        imports: [
+          PlatformUserAuthModule.forRoot({
+            baseUrl: platform.url,
+            clientId: 'web-app',
+            redirectUri: 'http://127.0.0.1:9/callback',
+            stateSecret,
+            ...extra,
+          }),
+        ],
+      })
+        .compile()
+        .catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(PlatformAuthConfigError);
+      expectNoSecrets(error, [clientSecret, stateSecret, TEST_PASSPHRASE, ...secrets()]);
+    }
+  });
+});

@@ -160,3 +160,63 @@ describe('registering user clients', () => {
     expect(() => platform.registerUserClient({ clientId: 'y', redirectUris: [] })).toThrow(/at least one/);
   });
 });
+
+describe('pending sign-in requests are bounded', () => {
+  it('past maxPendingSignIns the oldest open page is forgotten; the newer ones still work', async () => {
+    const bounded = await PlatformEmulator.start({ maxPendingSignIns: 3 });
+    try {
+      bounded.registerUserClient({ clientId: CLIENT_ID, redirectUris: [REDIRECT_URI] });
+      const url = new URL(authorizeUrl());
+      url.host = new URL(bounded.url).host;
+      const pages: string[] = [];
+      for (let i = 0; i < 5; i += 1) pages.push((await openSignInPage(url.href)).requestId);
+      for (const requestId of pages.slice(0, 2)) {
+        const refused = await fetch(bounded.url + DECISION_PATH, {
+          method: 'POST',
+          body: new URLSearchParams({ request: requestId, user: 'user-alice', decision: 'approve' }),
+          redirect: 'manual',
+        });
+        expect(refused.status).toBe(400);
+        expect(await refused.text()).toMatch(/unknown, already answered or expired/);
+      }
+      for (const requestId of pages.slice(2)) expect(await decide(bounded, requestId, 'approve')).toMatch(/[?&]code=/);
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it('refuses a maxPendingSignIns that is not a whole number >= 1', async () => {
+    await expect(PlatformEmulator.start({ maxPendingSignIns: 0 })).rejects.toThrow(
+      /maxPendingSignIns must be a whole number >= 1/,
+    );
+  });
+});
+
+describe('the revocation endpoint (RFC 7009)', () => {
+  it('revoking a refresh token ends its sign-in; unknown tokens answer 200; unknown clients are refused', async () => {
+    const code = await codeFor();
+    const tokens = (await (
+      await tokenRequest({
+        grant_type: 'authorization_code',
+        client_id: CLIENT_ID,
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: VERIFIER,
+      })
+    ).json()) as { refresh_token: string };
+    const revoke = (fields: Record<string, string>) =>
+      fetch(platform.url + '/loginservice/connect/revocation', { method: 'POST', body: new URLSearchParams(fields) });
+    expect((await revoke({ client_id: 'someone-else', token: tokens.refresh_token })).status).toBe(400);
+    expect((await revoke({ client_id: CLIENT_ID, token: 'unknown' })).status).toBe(200);
+    expect(
+      (await revoke({ client_id: CLIENT_ID, token: tokens.refresh_token, token_type_hint: 'refresh_token' })).status,
+    ).toBe(200);
+    const refreshed = await tokenRequest({
+      grant_type: 'refresh_token',
+      client_id: CLIENT_ID,
+      refresh_token: tokens.refresh_token,
+    });
+    expect(refreshed.status).toBe(400);
+    expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+});

@@ -10,6 +10,7 @@ import {
   type PlatformUserAuthOptions,
 } from 'nestjs-platform-auth/user';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { restoreEnv } from './user-test-kit.js';
 
 const valid: PlatformUserAuthOptions = {
   baseUrl: 'https://platform.example.com',
@@ -50,10 +51,50 @@ describe('start-up validation of user sign-in', () => {
     ['a malformed scope', { scope: 'a  b' }, /single spaces/],
     ['a transaction lifetime over ten minutes', { transactionLifetimeSeconds: 601 }, /30 to 600/],
     ['an authorize path without a slash', { authorizePath: 'authorize' }, /starting with '\/'/],
+    [
+      'an unknown client authentication',
+      { clientAuthentication: 'tls_client_auth' as never },
+      /must be one of none, client_secret_basic/,
+    ],
+    [
+      'client_secret_basic without a secret',
+      { clientAuthentication: 'client_secret_basic' as const },
+      /is required with clientAuthentication client_secret_basic/,
+    ],
+    ['a client secret a public client would ignore', { clientSecret: 'a-secret-Wq8' }, /clientAuthentication is none/],
+    ['a key without private_key_jwt', { privateKeyPath: '/etc/key.pem' }, /used by private_key_jwt only/],
+    ['private_key_jwt without a key', { clientAuthentication: 'private_key_jwt' as const }, /privateKey/],
+    ['a path beside discovery', { discovery: true, tokenPath: '/token' }, /not used with discovery/],
+    ['discovery that is not a boolean', { discovery: 'yes' as never }, /true or false/],
+    ['a revocation path without a slash', { revocationPath: 'revoke' }, /starting with '\/'/],
   ])('refuses %s', async (_name, options, message) => {
     const error = await startUp(options);
     expect(error.problems).toHaveLength(1);
     expect(error.problems[0].message).toMatch(message);
+  });
+
+  it('refuses a private_key_jwt key that does not parse, naming the setting and never the text', async () => {
+    const text = '-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n';
+    const error = await startUp({ clientAuthentication: 'private_key_jwt', privateKey: text });
+    expect(error.problems[0].setting).toBe('privateKey (PLATFORM_USER_PRIVATE_KEY)');
+    expectNoSecrets(error, ['bm90IGEga2V5']);
+  });
+
+  it('reads the new settings from their environment variables, a secret as a Secret', () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      PLATFORM_USER_DISCOVERY: 'true',
+      PLATFORM_USER_CLIENT_AUTH: 'client_secret_post',
+      PLATFORM_USER_CLIENT_SECRET: 'env-client-secret-Mv7',
+    });
+    try {
+      const config = platformUserAuthConfig();
+      expect(config).toMatchObject({ discovery: true, clientAuthentication: 'client_secret_post' });
+      expect(String(config.clientSecret)).toBe('[secret]');
+      expect(JSON.stringify(config)).not.toContain('env-client-secret-Mv7');
+    } finally {
+      restoreEnv(saved);
+    }
   });
 
   it('refuses a short or repetitive state secret without printing it', async () => {
@@ -87,7 +128,7 @@ describe('start-up validation of user sign-in', () => {
       expect(parsed.searchParams.get('scope')).toBe('profile messages');
       await moduleRef.close();
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 

@@ -99,15 +99,41 @@ describe('sign-in failures against the emulator', () => {
     ]);
   });
 
-  it('other error responses: invalid_scope sent back to the registered redirect URI', async () => {
+  it('invalid_scope sent back to the registered redirect URI: a refusal by the server, not by the user', async () => {
     const { url, transaction } = await fx.auth.createAuthorizationRequest({ scope: 'openid' });
     const page = await fetch(url, { redirect: 'manual' });
     expect(page.status).toBe(302);
     const callback = page.headers.get('location')!;
     expect(callback.startsWith(REDIRECT_URI + '?')).toBe(true);
-    const error = await failure(fx.auth.completeAuthorization(callback, transaction), 'authorization_error', []);
+    const error = await failure(fx.auth.completeAuthorization(callback, transaction), 'server_refused', []);
     expect(error.oauthError).toBe('invalid_scope');
     expect(error.oauthErrorDescription).toMatch(/ID tokens/);
+    expect(error.hint).toMatch(/No user declined/);
+    expect(error.message).not.toMatch(/declined on the platform/);
+  });
+
+  it('access_denied without a description saying a user declined is reported as the server refusing', async () => {
+    const { url, transaction } = await fx.auth.createAuthorizationRequest();
+    const state = new URL(url).searchParams.get('state')!;
+    for (const description of [undefined, 'not allowed']) {
+      const callback = new URL(REDIRECT_URI);
+      callback.searchParams.set('error', 'access_denied');
+      if (description) callback.searchParams.set('error_description', description);
+      callback.searchParams.set('state', state);
+      callback.searchParams.set('iss', fx.platform.url);
+      const error = await failure(fx.auth.completeAuthorization(callback, transaction), 'server_refused', []);
+      expect(error.message).toMatch(/scope the client may not ask for.*client not allowed/);
+    }
+  });
+
+  it('other error responses (server_error) stay authorization_error', async () => {
+    const { url, transaction } = await fx.auth.createAuthorizationRequest();
+    const callback = new URL(REDIRECT_URI);
+    callback.searchParams.set('error', 'server_error');
+    callback.searchParams.set('state', new URL(url).searchParams.get('state')!);
+    callback.searchParams.set('iss', fx.platform.url);
+    const error = await failure(fx.auth.completeAuthorization(callback, transaction), 'authorization_error', []);
+    expect(error.oauthError).toBe('server_error');
   });
 
   it('invalid_callback: no code, or an iss other than the platform (mix-up defence)', async () => {

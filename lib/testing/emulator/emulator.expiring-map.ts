@@ -26,6 +26,16 @@ export class ExpiringMap<V extends { readonly expiresAt: number }> {
     if (this.entries.size >= this.sweepThreshold) this.sweep();
   }
 
+  /** Keeps at most `limit` entries: the expired ones go first, then the oldest inserted. */
+  trimTo(limit: number): void {
+    if (this.entries.size <= limit) return;
+    this.sweep();
+    for (const key of this.entries.keys()) {
+      if (this.entries.size <= limit) break;
+      this.entries.delete(key);
+    }
+  }
+
   values(): IterableIterator<V> {
     return this.entries.values();
   }

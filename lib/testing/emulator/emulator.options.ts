@@ -91,6 +91,10 @@ export function checkOptions(options: PlatformEmulatorOptions): void {
   if (encodings !== undefined && (encodings.length === 0 || encodings.some((e) => e !== 'jwt' && e !== 'base64'))) {
     throw new Error(`tokenEncodings must list 'jwt', 'base64' or both`);
   }
+  const pending = options.maxPendingSignIns;
+  if (pending !== undefined && !(Number.isInteger(pending) && pending >= 1)) {
+    throw new Error(`maxPendingSignIns must be a whole number >= 1, got ${String(pending)}`);
+  }
   const limit = options.journalLimit;
   if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0)) {
     throw new Error(`journalLimit must be a whole number >= 0, got ${String(limit)}`);

@@ -30,6 +30,11 @@ export interface PlatformEmulatorOptions {
   tokenEncodings?: Array<'jwt' | 'base64'>;
   /** Journal entries kept; the oldest are dropped first. Default 1000. */
   journalLimit?: number;
+  /**
+   * Sign-in pages open at once (authorization requests not yet decided); past it the oldest is forgotten, so
+   * requests nobody finishes cannot grow memory without end. Default 10 000.
+   */
+  maxPendingSignIns?: number;
   /** Serve the inspector page at `/_emulator/` (docs/emulator.md). Default false: the path is then 404. */
   inspector?: boolean;
 }

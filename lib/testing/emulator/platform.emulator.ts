@@ -102,6 +102,7 @@ export class PlatformEmulator {
       tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
       invalidClientStatus: options.invalidClientStatus ?? 400,
       journalLimit: this.journalLimit,
+      maxPendingSignIns: options.maxPendingSignIns,
     });
     this.tokenEndpoint = new TokenEndpoint({
       verifier: new AssertionVerifier({

@@ -4,7 +4,7 @@ import { AUTHORIZE_PATH, ME_PATH } from '../emulator/emulator.constants.js';
 import { readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
 import { AuthorizeEndpoint } from './user-flow.authorize.js';
 import { UserDirectory } from './user-flow.clients.js';
-import { UserGrants } from './user-flow.grants.js';
+import { REVOCATION_PATH, UserGrants } from './user-flow.grants.js';
 import { DECISION_PATH } from './user-flow.page.js';
 import type { UserFlowRecord } from './user-flow.types.js';
 
@@ -15,6 +15,8 @@ export interface UserFlowSettings {
   readonly tokenLifetimeSeconds: () => number;
   readonly invalidClientStatus: number;
   readonly journalLimit: number;
+  /** Authorization requests whose sign-in page is still open; default 10 000. */
+  readonly maxPendingSignIns?: number;
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
@@ -44,11 +46,14 @@ export class UserFlow {
       directory: this.directory,
       grants: this.grants,
       record,
+      maxPending: settings.maxPendingSignIns,
     });
   }
 
   handles(pathname: string): boolean {
-    return pathname === AUTHORIZE_PATH || pathname === DECISION_PATH || pathname === ME_PATH;
+    return (
+      pathname === AUTHORIZE_PATH || pathname === DECISION_PATH || pathname === ME_PATH || pathname === REVOCATION_PATH
+    );
   }
 
   async answer(req: IncomingMessage, pathname: string): Promise<EmulatorResponse> {
@@ -57,6 +62,7 @@ export class UserFlow {
       return { ...this.authorizeEndpoint.authorize(req), closeConnection: bodyRead.tooLarge };
     }
     if (pathname === DECISION_PATH) return this.authorizeEndpoint.decide(req);
+    if (pathname === REVOCATION_PATH) return this.grants.revocation(req);
     return this.me(req);
   }
 

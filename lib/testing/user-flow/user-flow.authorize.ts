@@ -9,6 +9,8 @@ import type { UserFlowRecord } from './user-flow.types.js';
 
 /** How long the sign-in page may stay open before its decision is refused. */
 const PENDING_LIFETIME_MS = 10 * 60_000;
+/** Sign-in pages open at once, by default. */
+export const DEFAULT_MAX_PENDING_SIGN_INS = 10_000;
 /** An S256 challenge is the base64url of 32 bytes: exactly 43 characters (RFC 7636 §4.2). */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /** RFC 6749 §3.3. */
@@ -32,6 +34,8 @@ export interface AuthorizeSettings {
   readonly directory: UserDirectory;
   readonly grants: UserGrants;
   readonly record: (entry: Omit<UserFlowRecord, 'at'>) => void;
+  /** Sign-in pages open at once; past it the oldest is forgotten. */
+  readonly maxPending?: number;
 }
 
 /**
@@ -108,6 +112,8 @@ export class AuthorizeEndpoint {
     const requestId = randomBytes(24).toString('base64url');
     const expiresAt = this.settings.now() + PENDING_LIFETIME_MS;
     this.pending.set(requestId, { clientId, redirectUri, challenge, scope, state, expiresAt });
+    // Bounded: requests nobody finishes (a crawler, a flood) push out the oldest instead of growing memory.
+    this.pending.trimTo(this.settings.maxPending ?? DEFAULT_MAX_PENDING_SIGN_INS);
     this.settings.record({ step: 'authorize', verdict: 'accepted', status: 200, clientId, scope });
     return signInPage(client, redirectUri, this.settings.directory.allUsers, requestId, scope);
   }

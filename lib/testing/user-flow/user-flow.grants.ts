@@ -1,9 +1,13 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { parseMediaType, readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
 import { quote, tokenRejection, type TokenRejection } from '../emulator/emulator.assertion-verifier.js';
 import { ExpiringMap } from '../emulator/emulator.expiring-map.js';
 import type { UserDirectory } from './user-flow.clients.js';
 import type { UserFlowRecord } from './user-flow.types.js';
 
+/** The revocation endpoint (RFC 7009). An assumption like the token path: the platform publishes none. */
+export const REVOCATION_PATH = '/loginservice/connect/revocation';
 /** RFC 6749 §4.1.2: codes are short-lived; this emulator gives them a minute. */
 export const AUTHORIZATION_CODE_LIFETIME_MS = 60_000;
 const REFRESH_TOKEN_LIFETIME_MS = 8 * 60 * 60 * 1000;
@@ -195,6 +199,52 @@ export class UserGrants {
       refresh_token: refreshToken,
       ...(grant.scope ? { scope: grant.scope } : {}),
     };
+  }
+
+  /**
+   * `POST /loginservice/connect/revocation` (RFC 7009 §2): a user client revokes a refresh or access token, which
+   * ends every token of its sign-in. 200 for a token that is unknown or another client's too (§2.2), as the RFC asks.
+   */
+  async revocation(req: IncomingMessage): Promise<EmulatorResponse> {
+    const bodyRead = await readBody(req);
+    const answer = (status: number, body: object, clientId?: string, error?: string): EmulatorResponse => {
+      this.settings.record({
+        step: 'revocation',
+        verdict: status === 200 ? 'accepted' : 'rejected',
+        status,
+        clientId,
+        error,
+      });
+      return { status, body, closeConnection: bodyRead.tooLarge, headers: { 'cache-control': 'no-store' } };
+    };
+    if (req.method !== 'POST') return answer(405, { error: 'invalid_request', error_description: 'POST only' });
+    if (bodyRead.tooLarge || parseMediaType(req.headers['content-type'])?.type !== 'application/x-www-form-urlencoded')
+      return answer(
+        400,
+        { error: 'invalid_request', error_description: 'send a small form' },
+        undefined,
+        'invalid_request',
+      );
+    const form = new URLSearchParams(bodyRead.body.toString('utf8'));
+    const clientId = form.get('client_id') ?? undefined;
+    if (!clientId || !this.settings.directory.client(clientId))
+      return answer(
+        this.settings.invalidClientStatus,
+        { error: 'invalid_client', error_description: 'client_id is missing or not a registered user client' },
+        clientId,
+        'invalid_client',
+      );
+    const token = form.get('token');
+    if (!token)
+      return answer(
+        400,
+        { error: 'invalid_request', error_description: 'token is missing' },
+        clientId,
+        'invalid_request',
+      );
+    const issued = this.accessTokens.get(token) ?? this.refreshTokens.get(token);
+    if (issued && issued.clientId === clientId) this.revokeFamily(issued.family);
+    return answer(200, {}, clientId);
   }
 
   private revoke(token: string): void {

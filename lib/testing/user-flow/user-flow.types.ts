@@ -21,7 +21,7 @@ export interface TestUser {
   email: string;
 }
 
-export type UserFlowStep = 'authorize' | 'sign-in' | 'token' | 'me';
+export type UserFlowStep = 'authorize' | 'sign-in' | 'token' | 'revocation' | 'me';
 
 /**
  * One step of a user sign-in as the emulator saw it. Never holds a code, verifier, challenge, state or token.

@@ -1,4 +1,18 @@
-import { BadRequestException, Controller, Get, Inject, Redirect, Req, Res, UseGuards } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  ForbiddenException,
+  Get,
+  Header,
+  Inject,
+  Post,
+  Redirect,
+  Req,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import type { ConfigType } from '@nestjs/config';
 import {
   PlatformUser,
@@ -9,6 +23,7 @@ import {
   platformUserAuthConfig,
   setCookies,
   type HeaderWritable,
+  type UserSession,
   type UserTokens,
 } from 'nestjs-platform-auth/user';
 
@@ -72,9 +87,69 @@ export class UserController {
     return { platformStatus: response.status, user: await response.json(), tokenExpiresAt: user.expiresAt };
   }
 
+  /**
+   * A page with the logout button: logging out changes state, so it is a POST (a link or an image on another site
+   * cannot trigger it), carrying a token bound to the session that another site cannot know.
+   */
   @Get('logout')
-  @Redirect('/login', 302)
-  logout(@Res({ passthrough: true }) response: HeaderWritable): void {
+  @Header('content-type', 'text/html; charset=utf-8')
+  // No form-action: the logout may end at the platform's end-session endpoint, another origin.
+  @Header('content-security-policy', "default-src 'none'")
+  @Header('cache-control', 'no-store')
+  async logoutPage(@Req() request: IncomingRequest): Promise<string> {
+    const session = await this.sessions.readSession(cookieOf(request));
+    if (!session) return '<!doctype html><title>Signed out</title><p>Not signed in. <a href="/login">Sign in</a></p>';
+    return `<!doctype html><title>Sign out</title><form method="post" action="/logout"><input type="hidden" name="csrf" value="${logoutToken(session)}"><button type="submit">Sign out</button></form>`;
+  }
+
+  /**
+   * Ends the session: refused (403) unless the request comes from this app's own page (`Origin` / `Sec-Fetch-Site`)
+   * with the session's logout token. Revokes the refresh token at the platform when it can, refuses the session from
+   * now on, clears the cookie and, when the platform has an end-session endpoint, sends the browser there.
+   */
+  @Post('logout')
+  @Redirect()
+  async logout(
+    @Req() request: IncomingRequest,
+    @Body() body: { csrf?: unknown } | undefined,
+    @Res({ passthrough: true }) response: HeaderWritable,
+  ): Promise<{ url: string; statusCode: number }> {
+    const session = await this.sessions.readSession(cookieOf(request));
+    if (!sameOrigin(request) || !session || !matches(body?.csrf, logoutToken(session)))
+      throw new ForbiddenException('Sign out from the logout page of this app');
+    const { endSessionUrl } = await this.auth.logout(session, {
+      ...(process.env.PLATFORM_USER_POST_LOGOUT_REDIRECT_URI
+        ? { postLogoutRedirectUri: process.env.PLATFORM_USER_POST_LOGOUT_REDIRECT_URI }
+        : {}),
+    });
     setCookies(response, [this.sessions.clearSessionCookie()]);
+    return { url: endSessionUrl ?? '/login', statusCode: 303 };
+  }
+}
+
+function cookieOf(request: IncomingRequest): string | undefined {
+  return typeof request.headers.cookie === 'string' ? request.headers.cookie : undefined;
+}
+
+/** The session's logout token: a hash of its random id, which only the encrypted cookie holds. */
+function logoutToken(session: UserSession): string {
+  return createHash('sha256').update(`sample-app logout ${session.sessionId}`).digest('base64url');
+}
+
+function matches(given: unknown, expected: string): boolean {
+  if (typeof given !== 'string' || given.length !== expected.length) return false;
+  return timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+}
+
+/** A browser's POST from this app's own page: `Sec-Fetch-Site: same-origin`, or an `Origin` of this host. */
+function sameOrigin(request: IncomingRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  if (typeof site === 'string') return site === 'same-origin';
+  const origin = request.headers.origin;
+  if (typeof origin !== 'string') return false;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
   }
 }
