@@ -15,6 +15,7 @@ const ISOLATED_FILES = [
   'test/operations/telemetry-tracing.test.ts',
   'test/keys/keys-cli.test.ts',
   'test/keys/pkcs11-key.test.ts',
+  'test/user/user-private-key-jwt-pkcs11.test.ts',
 ];
 
 /** What every test project compiles and resolves alike. */

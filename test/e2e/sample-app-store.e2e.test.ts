@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { AppModule } from '../../sample-app/src/app.module.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { restoreEnv } from '../support/environment.js';
 
 const redis = useRedisServer();
 let platform: PlatformEmulator;
@@ -20,7 +21,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  process.env = saved;
+  restoreEnv(saved);
   await platform.close();
 });
 

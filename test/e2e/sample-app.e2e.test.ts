@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { restoreEnv } from '../support/environment.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let platform: PlatformEmulator;
@@ -34,7 +35,7 @@ function billingEnv(named: EmulatedIntegration): Record<string, string | undefin
   );
 }
 afterAll(async () => {
-  process.env = saved;
+  restoreEnv(saved);
   await platform.close();
 });
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { startEmbeddedPlatform } from '../../sample-app/embedded-platform.js';
 import { launchChromium } from '../support/chromium.js';
+import { restoreEnv } from '../support/environment.js';
 
 const saved = { ...process.env };
 const userDataDir = mkdtempSync(join(tmpdir(), 'platform-auth-chromium-'));
@@ -44,7 +45,7 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
   await platform?.close();
-  process.env = saved;
+  restoreEnv(saved);
   rmSync(userDataDir, { recursive: true, force: true });
   rmSync(artifactDir, { recursive: true, force: true });
 });

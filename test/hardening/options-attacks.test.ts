@@ -18,6 +18,7 @@ import { expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-h
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
+import { restoreEnv } from '../support/environment.js';
 
 // Attacks through the options: each describe names the defence it checks (SECURITY.md lists them).
 
@@ -140,7 +141,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
       for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
       await moduleRef.close();
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 });

@@ -12,6 +12,7 @@ import {
   startStorePlatform,
   storeReplica,
 } from '../support/store-fleet.js';
+import { restoreEnv } from '../support/environment.js';
 
 const startStoreFleet = useStoreFleets();
 const ADMIN_PASSWORD = randomBytes(12).toString('hex');
@@ -99,7 +100,7 @@ describe('Redis with an ACL user of least privilege (+get +set +del +eval on pla
       expect(platform.counters.exchanges.total).toBe(1);
       expect(a.status().sharedStore).toEqual({ state: 'shared', mode: 'standalone' });
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 

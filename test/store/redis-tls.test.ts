@@ -15,6 +15,7 @@ import {
   storeReplica,
 } from '../support/store-fleet.js';
 import { createTestCertificateAuthority, type TestCertificateAuthority } from '../support/test-ca.js';
+import { restoreEnv } from '../support/environment.js';
 
 const startStoreFleet = useStoreFleets();
 const track = useCleanup();
@@ -129,7 +130,7 @@ describe('Redis with mutual TLS', () => {
       expect(a.tokens.status().sharedStore).toEqual({ state: 'shared', mode: 'standalone' });
       expect([...a.logger.messages('warn'), ...b.logger.messages('warn')]).toEqual([]);
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 });

@@ -9,6 +9,7 @@ import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-def
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { restoreEnv } from '../support/environment.js';
 
 const PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
 const redis = useRedisServer({ args: ['--requirepass', PASSWORD], password: PASSWORD });
@@ -122,7 +123,7 @@ describe('the store password and encryption key after start-up', () => {
         'ConfigService tokenStoreEncryptionKey',
       );
     } finally {
-      process.env = saved;
+      restoreEnv(saved);
     }
   });
 });
