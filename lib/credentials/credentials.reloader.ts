@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import { ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import { readCredentialFile, readCredentialFileSync, type CredentialFileRead } from './credential-file.reader.js';
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
 import type { CredentialsHolder } from './credentials.holder.js';
 
@@ -24,16 +24,31 @@ export type ReloadOutcome = 'unchanged' | 'unreadable' | 'reloaded' | 'rejected'
 /** Checks in a row that may find a file missing before it is reported: a secret volume swap takes a moment. */
 const UNREADABLE_CHECKS_BEFORE_WARNING = 3;
 
+/** What the watched files hold now: their text by path and a hash of it, or why they cannot be used. */
+type FilesRead =
+  | { readonly kind: 'read'; readonly fingerprint: string; readonly files: ReadonlyMap<string, string> }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'refused'; readonly fingerprint: string; readonly problems: readonly ConfigProblemLike[] };
+
+interface ConfigProblemLike {
+  readonly option: string;
+  readonly message: string;
+}
+
 /**
  * Re-reads `privateKeyPath` / `certificatePath` every `intervalMs` and, when their content changed, runs every
  * start-up check on the new pair and swaps it in. An invalid pair (a half-written file, a key without its
- * certificate yet) is refused and the last good pair kept; the next change is checked again.
+ * certificate yet) is refused and the last good pair kept; the next change is checked again. Files are read
+ * asynchronously, and only regular files of bounded size: a FIFO, a device or a huge file put at the path is
+ * refused from its metadata, never waited on or read whole.
  */
 export class CredentialsReloader {
   private fingerprint?: string;
   private unreadableChecks = 0;
   private cancelTimer?: () => void;
   private stopped = false;
+  /** The check in progress (or the first read of the files): checks run one at a time. */
+  private running: Promise<unknown> = Promise.resolve();
   private state: CredentialReloadStatus;
 
   constructor(
@@ -59,8 +74,21 @@ export class CredentialsReloader {
   /** Remembers what the files hold now (they were validated at start-up) and starts the timer. */
   start(): void {
     if (!this.enabled || this.stopped) return;
-    this.fingerprint = this.readFingerprint();
+    // What start-up validated, read again at once (bounded, regular files only) so a change right after counts.
+    const read = this.readFilesWith((path) => {
+      try {
+        return readCredentialFileSync(path);
+      } catch {
+        return { ok: false, kind: 'missing', message: '' };
+      }
+    });
+    if (read.kind !== 'missing') this.fingerprint = read.fingerprint;
     this.arm();
+  }
+
+  /** Resolves once the check in progress (if any) has finished: for tests that advance a fake clock. */
+  async settled(): Promise<void> {
+    await this.running.catch(() => undefined);
   }
 
   stop(): void {
@@ -68,11 +96,17 @@ export class CredentialsReloader {
     this.cancelTimer?.();
   }
 
-  /** One check, as the timer runs it. */
-  check(): ReloadOutcome {
+  /** One check, as the timer runs it; checks run one at a time. */
+  check(): Promise<ReloadOutcome> {
+    const run = this.running.catch(() => undefined).then(() => this.checkNow());
+    this.running = run;
+    return run;
+  }
+
+  private async checkNow(): Promise<ReloadOutcome> {
+    const read = await this.readFiles();
     const now = this.clock.now();
-    const fingerprint = this.readFingerprint();
-    if (fingerprint === undefined) {
+    if (read.kind === 'missing') {
       this.unreadableChecks += 1;
       if (this.unreadableChecks === UNREADABLE_CHECKS_BEFORE_WARNING) {
         this.logger.warn(
@@ -84,11 +118,12 @@ export class CredentialsReloader {
     }
     this.unreadableChecks = 0;
     this.state = { ...this.state, lastCheckAt: new Date(now) };
-    if (fingerprint === this.fingerprint) return 'unchanged';
-    this.fingerprint = fingerprint;
+    if (read.fingerprint === this.fingerprint) return 'unchanged';
+    this.fingerprint = read.fingerprint;
 
     const report = new ConfigReport();
-    const loaded = loadCredentials(this.sources, now, report);
+    if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
+    const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, report, read.files) : undefined;
     if (!loaded) {
       const problems = report.problems.map((problem) => `${problem.setting}: ${problem.message}`);
       this.state = { ...this.state, state: 'rejected', problems };
@@ -117,8 +152,9 @@ export class CredentialsReloader {
   private arm(): void {
     this.cancelTimer = scheduleOn(this.clock, this.intervalMs!, () => {
       if (this.stopped) return;
-      this.check();
-      this.arm();
+      void this.check().finally(() => {
+        if (!this.stopped) this.arm();
+      });
     });
   }
 
@@ -126,14 +162,40 @@ export class CredentialsReloader {
     return [this.sources.privateKeyPath, this.sources.certificatePath].filter((path) => path !== undefined);
   }
 
-  /** A hash of the files' bytes (symlinks followed, as a secret volume's `..data` swap needs), or `undefined`. */
-  private readFingerprint(): string | undefined {
+  /**
+   * The watched files' text and a hash of their bytes (symlinks followed, as a secret volume's `..data` swap needs);
+   * `missing` when one cannot be read yet; `refused` when one is not a regular file of bounded size.
+   */
+  private async readFiles(): Promise<FilesRead> {
+    const reads = new Map<string, CredentialFileRead>();
+    for (const path of this.paths()) reads.set(path, await readCredentialFile(path));
+    return this.readFilesWith((path) => reads.get(path)!);
+  }
+
+  private readFilesWith(readFile: (path: string) => CredentialFileRead): FilesRead {
+    const options = [
+      ['privateKeyPath', this.sources.privateKeyPath, 'private key'],
+      ['certificatePath', this.sources.certificatePath, 'certificate'],
+    ] as const;
     const hash = createHash('sha256');
-    try {
-      for (const path of this.paths()) hash.update(readFileSync(path)).update('\0');
-    } catch {
-      return undefined;
+    const files = new Map<string, string>();
+    const problems: ConfigProblemLike[] = [];
+    let missing = false;
+    for (const [option, path, what] of options) {
+      if (path === undefined) continue;
+      const read = readFile(path);
+      if (read.ok) {
+        hash.update(read.bytes).update('\0');
+        files.set(path, read.bytes.toString('utf8'));
+      } else if (read.kind === 'refused') {
+        hash.update(read.message).update('\0');
+        problems.push({ option, message: `${what} file ${read.message}` });
+      } else {
+        missing = true;
+      }
     }
-    return hash.digest('hex');
+    if (problems.length > 0) return { kind: 'refused', fingerprint: `refused:${hash.digest('hex')}`, problems };
+    if (missing) return { kind: 'missing' };
+    return { kind: 'read', fingerprint: hash.digest('hex'), files };
   }
 }
