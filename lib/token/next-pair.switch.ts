@@ -16,7 +16,9 @@ import type { AttemptFailure } from './token-exchange.client.js';
  * audience, an integration that is not Active, and a bare `invalid_client` without a description (it could be any
  * of these).
  */
-export function isNotRegisteredRefusal(failure: AttemptFailure): boolean {
+export function isNotRegisteredRefusal(
+  failure: Pick<AttemptFailure, 'oauthError' | 'status' | 'oauthErrorDescription'>,
+): boolean {
   if (failure.oauthError !== 'invalid_client') return false;
   if (failure.status !== 400 && failure.status !== 401) return false;
   const description = failure.oauthErrorDescription ?? '';
