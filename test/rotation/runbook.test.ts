@@ -66,7 +66,7 @@ describe('the rotation runbook of docs/operations.md, every step on the emulator
     expect((await runCli(['keygen', '--next', '--out', dir])).code).toBe(1); // never overwrites a next pair
 
     // 2. Deploy: the current pair and the next pair, files re-read.
-    const env = {
+    const env: Record<string, string> = {
       PLATFORM_BASE_URL: platform.url,
       PLATFORM_MACHINE_ID: machineId,
       PLATFORM_PRIVATE_KEY_PATH: join(dir, 'private-key.pem'),
