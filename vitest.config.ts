@@ -7,7 +7,11 @@ const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url))
  * Files that need a process of their own: OpenTelemetry's HTTP instrumentation patches `node:http` when it is
  * registered, which it cannot do once another file of the same worker has loaded it.
  */
-const ISOLATED_FILES = ['test/operations/telemetry-tracing.test.ts'];
+const ISOLATED_FILES = [
+  'test/operations/telemetry-tracing.test.ts',
+  // Opens its own SoftHSM: SoftHSM reads its token directory once per process, so it gets a process of its own.
+  'test/rotation/next-pair-sources.test.ts',
+];
 
 /** What every test project compiles and resolves alike. */
 const build = {

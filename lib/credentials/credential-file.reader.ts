@@ -38,7 +38,10 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTT
  * Errors from the file system are thrown as they are, for the caller's own words.
  */
 export function readCredentialFileSync(path: string): CredentialFileRead {
-  const problem = credentialFileProblem(path, statSync(path));
+  const stats = statSync(path);
+  // Start-up's own words for a directory: `cannot read … file '…': it is a directory`.
+  if (stats.isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: 'EISDIR' });
+  const problem = credentialFileProblem(path, stats);
   if (problem) return { ok: false, kind: 'refused', message: problem };
   const fd = openSync(path, OPEN_FLAGS);
   try {

@@ -244,10 +244,21 @@ function paths(sources: CredentialSources | undefined): string[] {
   return [sources?.privateKeyPath, sources?.certificatePath].filter((path) => path !== undefined);
 }
 
+/**
+ * The pair as it is on disk, read twice: the files of a pair are read one after the other, so a secret update in
+ * between would pair an old key with a new certificate. Two reads that differ mean the files are changing: `missing`
+ * for now, and the next check reads them again.
+ */
 async function readPairAsync(sources: CredentialSources | undefined, isNext: boolean): Promise<FilesRead> {
-  const reads = new Map<string, CredentialFileRead>();
-  for (const path of paths(sources)) reads.set(path, await readCredentialFile(path));
-  return readPair(sources, (path) => reads.get(path)!, isNext);
+  const readOnce = async (): Promise<FilesRead> => {
+    const reads = new Map<string, CredentialFileRead>();
+    for (const path of paths(sources)) reads.set(path, await readCredentialFile(path));
+    return readPair(sources, (path) => reads.get(path)!, isNext);
+  };
+  const first = await readOnce();
+  if (first.kind === 'missing') return first;
+  const second = await readOnce();
+  return second.kind !== 'missing' && second.fingerprint === first.fingerprint ? first : { kind: 'missing' };
 }
 
 /**
