@@ -200,8 +200,11 @@ async function main() {
   const faults = [];
   const byDesign = [];
   let phase = 'warm-up';
+  /** Token requests per phase: the platform's counters when each phase began. */
+  const phaseCounters = [];
   const setPhase = async (name) => {
     phase = name;
+    phaseCounters.push({ name, counters: { ...platform.counters.exchanges } });
     await Promise.all(replicas.map((replica) => replica.request('phase', { name }).catch(() => undefined)));
   };
   const record = (kind, detail, allowance) => {
@@ -334,10 +337,23 @@ async function main() {
       }
     }
   }
+  const tokenRequests = {};
+  const final = { name: 'end', counters: { ...platform.counters.exchanges } };
+  phaseCounters.forEach(({ name, counters }, i) => {
+    const until = (phaseCounters[i + 1] ?? final).counters;
+    const entry = (tokenRequests[name] ??= { accepted: 0, rejected: 0, faulted: 0 });
+    for (const field of ['accepted', 'rejected', 'faulted']) entry[field] += until[field] - counters[field];
+  });
   const phaseReport = Object.fromEntries(
     Object.entries(phases).map(([name, entry]) => [
       name,
-      { calls: entry.calls, failed: entry.failed, failures: entry.failures, latencyMs: summarize(entry.latencies) },
+      {
+        calls: entry.calls,
+        failed: entry.failed,
+        failures: entry.failures,
+        latencyMs: summarize(entry.latencies),
+        tokenRequests: tokenRequests[name],
+      },
     ]),
   );
   const designPhases = new Set(['by-design-outage', 'recovery']);
