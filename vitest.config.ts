@@ -16,6 +16,7 @@ const ISOLATED_FILES = [
   'test/keys/keys-cli.test.ts',
   'test/keys/pkcs11-key.test.ts',
   'test/user/user-private-key-jwt-pkcs11.test.ts',
+  'test/rotation/next-pair-sources.test.ts',
 ];
 
 /** What every test project compiles and resolves alike. */

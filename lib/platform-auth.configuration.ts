@@ -9,6 +9,11 @@ import {
   type CredentialSources,
   type LoadedCredentials,
 } from './credentials/credentials.loader.js';
+import {
+  loadNextCredentials,
+  nextCredentialSources,
+  openNextCredentials,
+} from './credentials/next-credentials.loader.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
 
 /** Everything start-up validation produced: the settings, the parsed credentials, the shared store's settings. */
@@ -16,6 +21,10 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
   readonly credentials: LoadedCredentials;
   /** Where the credentials came from, for re-reading `*_PATH` files. */
   readonly credentialSources: CredentialSources;
+  /** The next pair (`next*` options), checked like the current one; absent when none is configured. */
+  readonly nextCredentials?: LoadedCredentials;
+  /** Where the next pair came from, in the current pair's names, for re-reading its files. */
+  readonly nextCredentialSources?: CredentialSources;
   /** The shared token store; absent when none is configured. */
   readonly tokenStore?: ResolvedTokenStoreConfig;
   readonly warnings: readonly ConfigProblem[];
@@ -36,9 +45,11 @@ export function resolvePlatformAuthOptions(
   const report = new ConfigReport(integration);
   const settings = resolveSettings(options, report);
   const credentials = loadCredentials(options, nowMs, report);
+  const nextSources = nextCredentialSources(options);
+  const next = nextSources && loadNextCredentials(nextSources, credentials, nowMs, report);
   const tokenStore = resolveTokenStoreOptions(options, report);
   report.throwIfProblems();
-  return resolved(options, settings!, credentials!, tokenStore, report);
+  return resolved(options, settings!, credentials!, tokenStore, report, next);
 }
 
 /**
@@ -57,10 +68,15 @@ export async function loadPlatformAuthConfig(
   const report = new ConfigReport(integration);
   const settings = resolveSettings(options, report);
   const credentials = await openCredentials(options, nowMs, report);
+  const nextSources = nextCredentialSources(options);
+  const next = nextSources && (await openNextCredentials(nextSources, credentials, nowMs, report));
   const tokenStore = resolveTokenStoreOptions(options, report);
-  if (report.problems.length > 0) await credentials?.key.close();
+  if (report.problems.length > 0) {
+    await credentials?.key.close();
+    await next?.key.close();
+  }
   report.throwIfProblems();
-  return resolved(options, settings!, credentials!, tokenStore, report);
+  return resolved(options, settings!, credentials!, tokenStore, report, next);
 }
 
 function resolved(
@@ -69,6 +85,7 @@ function resolved(
   credentials: LoadedCredentials,
   tokenStore: ResolvedTokenStoreConfig | undefined,
   report: ConfigReport,
+  nextCredentials?: LoadedCredentials,
 ): ResolvedPlatformAuthConfig {
   // Files are re-read only for a PEM key: a token's or a signer's key stays where it is.
   const reloading = settings.credentialsReloadIntervalMs !== undefined && credentials.key.source === 'pem';
@@ -83,6 +100,8 @@ function resolved(
     credentialsReloadIntervalMs: reloading ? settings.credentialsReloadIntervalMs : undefined,
     credentials,
     credentialSources: pickCredentialSources(options, reloading),
+    nextCredentials,
+    nextCredentialSources: nextCredentials && pickNextCredentialSources(options, reloading),
     tokenStore,
     warnings: report.warnings,
   };
@@ -105,4 +124,13 @@ function pickCredentialSources(options: PlatformAuthOptions, forReloading: boole
     thumbprint,
     thumbprintAlgorithm,
   };
+}
+
+/** The next pair's files, for the reloader; its inline text and passphrase only while reloading, as for the current. */
+function pickNextCredentialSources(options: PlatformAuthOptions, forReloading: boolean): CredentialSources {
+  const sources = nextCredentialSources(options)!;
+  const { nextPrivateKeyPath, nextCertificatePath, thumbprintAlgorithm } = options;
+  if (!forReloading)
+    return { privateKeyPath: nextPrivateKeyPath, certificatePath: nextCertificatePath, thumbprintAlgorithm };
+  return { ...sources, privateKeyUri: undefined, signer: undefined };
 }

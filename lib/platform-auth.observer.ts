@@ -15,5 +15,8 @@ export interface PlatformAuthObserver {
 
 /** What became of one attempt to take the shared store's lock (fed by the shared token store). */
 export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
-/** A credential change: files re-read and swapped, a new pair rejected (the last good one kept), or rotated by call. */
-export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed';
+/**
+ * A credential change: files re-read and swapped, a new pair rejected (the last good one kept), rotated by call, or
+ * switched to the next pair after the platform refused the current one as not registered and accepted the next.
+ */
+export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed' | 'switched';

@@ -7,6 +7,7 @@ import { CredentialsHolder, certificateNotAfterMs } from './credentials/credenti
 import { CredentialsWatch } from './credentials/credentials.watch.js';
 import { createAssertionSigner, type AssertionSigner } from './token/assertion.signer.js';
 import { CredentialsRotator } from './token/credentials.rotator.js';
+import { NextPairSwitch } from './token/next-pair.switch.js';
 import { TokenExchangeAttempts } from './token/token-exchange.attempts.js';
 import { TokenExchangeClient } from './token/token-exchange.client.js';
 import { TokenCache, type TokenSource } from './token/token.cache.js';
@@ -55,10 +56,11 @@ export class PlatformAuthRuntime {
   constructor(input: PlatformAuthWiringInput) {
     const { config, integration, clock, logger, telemetry } = input;
     const shutdown = this.#shutdown.signal;
-    const holder = new CredentialsHolder(config.machineId, config.credentials, clock.now());
+    const holder = new CredentialsHolder(config.machineId, config.credentials, clock.now(), config.nextCredentials);
     this.signer = createAssertionSigner(config, clock, holder);
     const client = new TokenExchangeClient(config, () => clock.now());
-    const attempts = new TokenExchangeAttempts(config, clock, this.signer, client, logger);
+    const nextPair = new NextPairSwitch(config, clock, holder, telemetry, logger);
+    const attempts = new TokenExchangeAttempts(config, clock, this.signer, client, logger, nextPair);
 
     const store = config.tokenStore
       ? new TokenStoreHost({
@@ -106,6 +108,8 @@ export class PlatformAuthRuntime {
       holder,
       telemetry,
       logger,
+      config.nextCredentialSources,
+      () => nextPair.filesCaughtUp(),
     );
     const rotator = new CredentialsRotator({
       clock,
@@ -133,6 +137,7 @@ export class PlatformAuthRuntime {
           holder,
           reload: watch.reloadStatus(),
           sharedStore: store?.status(),
+          switched: nextPair.lastSwitch,
         }),
     });
 
@@ -198,6 +203,7 @@ export class PlatformAuthRuntime {
     await parts.store?.close();
     // After everything that could sign has stopped: the key's PKCS#11 sessions end here.
     await parts.holder.active.credentials.key.close();
+    await parts.holder.next?.key.close();
   }
 }
 

@@ -2,7 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { CERTIFICATE_EXPIRY_WARNING_DAYS } from '../options/options.constants.js';
 import type { ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
-import { readSource } from './credential-source.reader.js';
+import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { pemBlockKinds } from './pem.util.js';
 
 export type CertificateSources = Pick<PlatformAuthOptions, 'certificate' | 'certificatePath'>;
@@ -15,7 +15,11 @@ export interface LoadedCertificate {
 }
 
 /** The one certificate of `certificate`/`certificatePath`, parsed; problems go to `report`. */
-export function loadCertificate(sources: CertificateSources, report: ConfigReport): LoadedCertificate | undefined {
+export function loadCertificate(
+  sources: CertificateSources,
+  report: ConfigReport,
+  files?: PreReadFiles,
+): LoadedCertificate | undefined {
   const source = readSource(
     sources.certificate,
     sources.certificatePath,
@@ -23,6 +27,7 @@ export function loadCertificate(sources: CertificateSources, report: ConfigRepor
     'certificatePath',
     'certificate',
     report,
+    files,
   );
   if (!source) return undefined;
   const { text, option } = source;

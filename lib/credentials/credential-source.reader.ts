@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { quotable, type ConfigReport } from '../options/config.report.js';
+import { readCredentialFileSync } from './credential-file.reader.js';
 import { describeFsError } from './fs-error.util.js';
 import { normalizePem } from './pem.util.js';
 
@@ -17,7 +17,13 @@ function looksLikePath(value: string): boolean {
   );
 }
 
-/** The PEM text of one credential, from its inline option or its path option (never both); problems go to `report`. */
+/** Text of credential files already read (by path), as the reloader reads them: asynchronously and checked. */
+export type PreReadFiles = ReadonlyMap<string, string>;
+
+/**
+ * The PEM text of one credential, from its inline option or its path option (never both); problems go to `report`.
+ * A path is read from `files` when it is there; otherwise only a regular file of bounded size is read.
+ */
 export function readSource(
   inline: string | undefined,
   path: string | undefined,
@@ -25,6 +31,7 @@ export function readSource(
   pathOption: string,
   what: string,
   report: ConfigReport,
+  files?: PreReadFiles,
 ): CredentialSource | undefined {
   if (inline !== undefined && path !== undefined) {
     report.problem(inlineOption, `set only one of ${inlineOption} and ${pathOption}`);
@@ -40,7 +47,13 @@ export function readSource(
     }
     let text: string;
     try {
-      text = readFileSync(path, 'utf8');
+      const preRead = files?.get(path);
+      const read = preRead === undefined ? readCredentialFileSync(path) : undefined;
+      if (read && !read.ok) {
+        report.problem(pathOption, `${what} file ${read.message}`);
+        return undefined;
+      }
+      text = preRead ?? read!.bytes.toString('utf8');
     } catch (error) {
       // A passphrase or token pasted into a *_PATH variable names no file: it is quoted only if it looks like a path.
       const problem = looksLikePath(path)

@@ -17,14 +17,43 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export class CredentialsHolder {
   // A true private field: the key must not show when someone logs or inspects the holder.
   #active: ActiveCredentials;
+  #next?: LoadedCredentials;
   private readonly listeners: ((active: ActiveCredentials) => void)[] = [];
 
-  constructor(machineId: string, credentials: LoadedCredentials, nowMs: number) {
+  constructor(machineId: string, credentials: LoadedCredentials, nowMs: number, next?: LoadedCredentials) {
     this.#active = { machineId, credentials, activatedAtMs: nowMs };
+    this.#next = next;
   }
 
   get active(): ActiveCredentials {
     return this.#active;
+  }
+
+  /** The next pair (`next*` options), tried when the platform refuses the current one as not registered. */
+  get next(): LoadedCredentials | undefined {
+    return this.#next;
+  }
+
+  /**
+   * Makes `next` the current pair, if it still is the next one (a reload may have replaced it meanwhile): the
+   * platform accepted it. The old key is closed; there is no next pair until the files or options give one.
+   * Returns the pair it replaced, or `undefined` when nothing changed.
+   */
+  promote(next: LoadedCredentials, nowMs: number): LoadedCredentials | undefined {
+    if (this.#next !== next) return undefined;
+    const previous = this.#active.credentials;
+    this.#next = undefined;
+    this.swap(this.#active.machineId, next, nowMs);
+    return previous;
+  }
+
+  /** Puts another next pair in place (files re-read), or none; the one it replaces is closed unless kept in use. */
+  setNext(next: LoadedCredentials | undefined): void {
+    const previous = this.#next;
+    this.#next = next;
+    if (previous && previous.key !== next?.key && previous.key !== this.#active.credentials.key) {
+      previous.key.close().catch(() => undefined);
+    }
   }
 
   /**
@@ -34,6 +63,11 @@ export class CredentialsHolder {
   swap(machineId: string, credentials: LoadedCredentials, nowMs: number): void {
     const previous = this.#active.credentials.key;
     this.#active = { machineId, credentials, activatedAtMs: nowMs };
+    // A pair put in use that was the next one is no longer next.
+    if (this.#next?.thumbprint === credentials.thumbprint) {
+      if (this.#next.key !== credentials.key) this.#next.key.close().catch(() => undefined);
+      this.#next = undefined;
+    }
     if (previous !== credentials.key) previous.close().catch(() => undefined);
     for (const listener of this.listeners) listener(this.#active);
   }

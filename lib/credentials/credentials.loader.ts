@@ -6,6 +6,7 @@ import { checkValidity, loadCertificate } from './certificate.loader.js';
 import { InMemoryAssertionKey } from './in-memory.assertion-key.js';
 import { keySourceKind, openExternalKey } from './key-source.loader.js';
 import { loadPrivateKey } from './private-key.loader.js';
+import type { PreReadFiles } from './credential-source.reader.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
 export type CredentialSources = Pick<
@@ -39,13 +40,14 @@ export function loadCredentials(
   sources: CredentialSources,
   nowMs: number,
   report: ConfigReport,
+  files?: PreReadFiles,
 ): LoadedCredentials | undefined {
   const kind = keySourceKind(sources, report);
   if (kind !== undefined && kind !== 'pem') {
     report.problem(kind === 'pkcs11' ? 'privateKeyUri' : 'signer', 'is opened at start-up only (openCredentials)');
   }
-  const key = kind === 'pem' ? loadPemKey(sources, report) : undefined;
-  const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, key);
+  const key = kind === 'pem' ? loadPemKey(sources, report, files) : undefined;
+  const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, key, files);
   if (!key || !thumbprint || report.problems.length > 0) return undefined;
   return { key, certificate, thumbprint, thumbprintAlgorithm: algorithm };
 }
@@ -78,6 +80,7 @@ function certificateAndThumbprint(
   nowMs: number,
   report: ConfigReport,
   pemKey: InMemoryAssertionKey | undefined,
+  files?: PreReadFiles,
 ): { certificate?: X509Certificate; thumbprint?: string; algorithm: ThumbprintAlgorithm } {
   const algorithm = sources.thumbprintAlgorithm ?? 'sha1';
   if (algorithm !== 'sha1' && algorithm !== 'sha256') {
@@ -91,7 +94,7 @@ function certificateAndThumbprint(
     );
     return { algorithm };
   }
-  const certificate = loadCertificate(sources, report);
+  const certificate = loadCertificate(sources, report, files);
   if (pemKey && certificate && !certificate.x509.publicKey.equals(pemKey.publicKey)) {
     report.problem(
       certificate.source,
@@ -103,8 +106,12 @@ function certificateAndThumbprint(
   return { certificate: certificate?.x509, thumbprint, algorithm };
 }
 
-function loadPemKey(sources: CredentialSources, report: ConfigReport): InMemoryAssertionKey | undefined {
-  const privateKey = loadPrivateKey(sources, report);
+function loadPemKey(
+  sources: CredentialSources,
+  report: ConfigReport,
+  files?: PreReadFiles,
+): InMemoryAssertionKey | undefined {
+  const privateKey = loadPrivateKey(sources, report, files);
   if (!privateKey) return undefined;
   return new InMemoryAssertionKey(
     privateKey,

@@ -18,8 +18,13 @@ export class CredentialsWatch {
     holder: CredentialsHolder,
     observer: PlatformAuthObserver,
     logger: LoggerService,
+    nextSources?: CredentialSources,
+    filesCaughtUp?: () => void,
   ) {
-    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, holder, observer, logger);
+    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, holder, observer, logger, {
+      nextSources,
+      filesCaughtUp,
+    });
     this.monitor = new CertificateExpiryMonitor(clock, holder, observer, logger);
   }
 

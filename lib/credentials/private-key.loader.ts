@@ -2,13 +2,17 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { EXPECTED_RSA_MODULUS_BITS, MIN_RSA_MODULUS_BITS } from '../options/options.constants.js';
 import type { ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
-import { readSource } from './credential-source.reader.js';
+import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { isLegacyEncryptedPem, pemBlockKinds } from './pem.util.js';
 
 export type PrivateKeySources = Pick<PlatformAuthOptions, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
 
 /** The RSA private key, parsed once; every problem (format, encryption, type, size) goes to `report`. */
-export function loadPrivateKey(sources: PrivateKeySources, report: ConfigReport): KeyObject | undefined {
+export function loadPrivateKey(
+  sources: PrivateKeySources,
+  report: ConfigReport,
+  files?: PreReadFiles,
+): KeyObject | undefined {
   const source = readSource(
     sources.privateKey,
     sources.privateKeyPath,
@@ -16,6 +20,7 @@ export function loadPrivateKey(sources: PrivateKeySources, report: ConfigReport)
     'privateKeyPath',
     'private key',
     report,
+    files,
   );
   if (!source) {
     if (!sources.privateKey && !sources.privateKeyPath) {

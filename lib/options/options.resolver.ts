@@ -169,6 +169,11 @@ const CREDENTIAL_SETTINGS = new Set([
   'certificate',
   'privateKeyPath',
   'certificatePath',
+  // The next pair's: checked by the same loader, under these names.
+  'nextPrivateKey',
+  'nextCertificate',
+  'nextPrivateKeyPath',
+  'nextCertificatePath',
 ]);
 
 const PEM_TEXT_PROBLEM =

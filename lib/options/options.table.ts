@@ -86,6 +86,37 @@ export const PLATFORM_AUTH_OPTIONS = {
     kind: 'path',
     rule: 'path of the PEM certificate file; this or `certificate`',
   },
+  nextPrivateKey: {
+    env: 'PLATFORM_NEXT_PRIVATE_KEY',
+    kind: 'pem',
+    secret: true,
+    rule: "the next pair's key, as `privateKey`: tried within the same exchange when the platform refuses the current pair as not registered, and current once accepted; this, `nextPrivateKeyPath`, `nextPrivateKeyUri` or `nextSigner`",
+  },
+  nextPrivateKeyPath: {
+    env: 'PLATFORM_NEXT_PRIVATE_KEY_PATH',
+    kind: 'path',
+    rule: "path of the next pair's PEM key file; re-read with `credentialsReloadIntervalMs`",
+  },
+  nextPrivateKeyUri: {
+    env: 'PLATFORM_NEXT_PRIVATE_KEY_URI',
+    kind: 'text',
+    secret: true,
+    rule: "`pkcs11:` URI of the next pair's key, as `privateKeyUri`",
+  },
+  nextSigner: {
+    kind: 'instance',
+    rule: "the next pair's signer, as `signer`",
+  },
+  nextCertificate: {
+    env: 'PLATFORM_NEXT_CERTIFICATE',
+    kind: 'pem',
+    rule: "PEM text of the next pair's certificate: checked like `certificate`, and its thumbprint must differ from the current one",
+  },
+  nextCertificatePath: {
+    env: 'PLATFORM_NEXT_CERTIFICATE_PATH',
+    kind: 'path',
+    rule: "path of the next pair's PEM certificate file; re-read with `credentialsReloadIntervalMs`",
+  },
   thumbprint: {
     env: 'PLATFORM_CERT_THUMBPRINT',
     kind: 'text',

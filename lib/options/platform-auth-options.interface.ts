@@ -66,6 +66,25 @@ export interface PlatformAuthOptions {
   certificate?: string;
   /** Path of the PEM certificate file. */
   certificatePath?: string;
+  /**
+   * The next pair, for a certificate rotation without a failed call: a key and its certificate prepared beside the
+   * current pair (`platform-auth keygen --next`). Checked at start-up like the current pair, and must differ from
+   * it. Assertions carry the current pair until the platform refuses it as not registered (the portal now holds the
+   * next certificate); the same exchange then tries the next pair at once, and once that is accepted it is the
+   * current pair for the process. One of `nextPrivateKey`, `nextPrivateKeyPath`, `nextPrivateKeyUri`, `nextSigner`,
+   * with `nextCertificate` or `nextCertificatePath`. An encrypted next key uses `privateKeyPassphrase`.
+   */
+  nextPrivateKey?: string;
+  /** Path of the next pair's PEM key file (see `nextPrivateKey`); re-read with `credentialsReloadIntervalMs`. */
+  nextPrivateKeyPath?: string;
+  /** `pkcs11:` URI of the next pair's key in a PKCS#11 token (see `nextPrivateKey`). Secret: it may hold `pin-value`. */
+  nextPrivateKeyUri?: string;
+  /** Signs with the next pair's key outside this process (see `nextPrivateKey`); needs the next certificate. */
+  nextSigner?: PlatformAuthSigner;
+  /** PEM text of the next pair's certificate (see `nextPrivateKey`). */
+  nextCertificate?: string;
+  /** Path of the next pair's PEM certificate file (see `nextPrivateKey`); re-read with `credentialsReloadIntervalMs`. */
+  nextCertificatePath?: string;
   /** Certificate thumbprint; required only without a certificate. Case, colons and spaces are ignored. */
   thumbprint?: string;
   /** Hash used for the thumbprint (`iss`). Default `sha1`, the portal's form. */

@@ -106,6 +106,13 @@ function detail(status: TokenProviderStatus): Record<string, unknown> {
       notAfter: status.certificate.notAfter.toISOString(),
     },
     credentialReload: status.credentials.reload.state,
+    // Up: the platform accepts the pair in use; the files are behind and should be promoted.
+    credentialsSwitched: status.credentials.switched && {
+      at: status.credentials.switched.at.toISOString(),
+      from: status.credentials.switched.from,
+      to: status.credentials.switched.to,
+      action: 'the platform accepts the next pair only: make it the current pair in the files',
+    },
     // Degraded is still up: the app calls the platform, each replica with its own token, so no restart is wanted.
     sharedStore: status.sharedStore?.state,
     sharedStoreProblem: status.sharedStore?.problem,

@@ -6,6 +6,7 @@ import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.j
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
 import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
+import { isNotRegisteredRefusal, type NextPairCandidate, type NextPairFallback } from './next-pair.switch.js';
 
 export type ExchangeAttemptsConfig = Pick<
   PlatformAuthSettings,
@@ -15,8 +16,10 @@ export type ExchangeAttemptsConfig = Pick<
 /**
  * One exchange, made of attempts: a fresh assertion per attempt (the signer is asked each time, so credentials it
  * swaps apply from the next attempt), transient failures retried with equal jitter or `Retry-After`, all within the
- * exchange's budget, and one retry with corrected times when the platform's clock is off. Keeps only what outlives
- * an exchange: the measured clock offset and the count.
+ * exchange's budget, and one retry with corrected times when the platform's clock is off. When the platform refuses
+ * the current pair as not registered and a next pair is configured, the next attempt, at once, is signed with the
+ * next pair (and so are its retries); accepted, it becomes the current pair. Keeps only what outlives an exchange:
+ * the measured clock offset and the count.
  */
 export class TokenExchangeAttempts {
   private measuredOffsetMs?: number;
@@ -29,6 +32,7 @@ export class TokenExchangeAttempts {
     private readonly signer: Pick<AssertionSigner, 'createAssertion'>,
     private readonly client: Pick<TokenExchangeClient, 'attempt'>,
     private readonly logger: LoggerService,
+    private readonly nextPair?: NextPairFallback,
   ) {
     // The clock margin is what the assertion tolerates, so it is also where an offset becomes worth mentioning.
     this.hints = { host: new URL(config.tokenUrl).host, clockToleranceSeconds: effectiveClockMargin(config) };
@@ -51,10 +55,13 @@ export class TokenExchangeAttempts {
     let attempts = 0;
     let skewRetryDone = false;
     let previous: AttemptFailure | undefined;
+    /** Set once the current pair was refused as not registered: this exchange signs with the next pair from then. */
+    let next: NextPairCandidate | undefined;
+    let refusedCurrent: AttemptFailure | undefined;
     for (;;) {
       attempts += 1;
       const offsetUsed = correctClockSkew ? (this.measuredOffsetMs ?? 0) : 0;
-      const assertion = await this.signer.createAssertion({ clockOffsetMs: offsetUsed });
+      const assertion = await (next?.signer ?? this.signer).createAssertion({ clockOffsetMs: offsetUsed });
       const sentAt = this.clock.now();
       // The first attempt gets its full timeout; retries only what is left of the exchange's budget.
       const timeoutMs = previous
@@ -63,8 +70,21 @@ export class TokenExchangeAttempts {
       if (previous && timeoutMs <= 0) return failed(previous, attempts - 1, this.hints);
       const outcome = await this.client.attempt(assertion, signal, timeoutMs);
       if (outcome.clockOffsetMs !== undefined) this.measuredOffsetMs = outcome.clockOffsetMs;
-      if (outcome.ok) return { ok: true, token: this.accept(outcome, sentAt), attempts };
+      if (outcome.ok) {
+        next?.accepted();
+        return { ok: true, token: this.accept(outcome, sentAt), attempts };
+      }
       if (signal.aborted) throw signal.reason as Error;
+
+      if (!next && isNotRegisteredRefusal(outcome)) {
+        next = this.nextPair?.candidate();
+        if (next) {
+          refusedCurrent = outcome;
+          continue; // at once, within this exchange
+        }
+      }
+      // The next pair refused as well: the current pair's refusal is the one to report.
+      if (refusedCurrent && isNotRegisteredRefusal(outcome)) return failed(refusedCurrent, attempts, this.hints);
 
       if (this.shouldRetryWithSkewCorrection(outcome, offsetUsed, skewRetryDone)) {
         skewRetryDone = true;

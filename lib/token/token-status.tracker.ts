@@ -13,6 +13,8 @@ export interface StatusSources {
   readonly holder: CredentialsHolder;
   readonly reload: CredentialReloadStatus;
   readonly sharedStore?: SharedStoreStatus;
+  /** The last switch to the next pair, while the files have not caught up. */
+  readonly switched?: { readonly atMs: number; readonly from: string; readonly to: string };
 }
 
 /**
@@ -63,6 +65,12 @@ export class TokenStatusTracker {
         thumbprint: active.credentials.thumbprint,
         activatedAt: new Date(active.activatedAtMs),
         reload: sources.reload,
+        next: holder.next && { thumbprint: holder.next.thumbprint },
+        switched: sources.switched && {
+          at: new Date(sources.switched.atMs),
+          from: sources.switched.from,
+          to: sources.switched.to,
+        },
       },
       sharedStore: sources.sharedStore,
     };

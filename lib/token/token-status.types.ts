@@ -77,6 +77,13 @@ export interface TokenProviderStatus {
     readonly thumbprint: string;
     readonly activatedAt: Date;
     readonly reload: CredentialReloadStatus;
+    /** The next pair (`next*` options or files), tried when the platform refuses the current one as not registered. */
+    readonly next?: { readonly thumbprint: string };
+    /**
+     * Set when this process switched to the next pair (the platform refused the configured one as not registered
+     * and accepted the next), until the files say the same: update them, the next pair becomes the current pair.
+     */
+    readonly switched?: { readonly at: Date; readonly from: string; readonly to: string };
   };
   readonly sharedStore?: SharedStoreStatus;
 }

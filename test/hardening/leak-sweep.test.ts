@@ -191,6 +191,69 @@ describe('leak sweep over logs', () => {
   });
 });
 
+describe('leak sweep over the next pair', () => {
+  it('a next key with a wrong passphrase, and a switch to the next pair, are logged without key, passphrase or token', async () => {
+    const { createTestCredentials } = await import('nestjs-platform-auth/testing');
+    const next = await createTestCredentials();
+    const nextEncrypted = createPrivateKey(next.privateKeyPem)
+      .export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE })
+      .toString();
+    const nextLines = [next.privateKeyPem, nextEncrypted].flatMap((pem) =>
+      pem.split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----')),
+    );
+    @Module({
+      imports: [
+        PlatformAuthModule.forRoot({
+          ...integration.moduleOptions,
+          nextPrivateKey: nextEncrypted,
+          nextCertificate: next.certificatePem,
+          privateKeyPassphrase: `${TEST_PASSPHRASE}!`,
+        }),
+      ],
+    })
+    class BrokenApp {}
+    let failure: unknown;
+    const refused = await captureOutput(async () => {
+      failure = await NestFactory.create(BrokenApp, { logger: new ConsoleLogger(), abortOnError: false }).catch(
+        (e: unknown) => e,
+      );
+    });
+    expect(String(failure)).toMatch(/does not decrypt the key in nextPrivateKey: wrong passphrase/);
+    expectClean(refused, [...secrets(`${TEST_PASSPHRASE}!`), ...nextLines]);
+    expectNoSecrets(failure, [...secrets(`${TEST_PASSPHRASE}!`), ...nextLines]);
+
+    const own = await platform.createIntegration();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        PlatformAuthModule.forRoot({
+          ...own.moduleOptions,
+          nextPrivateKey: next.privateKeyPem,
+          nextCertificate: next.certificatePem,
+        }),
+      ],
+    })
+      .setLogger(new ConsoleLogger({ logLevels: ['warn', 'error', 'fatal'] }))
+      .compile();
+    await moduleRef.init();
+    try {
+      const tokens = moduleRef.get(TokenProvider);
+      const first = await tokens.getAccessToken();
+      platform.replaceCertificate(own.machineId, next.certificatePem);
+      tokens.invalidate(first);
+      let renewed = '';
+      const output = await captureOutput(async () => {
+        renewed = await tokens.getAccessToken();
+      });
+      expect(output).toMatch(/as not registered and accepted the next one/);
+      const needles = [...secrets(first, renewed), ...nextLines];
+      expectClean(output, needles);
+      expectNoSecrets(tokens.status(), needles);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+});
+
 describe('leak sweep over key-custody errors', () => {
   const PIN = 'pin-value-7f3e9a';
 

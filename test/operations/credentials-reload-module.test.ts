@@ -6,6 +6,7 @@ import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
+import { eventually } from '../support/eventually.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { createSecretVolume, type SecretVolume } from '../support/secret-volume.js';
 
@@ -50,7 +51,8 @@ describe('credentialsReloadIntervalMs in the module', () => {
     f.platform.replaceCertificate(f.integration.machineId, next.certificatePem);
     volume.update({ key: next.privateKeyPem, certificate: next.certificatePem });
     f.clock.advance(INTERVAL);
-    expect(f.tokens.status().credentials.thumbprint).toBe(next.thumbprint);
+    // Files are read asynchronously: the check the interval started ends a moment later.
+    await eventually(() => expect(f.tokens.status().credentials.thumbprint).toBe(next.thumbprint));
     expect(await f.tokens.getAccessToken()).toBe(token);
 
     f.clock.advance(600_000); // past the old token's expiry: the renewal is signed with the new pair
@@ -65,8 +67,11 @@ describe('credentialsReloadIntervalMs in the module', () => {
     const next = await createTestCredentials();
     writeFileSync(join(volume.dir, '..data', 'tls.key'), next.privateKeyPem.slice(0, 300));
     f.clock.advance(INTERVAL);
-    const reload = f.tokens.status().credentials.reload;
-    expect(reload.state).toBe('rejected');
+    const reload = await eventually(() => {
+      const status = f.tokens.status().credentials.reload;
+      expect(status.state).toBe('rejected');
+      return status;
+    });
     expect(reload.problems?.[0]).toMatch(/^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): /);
     expect(logger.messages('error')).toEqual([expect.stringMatching(/Changed credential files were refused/)]);
     await f.tokens.getAccessToken();

@@ -35,20 +35,26 @@ async function startReloader(first: TestCredentials) {
     logger,
   );
   reloader.start();
-  return { volume, clock, holder, logger, reloader, thumbprint: () => holder.active.credentials.thumbprint };
+  await reloader.settled();
+  /** One interval on the fake clock, and the check it starts run to its end (files are read asynchronously). */
+  const tick = async (): Promise<void> => {
+    clock.advance(INTERVAL);
+    await reloader.settled();
+  };
+  return { volume, clock, holder, logger, reloader, tick, thumbprint: () => holder.active.credentials.thumbprint };
 }
 
 describe('credential reload from *_PATH files', () => {
   it('picks up a Kubernetes-style secret update (..data symlink swap) on the next check, by the clock', async () => {
     const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
     const r = await startReloader(first);
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.reloader.status()).toMatchObject({ state: 'watching', intervalMs: INTERVAL });
     expect(r.thumbprint()).toBe(first.thumbprint);
 
     r.volume.update({ key: second.privateKeyPem, certificate: second.certificatePem });
     expect(r.thumbprint()).toBe(first.thumbprint); // nothing happens between checks
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(second.thumbprint);
     expect(r.reloader.status().lastReloadAt?.getTime()).toBe(r.clock.now());
     expect(r.logger.messages('log').join('\n')).toContain(`thumbprint ${second.thumbprint} (was ${first.thumbprint})`);
@@ -61,7 +67,7 @@ describe('credential reload from *_PATH files', () => {
     const r = await startReloader(first);
     const before = r.holder.active;
     r.volume.update({ key: first.privateKeyPem, certificate: first.certificatePem });
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.holder.active).toBe(before);
     expect(r.logger.entries).toEqual([]);
     r.reloader.stop();
@@ -71,15 +77,15 @@ describe('credential reload from *_PATH files', () => {
     const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
     const r = await startReloader(first);
     r.volume.removeCurrent();
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(first.thumbprint);
     expect(r.logger.entries).toEqual([]);
     r.volume.update({ key: second.privateKeyPem, certificate: second.certificatePem });
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(second.thumbprint);
 
     r.volume.removeCurrent();
-    for (let i = 0; i < 3; i += 1) r.clock.advance(INTERVAL);
+    for (let i = 0; i < 3; i += 1) await r.tick();
     expect(r.logger.messages('warn')).toEqual([expect.stringMatching(/unreadable for 3 checks/)]);
     expect(r.thumbprint()).toBe(second.thumbprint);
     r.reloader.stop();
@@ -91,7 +97,7 @@ describe('credential reload from *_PATH files', () => {
     const dataDir = join(r.volume.dir, '..data');
     writeFileSync(join(dataDir, 'tls.key'), second.privateKeyPem.slice(0, second.privateKeyPem.length / 2));
     writeFileSync(join(dataDir, 'tls.crt'), second.certificatePem);
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(first.thumbprint);
     const status = r.reloader.status();
     expect(status.state).toBe('rejected');
@@ -101,10 +107,10 @@ describe('credential reload from *_PATH files', () => {
     );
     expectNoSecrets({ status, log: r.logger.entries }, [second.privateKeyPem, first.privateKeyPem]);
 
-    r.clock.advance(INTERVAL); // same half-written content: not checked, not logged again
+    await r.tick(); // same half-written content: not checked, not logged again
     expect(r.logger.messages('error')).toHaveLength(1);
     writeFileSync(join(dataDir, 'tls.key'), second.privateKeyPem);
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(second.thumbprint);
     expect(r.reloader.status().state).toBe('watching');
     expect(r.reloader.status().problems).toBeUndefined();
@@ -115,7 +121,7 @@ describe('credential reload from *_PATH files', () => {
     const [first, second] = await Promise.all([createTestCredentials(), createTestCredentials()]);
     const r = await startReloader(first);
     writeFileSync(join(r.volume.dir, '..data', 'tls.crt'), second.certificatePem);
-    r.clock.advance(INTERVAL);
+    await r.tick();
     expect(r.thumbprint()).toBe(first.thumbprint);
     expect(r.reloader.status().problems?.join('\n')).toMatch(/does not match the private key/);
     r.reloader.stop();

@@ -3,9 +3,14 @@ import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminu
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
+import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
-import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import {
+  createTestCredentials,
+  FakeClock,
+  PlatformEmulator,
+  type EmulatedIntegration,
+} from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { blockContaining, importBlock, scratchProject } from '../support/docs-blocks.js';
 
@@ -28,7 +33,7 @@ afterEach(async () => {
 });
 
 /** An app with `/passive` and `/active` health endpoints on the indicator, against the emulator, on a fake clock. */
-async function startHealthApp(): Promise<HealthApp> {
+async function startHealthApp(module: Partial<PlatformAuthOptions> = {}): Promise<HealthApp> {
   const clock = new FakeClock(Date.now(), { autoAdvance: true });
   const platform = await PlatformEmulator.start({ now: () => clock.now() });
   const integration = await platform.createIntegration();
@@ -53,7 +58,7 @@ async function startHealthApp(): Promise<HealthApp> {
   @Module({
     imports: [
       TerminusModule.forRoot({ logger: false }),
-      PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 } }),
+      PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 }, ...module }),
     ],
     controllers: [HealthController],
     providers: [PlatformAuthHealthIndicator],
@@ -124,6 +129,25 @@ describe('PlatformAuthHealthIndicator', () => {
       message: expect.stringMatching(/certificate has expired/),
       certificate: { expired: true },
     });
+  });
+});
+
+describe('PlatformAuthHealthIndicator across a switch to the next pair', () => {
+  it('stays up and says the files are behind, naming both thumbprints, until they are promoted', async () => {
+    const next = await createTestCredentials();
+    const h = await startHealthApp({ nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem });
+    const current = h.integration.thumbprint;
+    const token = await h.tokens.getAccessToken();
+    const before = await request(h.app.getHttpServer()).get('/passive').expect(200);
+    expect(before.body.info.platform.credentialsSwitched).toBeUndefined();
+    h.platform.replaceCertificate(h.integration.machineId, next.certificatePem);
+    h.tokens.invalidate(token);
+    const response = await request(h.app.getHttpServer()).get('/active').expect(200);
+    expect(response.body.info.platform).toMatchObject({
+      status: 'up',
+      credentialsSwitched: { from: current, to: next.thumbprint, action: expect.stringMatching(/files/) },
+    });
+    expectNoSecrets(response.text, [next.privateKeyPem, h.integration.privateKeyPem]);
   });
 });
 

@@ -134,13 +134,14 @@ describe('npm pack from a clean tree, installed into a fresh app', () => {
         'README.md',
         'SECURITY.md',
         'CHANGELOG.md',
+        'RELIABILITY.md',
         'docs/cli.md',
         'docs/emulator.md',
         'package.json',
       ]),
     );
     expect(
-      packedFiles.filter((file) => /^(lib|test|sample-app|bench|tools)\//.test(file) || file.endsWith('.env')),
+      packedFiles.filter((file) => /^(lib|test|sample-app|bench|soak|tools)\//.test(file) || file.endsWith('.env')),
     ).toEqual([]);
     // Every relative link of the README resolves inside the package.
     const readme = readFileSync(join(root, 'README.md'), 'utf8');

@@ -7,6 +7,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const SLOW_FIRST = [
   'test/packaging/compatibility.test.ts',
+  'test/rotation/soak-quick.test.ts',
   'test/packaging/tarball.test.ts',
   'test/packaging/packaging.test.ts',
   'test/store/shared-store.test.ts',

@@ -15,6 +15,7 @@ import { probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
 import { ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
 import { exchangeOnce } from '../cli.exchange.js';
 import { countChecks, printChecks, signedSeconds, summaryLine } from '../cli.output.js';
+import { isNotRegisteredRefusal, thumbprintPrefix } from '../../token/next-pair.switch.js';
 
 export const doctorCommand: Command = {
   name: 'doctor',
@@ -40,8 +41,16 @@ async function run(context: CommandContext): Promise<number> {
   const credentials = config
     ? { loaded: config.credentials, warnings: config.warnings }
     : await loadCredentialsOnTheirOwn(options, now);
-  const findings: Findings = { problems: byGroup(problems), warnings: byGroup(credentials.warnings) };
+  // The next pair's problems get a check of their own.
+  const isNext = (problem: { option: string }) => problem.option.startsWith('next');
+  const nextProblems = problems.filter(isNext);
+  const findings: Findings = {
+    problems: byGroup(problems.filter((problem) => !isNext(problem))),
+    warnings: byGroup(credentials.warnings),
+  };
   const checks = configurationChecks(options, config, credentials.loaded, findings, now);
+  const nextCheck = nextPairCheck(options, config, nextProblems);
+  if (nextCheck) checks.push(nextCheck);
   try {
     checks.push(...(await platformChecks(options, config, findings)));
   } finally {
@@ -92,6 +101,8 @@ async function platformChecks(
     checks.push(
       check('exchange', 'skip', 'Token exchange', 'not attempted: fix the configuration problems above first'),
     );
+  } else if (config.nextCredentials) {
+    checks.push(...(await bothPairsChecks(config)));
   } else {
     const result = await exchangeOnce(config);
     checks.push(
@@ -168,4 +179,90 @@ function networkFix(code: string): string {
     return "the platform's TLS certificate is not trusted: behind a TLS-inspecting proxy, add its CA with NODE_EXTRA_CA_CERTS";
   }
   return 'check PLATFORM_BASE_URL, DNS, proxies and firewalls';
+}
+
+/** The next pair's start-up checks, when one is configured. */
+function nextPairCheck(
+  options: PlatformAuthOptions,
+  config: ResolvedPlatformAuthConfig | undefined,
+  problems: readonly { setting: string; message: string }[],
+): CheckResult | undefined {
+  const given = [
+    options.nextPrivateKey,
+    options.nextPrivateKeyPath,
+    options.nextPrivateKeyUri,
+    options.nextCertificate,
+    options.nextCertificatePath,
+  ].some((value) => value !== undefined);
+  if (!given) return undefined;
+  if (problems.length > 0) {
+    return check(
+      'next-pair',
+      'fail',
+      'Next pair',
+      problems.map((problem) => `${problem.setting}: ${problem.message}`).join('; '),
+      'make the next pair with npx platform-auth keygen --next, and configure its key and certificate together',
+    );
+  }
+  const next = config?.nextCredentials;
+  if (!next) return check('next-pair', 'skip', 'Next pair', 'not checked: fix the configuration problems above first');
+  const notAfter = next.certificate ? `, valid until ${next.certificate.validTo}` : '';
+  return check(
+    'next-pair',
+    'pass',
+    'Next pair',
+    `thumbprint ${next.thumbprint}${notAfter}; it differs from the current pair and passes every start-up check`,
+  );
+}
+
+/**
+ * With a next pair: one exchange signed with each pair on its own, and which one the platform accepts now. Before
+ * the portal step the current pair is accepted and the next one "not registered"; after it, the other way round.
+ */
+async function bothPairsChecks(config: ResolvedPlatformAuthConfig): Promise<CheckResult[]> {
+  const next = config.nextCredentials!;
+  const current = await exchangeOnce({ ...config, nextCredentials: undefined });
+  const withNext = await exchangeOnce({ ...config, credentials: next, nextCredentials: undefined });
+  const label = (which: string, thumbprint: string) =>
+    `Token exchange, ${which} pair (${thumbprintPrefix(thumbprint)})`;
+  const accepted = (result: Awaited<ReturnType<typeof exchangeOnce>>) =>
+    result.ok ? `the platform accepts it: it issued a ${result.tokenType} token in ${result.durationMs} ms` : '';
+  const checks: CheckResult[] = [];
+  const currentLabel = label('current', config.credentials.thumbprint);
+  const nextLabel = label('next', next.thumbprint);
+  if (current.ok) {
+    checks.push(check('exchange', 'pass', currentLabel, accepted(current)));
+  } else if (withNext.ok && isNotRegisteredRefusal(current.error)) {
+    checks.push(
+      check(
+        'exchange',
+        'warn',
+        currentLabel,
+        `refused as not registered: the portal holds the next certificate now (${current.error.summary})`,
+        'promote the files: the next pair becomes the current pair (PLATFORM_PRIVATE_KEY_PATH, PLATFORM_CERTIFICATE_PATH), PLATFORM_NEXT_* a new next pair or nothing',
+      ),
+    );
+  } else {
+    checks.push(check('exchange', 'fail', currentLabel, current.error.summary, current.error.hint));
+  }
+  if (withNext.ok) {
+    checks.push(
+      check('exchange-next', 'pass', nextLabel, `${accepted(withNext)}; the platform accepts the next pair now`),
+    );
+  } else if (current.ok && isNotRegisteredRefusal(withNext.error)) {
+    checks.push(
+      check(
+        'exchange-next',
+        'pass',
+        nextLabel,
+        'not registered yet, as expected before the portal step: the module switches to it within an exchange once the portal holds it',
+      ),
+    );
+  } else {
+    checks.push(check('exchange-next', 'fail', nextLabel, withNext.error.summary, withNext.error.hint));
+  }
+  for (const warning of [...current.warnings, ...withNext.warnings]) {
+    checks.push(check('exchange', 'warn', 'Token exchange', warning));
+  }
+  return checks;
 }

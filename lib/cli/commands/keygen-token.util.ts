@@ -6,6 +6,7 @@ import { formatPkcs11Uri, parsePkcs11Uri, type Pkcs11Uri } from '../../credentia
 import { describeCertificate, validityText } from '../certificate-info.util.js';
 import { CommandFailure, UsageError, type CommandContext } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
+import { rotationSteps } from './rotation-steps.util.js';
 
 /** Where the configuration's PIN file goes when the URI gave a PIN value (which is never printed). */
 const PIN_FILE_PLACEHOLDER = '/path/to/pin-file';
@@ -24,6 +25,8 @@ export interface TokenKeygenTarget {
   readonly commonName: string;
   writeNew(path: string, content: string, mode: number): void;
   shellWord(path: string): string;
+  /** keygen --next: the next pair for a rotation, configured as PLATFORM_NEXT_*. */
+  readonly next?: boolean;
 }
 
 /**
@@ -60,18 +63,22 @@ export async function keygenInToken(
   const pinGiven = uri.pin !== undefined && 'value' in uri.pin;
   const keyUri = formatPkcs11Uri(uri, id, PIN_FILE_PLACEHOLDER);
   const idHex = id.toString('hex');
-  const nextSteps = [
-    'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
-    `Enter the name and contact information, upload ${target.certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
-    "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
-    `Configure the application (the private key stays in the token; install the pkcs11js package beside the module${pinGiven || !uri.pin ? `; put the PIN in a file readable by the application only and replace ${PIN_FILE_PLACEHOLDER}` : ''}):`,
-  ];
-  const env = {
-    PLATFORM_BASE_URL: 'https://{platform_domain}',
-    PLATFORM_MACHINE_ID: '<machineId from the portal>',
-    PLATFORM_PRIVATE_KEY_URI: keyUri,
-    PLATFORM_CERTIFICATE_PATH: target.certificatePath,
-  };
+  const nextSteps = target.next
+    ? rotationSteps(target.certificatePath)
+    : [
+        'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
+        `Enter the name and contact information, upload ${target.certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
+        "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
+        `Configure the application (the private key stays in the token; install the pkcs11js package beside the module${pinGiven || !uri.pin ? `; put the PIN in a file readable by the application only and replace ${PIN_FILE_PLACEHOLDER}` : ''}):`,
+      ];
+  const env: Record<string, string> = target.next
+    ? { PLATFORM_NEXT_PRIVATE_KEY_URI: keyUri, PLATFORM_NEXT_CERTIFICATE_PATH: target.certificatePath }
+    : {
+        PLATFORM_BASE_URL: 'https://{platform_domain}',
+        PLATFORM_MACHINE_ID: '<machineId from the portal>',
+        PLATFORM_PRIVATE_KEY_URI: keyUri,
+        PLATFORM_CERTIFICATE_PATH: target.certificatePath,
+      };
 
   const out = context.out;
   if (out.json) {
@@ -108,7 +115,7 @@ export async function keygenInToken(
   out.print('Next steps:');
   nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
   for (const [name, value] of Object.entries(env)) {
-    const quoted = name === 'PLATFORM_PRIVATE_KEY_URI' || name === 'PLATFORM_CERTIFICATE_PATH';
+    const quoted = /^PLATFORM_(NEXT_)?(PRIVATE_KEY_URI|CERTIFICATE_PATH)$/.test(name);
     out.print(`       ${name}=${quoted ? target.shellWord(value) : value}`);
   }
   out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);

@@ -14,16 +14,20 @@ import {
 } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
 import { keygenInToken, parseKeyUri } from './keygen-token.util.js';
+import { rotationSteps } from './rotation-steps.util.js';
 
 const PRIVATE_KEY_FILE = 'private-key.pem';
 const CERTIFICATE_FILE = 'publickey.cer';
+/** With --next: the next pair, beside the current one. */
+const NEXT_PRIVATE_KEY_FILE = 'next-private-key.pem';
+const NEXT_CERTIFICATE_FILE = 'next-publickey.cer';
 const DEFAULT_COMMON_NAME = 'platform system integration';
 /** X.520 upper bound for a common name. */
 const MAX_COMMON_NAME_LENGTH = 64;
 
 export const keygenCommand: Command = {
   name: 'keygen',
-  synopsis: '[--out DIR] [--days N] [--name CN] [--key-uri URI]',
+  synopsis: '[--out DIR] [--days N] [--name CN] [--key-uri URI] [--next]',
   description: [
     'Generates the key pair of docs/platform-contract.md#keys-and-certificates: an RSA-2048 private key',
     `(PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600) and a self-signed X.509 certificate for it (PEM,`,
@@ -31,8 +35,14 @@ export const keygenCommand: Command = {
     'With --key-uri the pair is generated inside the PKCS#11 token instead (sensitive, never extractable) and only',
     `${CERTIFICATE_FILE} is written, signed by the token's key (docs/key-custody.md).`,
     'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
+    `With --next it prepares the next pair for a rotation, beside the current one (${NEXT_PRIVATE_KEY_FILE},`,
+    `${NEXT_CERTIFICATE_FILE}), and prints the rotation runbook's steps and the PLATFORM_NEXT_* variables.`,
   ].join('\n'),
   options: {
+    next: {
+      type: 'boolean',
+      description: `the next pair for a rotation: ${NEXT_PRIVATE_KEY_FILE} and ${NEXT_CERTIFICATE_FILE}, configured as PLATFORM_NEXT_*`,
+    },
     'key-uri': {
       type: 'string',
       placeholder: 'URI',
@@ -62,8 +72,9 @@ async function run(context: CommandContext): Promise<number> {
   const days = integerOption(context, 'days', { min: 1, max: 3650, fallback: 365 });
   const commonName = commonNameOption(context);
   const dir = resolve(context.cwd, stringOption(context, 'out') ?? '.');
-  const keyPath = join(dir, PRIVATE_KEY_FILE);
-  const certificatePath = join(dir, CERTIFICATE_FILE);
+  const next = context.options.next === true;
+  const keyPath = join(dir, next ? NEXT_PRIVATE_KEY_FILE : PRIVATE_KEY_FILE);
+  const certificatePath = join(dir, next ? NEXT_CERTIFICATE_FILE : CERTIFICATE_FILE);
   const keyUri = stringOption(context, 'key-uri');
   const inToken = keyUri === undefined ? undefined : parseKeyUri(keyUri);
 
@@ -81,7 +92,7 @@ async function run(context: CommandContext): Promise<number> {
     throw new CommandFailure(`cannot create directory '${dir}': ${describeFsError(error)}`);
   }
 
-  if (inToken) return keygenInToken(context, inToken, { certificatePath, days, commonName, writeNew, shellWord });
+  if (inToken) return keygenInToken(context, inToken, { certificatePath, days, commonName, writeNew, shellWord, next });
 
   // In-memory generation with the module's own helper (WebCrypto key, @peculiar/x509 certificate): the same code
   // path the emulator and the tests use, so what keygen writes is exactly what the module is tested against.
@@ -96,19 +107,23 @@ async function run(context: CommandContext): Promise<number> {
 
   const now = context.now();
   const info = describeCertificate(new X509Certificate(credentials.certificatePem), now);
-  const nextSteps = [
-    'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
-    `Enter the name and contact information, upload ${certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
-    "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
-    'Configure the application (the private key stays on its machine; never commit or upload it):',
-  ];
+  const nextSteps = next
+    ? rotationSteps(certificatePath)
+    : [
+        'In the Administration Portal: select the organisation, then Distribution, then System integration, then Add System integration.',
+        `Enter the name and contact information, upload ${certificatePath}, and choose the permissions ("Send message"; "Retrieve billing data" only if required).`,
+        "Note the machineId the portal assigns (it becomes the assertion's sub) and check that it shows the thumbprint above.",
+        'Configure the application (the private key stays on its machine; never commit or upload it):',
+      ];
   const tryLocally = `npx platform-auth emulator --certificate ${shellWord(certificatePath)}`;
-  const env = {
-    PLATFORM_BASE_URL: 'https://{platform_domain}',
-    PLATFORM_MACHINE_ID: '<machineId from the portal>',
-    PLATFORM_PRIVATE_KEY_PATH: keyPath,
-    PLATFORM_CERTIFICATE_PATH: certificatePath,
-  };
+  const env: Record<string, string> = next
+    ? { PLATFORM_NEXT_PRIVATE_KEY_PATH: keyPath, PLATFORM_NEXT_CERTIFICATE_PATH: certificatePath }
+    : {
+        PLATFORM_BASE_URL: 'https://{platform_domain}',
+        PLATFORM_MACHINE_ID: '<machineId from the portal>',
+        PLATFORM_PRIVATE_KEY_PATH: keyPath,
+        PLATFORM_CERTIFICATE_PATH: certificatePath,
+      };
 
   const out = context.out;
   if (out.json) {
@@ -122,6 +137,7 @@ async function run(context: CommandContext): Promise<number> {
       notBefore: info.notBefore,
       notAfter: info.notAfter,
       days,
+      next,
       nextSteps,
       env,
       tryLocally,
@@ -143,7 +159,9 @@ async function run(context: CommandContext): Promise<number> {
   out.print('Next steps:');
   nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
   for (const [name, value] of Object.entries(env)) out.print(`       ${name}=${value}`);
-  out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);
+  out.print(
+    `  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor${next ? ' (it checks both pairs and says which one the platform accepts)' : ''}`,
+  );
   out.print();
   out.print('Before the portal, try the pair locally against the emulator (no code, nothing leaves this machine):');
   out.print(`  ${tryLocally}`);
