@@ -8,7 +8,8 @@ import { startEmbeddedPlatform } from './embedded-platform.js';
  * Starts the sample app. Without PLATFORM_BASE_URL it first starts the embedded platform emulator, registers a
  * fresh integration (and, unless `--once`, a user client for sign-in) and points the app at it, so a fresh clone
  * runs with no platform account.
- * `--once`: one authenticated call end to end, then exit (0 on success).
+ * With the embedded emulator it makes one authenticated call through the app and prints it, then what to try.
+ * `--once`: that call end to end, then exit (0 on success).
  */
 const once = process.argv.includes('--once');
 const requestedPort = once ? 0 : Number(process.env.PORT ?? 3000);
@@ -34,7 +35,8 @@ async function shutdown(): Promise<void> {
   await emulator?.close();
 }
 
-if (once) {
+/** One authenticated call through the app: POST /messages, which sends to the platform with the module's token. */
+async function authenticatedCall(): Promise<number> {
   const response = await fetch(`${base}/messages`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -42,10 +44,24 @@ if (once) {
   });
   const body = await response.text();
   console.log(`POST ${base}/messages -> ${response.status} ${body}`);
+  return response.status;
+}
+
+if (once) {
+  const status = await authenticatedCall();
   await shutdown();
-  process.exitCode = response.status === 202 ? 0 : 1;
+  process.exitCode = status === 202 ? 0 : 1;
 } else {
-  console.log(`Sample app listening on ${base}. Try:
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void shutdown());
+  }
+  console.log(`Sample app listening on ${base}.`);
+  // Against the embedded emulator only: against a real platform this would send a real message.
+  if (emulator) {
+    console.log('One authenticated call through it, to show it works:');
+    await authenticatedCall();
+  }
+  console.log(`Try:
   curl -s ${base}/health
   curl -s -X POST ${base}/messages -H 'Content-Type: application/json' -d '{"to":"someone","text":"hello"}'
   curl -s ${base}/billing                              # through the billing integration
@@ -57,7 +73,4 @@ which calls the platform as that user (${base}/logout signs out).`
       : ''
   }
 Ctrl+C stops it.`);
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void shutdown());
-  }
 }

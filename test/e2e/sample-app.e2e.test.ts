@@ -136,7 +136,7 @@ describe('the README demo, `npm run demo`: the sample app launcher with --once',
 });
 
 describe('the README start command, `npm start`: the sample app launcher', () => {
-  it('prints how to sign in as a user in a browser, and serves the sign-in redirect', async () => {
+  it('shows one authenticated call, prints how to sign in as a user in a browser, and serves the sign-in redirect', async () => {
     const env = Object.fromEntries(Object.entries(saved).filter(([key]) => !key.startsWith('PLATFORM_')));
     // Port 0 would leave the redirect URI unknown before start-up; a high fixed one is free on a test machine.
     const port = String(40_000 + (process.pid % 20_000));
@@ -155,6 +155,7 @@ describe('the README start command, `npm start`: the sample app launcher', () =>
         });
         child.once('exit', (code) => reject(new Error(`the launcher exited (${code}):\n${stdout}`)));
       });
+      expect(stdout).toContain(`POST http://127.0.0.1:${port}/messages -> 202 {"accepted":true`);
       expect(stdout).toContain(`open http://127.0.0.1:${port}/login, pick a test user and approve`);
       const login = await fetch(`http://127.0.0.1:${port}/login`, { redirect: 'manual' });
       expect(login.status).toBe(302);
