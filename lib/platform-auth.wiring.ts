@@ -65,7 +65,7 @@ export class PlatformAuthRuntime {
     const store = config.tokenStore
       ? new TokenStoreHost({
           settings: config.tokenStore,
-          identity: { ...config, thumbprint: config.credentials.thumbprint },
+          identity: config,
           clock,
           integration,
           logger,

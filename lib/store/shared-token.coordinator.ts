@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
+import { isNotRegisteredRefusal } from '../token/next-pair.switch.js';
 import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
@@ -183,8 +184,9 @@ export class SharedTokenCoordinator {
     try {
       const outcome = await member.source.exchange(signal, member.policy);
       if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token));
-      // Before the lock is released, so no waiter takes it and tries again meanwhile.
-      else if (owner)
+      // Before the lock is released, so no waiter takes it and tries again meanwhile. Not a refusal of this
+      // replica's certificate as not registered: a replica that holds the next pair would be accepted.
+      else if (owner && !isNotRegisteredRefusal(outcome.error))
         await this.bestEffort(() => this.writeFailure(outcome.error, member.policy.retryAtAfter(outcome)));
       return outcome;
     } finally {

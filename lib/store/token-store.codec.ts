@@ -73,24 +73,19 @@ export function fingerprintOf(accessToken: string): string {
 }
 
 /**
- * The namespace of one integration on one platform: a hash, so key names carry no URL, machineId or thumbprint,
- * and staging and production (or two integrations) never share an entry.
+ * The namespace of one integration on one platform: a hash, so key names carry no URL or machineId, and staging and
+ * production (or two integrations) never share an entry. Not the certificate: a token is the integration's whichever
+ * registered pair obtained it, so replicas on either side of a certificate rotation (switched to the next pair, or
+ * restarted with the promoted files) share one token.
  */
 export interface NamespaceInput {
   readonly tokenUrl: string;
   readonly audience: string;
   readonly machineId: string;
-  readonly thumbprint: string;
 }
 
 export function namespaceOf(identity: NamespaceInput): string {
-  return hashOf(
-    'platform-auth namespace',
-    identity.tokenUrl,
-    identity.audience,
-    identity.machineId,
-    identity.thumbprint,
-  )
+  return hashOf('platform-auth namespace', identity.tokenUrl, identity.audience, identity.machineId)
     .slice(0, 32)
     .replace(/[{}]/g, '');
 }
