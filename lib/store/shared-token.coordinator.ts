@@ -25,6 +25,10 @@ export interface SharedTokenTiming {
 interface FleetMember {
   readonly source: TokenSource;
   readonly policy: ExchangePolicy;
+  /** The tag of the token whose refusal this exchange answers: only a token obtained after a refusal of it will do. */
+  readonly answering?: string;
+  /** The tokens refused here before it started: the token it obtains is stored as obtained after their refusal. */
+  readonly after: readonly string[];
 }
 
 type Outcome = ExchangeOutcome;
@@ -74,6 +78,8 @@ export class SharedTokenCoordinator {
   private readonly clock: Clock;
   private readonly timing: SharedTokenTiming;
   private readonly rejectedTags: string[] = [];
+  /** The tag of the last token refused here that no exchange has answered yet. */
+  private unanswered?: string;
   private pendingInvalidation?: Promise<void>;
 
   constructor(
@@ -97,7 +103,14 @@ export class SharedTokenCoordinator {
    * whose `retryAfterMs` makes this replica fail fast until the fleet's back-off ends.
    */
   async obtain(source: TokenSource, policy: ExchangePolicy, signal: AbortSignal): Promise<Outcome> {
-    const member: FleetMember = { source, policy };
+    const member: FleetMember = { source, policy, answering: this.unanswered, after: [...this.rejectedTags] };
+    const outcome = await this.obtainFor(member, signal);
+    if (outcome.ok && this.unanswered === member.answering) this.unanswered = undefined;
+    return outcome;
+  }
+
+  private async obtainFor(member: FleetMember, signal: AbortSignal): Promise<Outcome> {
+    const { source, policy } = member;
     if (!this.health.mayAsk()) return source.exchange(signal, policy);
     let found: Outcome | { owner: string } | undefined;
     try {
@@ -116,6 +129,7 @@ export class SharedTokenCoordinator {
     const tag = fingerprintOf(accessToken);
     if (this.rejectedTags.includes(tag)) return;
     this.rejectedTags.push(tag);
+    this.unanswered = tag;
     if (this.rejectedTags.length > REJECTED_TAGS_KEPT) this.rejectedTags.shift();
     if (!this.health.mayAsk()) return;
     this.pendingInvalidation = this.attempt(() => this.store.deleteIfTagged(this.keys.token, tag)).then(
@@ -171,8 +185,10 @@ export class SharedTokenCoordinator {
 
   /** What the fleet has settled: a usable token, or a failure still in its back-off; else `undefined`. */
   private async readSettled(member: FleetMember): Promise<Outcome | undefined> {
-    const token = await this.readToken();
-    if (token && member.policy.isFresh(token)) return { ok: true, token, attempts: 0 };
+    const stored = await this.readToken();
+    // A token renewed before the refusal being answered may be refused too (the platform's clock jumped ahead).
+    const usable = stored && (!member.answering || stored.after?.includes(member.answering));
+    if (usable && member.policy.isFresh(stored.token)) return { ok: true, token: stored.token, attempts: 0 };
     return this.readFailure();
   }
 
@@ -183,7 +199,7 @@ export class SharedTokenCoordinator {
   ): Promise<Outcome> {
     try {
       const outcome = await member.source.exchange(signal, member.policy);
-      if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token));
+      if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token, member.after));
       // Before the lock is released, so no waiter takes it and tries again meanwhile. Not a refusal of this
       // replica's certificate as not registered: a replica that holds the next pair would be accepted.
       else if (owner && !isNotRegisteredRefusal(outcome.error))
@@ -206,7 +222,7 @@ export class SharedTokenCoordinator {
     }
   }
 
-  private async readToken(): Promise<IssuedToken | undefined> {
+  private async readToken(): Promise<{ token: IssuedToken; after?: readonly string[] } | undefined> {
     const entry = await this.attempt(() => this.store.get(this.keys.token));
     if (!entry || this.rejectedTags.includes(entry.tag)) return undefined;
     const opened = await this.open(entry, 'token');
@@ -215,7 +231,7 @@ export class SharedTokenCoordinator {
       return undefined;
     }
     this.health.resolved('unreadable-entry');
-    return opened.token;
+    return opened;
   }
 
   /** An entry's content, or `undefined` when it is oversized (never opened) or does not open with the keys here. */
@@ -224,11 +240,11 @@ export class SharedTokenCoordinator {
     return this.codec.open(entry.payload, kind, entry.version);
   }
 
-  private async writeToken(token: IssuedToken): Promise<void> {
+  private async writeToken(token: IssuedToken, after: readonly string[]): Promise<void> {
     const ttlMs = token.expiresAtMs - this.clock.now();
     if (ttlMs <= 0) return;
     const version = Math.round(token.expiresAtMs);
-    const payload = await this.codec.seal({ kind: 'token', token }, version);
+    const payload = await this.codec.seal({ kind: 'token', token, after }, version);
     const written = await this.attempt(() =>
       this.store.setIfNewer(this.keys.token, { version, tag: fingerprintOf(token.accessToken), payload }, ttlMs),
     );

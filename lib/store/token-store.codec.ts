@@ -90,7 +90,9 @@ export function namespaceOf(identity: NamespaceInput): string {
     .replace(/[{}]/g, '');
 }
 
-type Sealed = { kind: 'token'; token: IssuedToken } | { kind: 'failure'; failure: SharedFailure };
+/** A token's `after`: tags of the tokens refused (401) on the writing replica before its exchange started. */
+type Sealed =
+  { kind: 'token'; token: IssuedToken; after?: readonly string[] } | { kind: 'failure'; failure: SharedFailure };
 
 /**
  * Encrypts and authenticates what goes into the store (JWE `dir` + `A256GCM`), binding each payload to its

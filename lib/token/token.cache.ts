@@ -1,5 +1,6 @@
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
+import { TokenRefusals } from './token-refusals.js';
 
 /** An access token as an exchange (or the shared store) hands it over: absolute times, by the local clock. */
 export interface IssuedToken {
@@ -109,6 +110,9 @@ export class TokenCache implements ExchangePolicy {
   // True private fields: the token must not show when someone logs or inspects the cache or its owner.
   #current?: CachedToken;
   #inflight?: Promise<CachedToken>;
+  /** The number of the exchange in flight, once it has started (it may wait out the minimum interval first). */
+  private inflightNumber?: number;
+  private readonly refusals = new TokenRefusals();
   private failure?: FailureState;
   private lastExchangeStartMs?: number;
 
@@ -133,7 +137,14 @@ export class TokenCache implements ExchangePolicy {
     const cached = this.peek();
     if (cached) return Promise.resolve(cached);
     if (this.shutdown.aborted) return Promise.reject(this.shutdown.reason as Error);
-    if (this.#inflight) return this.#inflight;
+    if (this.#inflight) {
+      if (!this.refusals.isStale(this.inflightNumber)) return this.#inflight;
+      // Started before a refusal, its token may be refused too: the next exchange starts once it is done.
+      return this.#inflight.then(
+        () => this.get(),
+        () => this.get(),
+      );
+    }
     const failure = this.failure;
     const now = this.clock.now();
     if (failure && now < failure.retryAtMs) return Promise.reject(backoffError(failure.error, failure.retryAtMs - now));
@@ -141,14 +152,18 @@ export class TokenCache implements ExchangePolicy {
   }
 
   /**
-   * The platform refused `accessToken`: the source forgets its copy, and the cache drops it if it is still the
-   * current one (a token already replaced is left alone).
+   * The platform refused `accessToken`, a token this cache obtained. On its first refusal no token obtained before is
+   * handed out again, the current one included even when it replaced `accessToken`: a platform clock that jumped
+   * ahead refuses the newest token too. The next one comes from an exchange started from now on (or is shared by a
+   * replica that obtained it after a refusal of `accessToken`), for every call refused with `accessToken`.
+   * Returns whether the current token was dropped.
    */
   invalidate(accessToken: string): boolean {
+    if (!this.refusals.refused(accessToken)) return false;
     this.options.source.refused?.(accessToken);
-    if (this.#current?.accessToken !== accessToken) return false;
+    const dropped = this.#current !== undefined;
     this.#current = undefined;
-    return true;
+    return dropped;
   }
 
   /** The cached token even when due or unusable, without starting a renewal: for status and gauges. */
@@ -189,10 +204,12 @@ export class TokenCache implements ExchangePolicy {
 
   private start(): Promise<CachedToken> {
     const signal = this.shutdown;
+    this.inflightNumber = undefined;
     const run = (): Promise<CachedToken> => {
       const startedAtMs = this.clock.now();
       this.lastExchangeStartMs = startedAtMs;
-      return this.options.source.exchange(signal, this).then((outcome) => this.settle(outcome, startedAtMs));
+      const number = (this.inflightNumber = this.refusals.exchangeStarted());
+      return this.options.source.exchange(signal, this).then((outcome) => this.settle(outcome, startedAtMs, number));
     };
     // Usually nothing is left of the minimum interval and the exchange starts at once; otherwise it waits it out.
     const last = this.lastExchangeStartMs;
@@ -210,11 +227,13 @@ export class TokenCache implements ExchangePolicy {
     return exchange;
   }
 
-  private settle(outcome: ExchangeOutcome, startedAtMs: number): CachedToken {
+  private settle(outcome: ExchangeOutcome, startedAtMs: number, number: number): CachedToken {
     const finishedAtMs = this.clock.now();
     if (outcome.ok) {
       const token = this.cacheable(outcome.token);
-      this.#current = token;
+      this.refusals.obtained(token.accessToken);
+      // Its callers asked before the refusal: they get it, and renew if it meets a 401 too.
+      if (!this.refusals.isStale(number)) this.#current = token;
       this.failure = undefined;
       this.report({
         ok: true,

@@ -60,9 +60,11 @@ export class TokenProvider {
   }
 
   /**
-   * Drops `token` if it is still the cached one (say, after the platform answered 401 to it), and the shared store's
-   * copy if it is still the stored one. A token that was already replaced is left alone, so a late 401 never throws
-   * away a fresh token.
+   * Tells the provider the platform refused `token` (a 401). The first time for a token it handed out, it drops the
+   * cached token even if it has replaced `token` since (a platform clock that jumped ahead refuses every token issued
+   * before), and the shared store's copy of `token`; the next token comes from an exchange started after this call,
+   * or from a replica that obtained it after a refusal of `token`. Calls refused with the same token share that one
+   * renewal: a second call for it changes nothing. Returns whether the cached token was dropped.
    */
   invalidate(token: string): boolean {
     return this.#core.cache.invalidate(token);

@@ -195,6 +195,32 @@ describe('TokenCache: invalidate and close', () => {
     expect(cache.state).toBe('none');
   });
 
+  it('after a refusal hands out no token obtained before it: a renewal already in flight is waited out, not joined', async () => {
+    const { clock, platform, cache, settled } = setUp();
+    const first = cache.get();
+    platform.succeed();
+    await first;
+    clock.advance(550_000);
+    expect(cache.peek()?.accessToken).toBe('token-1');
+    await settled();
+    expect(platform.calls).toBe(2);
+
+    // The renewal started before the 401: the platform may refuse its token too (its clock jumped ahead).
+    expect(cache.invalidate('token-1')).toBe(true);
+    const afterRefusal = [cache.get(), cache.get()];
+    platform.succeed();
+    await settled();
+    expect(platform.calls).toBe(3);
+    expect(cache.peek()).toBeUndefined();
+    platform.succeed();
+    expect((await Promise.all(afterRefusal)).map((token) => token.accessToken)).toEqual(['token-3', 'token-3']);
+
+    // Another call refused with the same token shares that renewal.
+    expect(cache.invalidate('token-1')).toBe(false);
+    expect(cache.peek()?.accessToken).toBe('token-3');
+    expect(platform.calls).toBe(3);
+  });
+
   it('cancels the exchange in flight and refuses new ones after shutdown', async () => {
     const { platform, cache, shutdown } = setUp();
     const pending = cache.get().catch((e: unknown) => e);
