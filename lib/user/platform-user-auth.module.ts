@@ -20,7 +20,7 @@ import {
   type PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
-import { PlatformUserAuth, createPlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuth } from './platform-user-auth.service.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import {
   forgetUserSecrets,
@@ -29,7 +29,7 @@ import {
   type ResolvedUserAuthConfig,
 } from './user-options.resolver.js';
 import { EndedSessions } from './user-session.ended.js';
-import { PlatformUserSessions, createPlatformUserSessions } from './user-session.service.js';
+import { PlatformUserSessions } from './user-session.service.js';
 
 /** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
 const injectedByClass = { PlatformUserAuth, PlatformUserSessions, PlatformUserGuard };
@@ -67,12 +67,14 @@ registerBuildClasses('user', injectedByClass);
     },
     {
       provide: PlatformUserAuth,
-      useFactory: createPlatformUserAuth,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
+        new PlatformUserAuth(config, clock, ended),
       inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
     },
     {
       provide: PlatformUserSessions,
-      useFactory: createPlatformUserSessions,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
+        new PlatformUserSessions(config, clock, ended),
       inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
     },
     PlatformUserGuard,
