@@ -14,3 +14,13 @@ export const PLATFORM_AUTH_INTEGRATION: unique symbol = Symbol.for('nestjs-platf
 export const PLATFORM_AUTH_LOGGER = Symbol('PLATFORM_AUTH_LOGGER');
 
 export const LOGGER_CONTEXT = 'PlatformAuth';
+
+/**
+ * The injection token of a service the package's modules provide (`TokenProvider`, `PlatformUserAuth`, …), of the
+ * default integration or of the named one. From the global symbol registry: the package's ES module and CommonJS
+ * builds, both loaded in one process, name the same token, so a class written against one build is injected by a
+ * module of the other without either build keeping a registry.
+ */
+export function sharedToken(service: string, integration?: string): symbol {
+  return Symbol.for(`nestjs-platform-auth:${service}${integration === undefined ? '' : `:${integration}`}`);
+}

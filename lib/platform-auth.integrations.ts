@@ -1,67 +1,44 @@
 import { Inject, type Abstract } from '@nestjs/common';
+import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
-import { sharedAcrossBuilds } from './platform-auth.builds.js';
-import { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
+import { PLATFORM_AUTH_HTTP_SERVICE, sharedToken } from './platform-auth.constants.js';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { TokenProvider } from './token/token.provider.js';
 
-type ServiceKind = 'PlatformHttpService' | 'TokenProvider' | 'AssertionSigner';
-
-/*
- * Named tokens must be the same object wherever they are asked for (in `@InjectTokenProvider('billing')` and in the
- * module that provides it), so they are memoised per process, and shared by the package's ES module and CommonJS
- * builds when both are loaded. The set of registered names exists only to make the error for a misspelt name list
- * the names that do exist; it never decides what is injected.
+/**
+ * The services every integration's module provides under a shared token, by name: spelt out, since a minifier
+ * renames classes and the two builds must agree.
  */
-const { namedTokens, registeredNames } = sharedAcrossBuilds('integrations', () => ({
-  namedTokens: new Map<string, Abstract<unknown>>(),
-  registeredNames: new Set<string>(),
-}));
-
-/** Records that a module provides `name`, for the message of a misspelt name elsewhere. */
-export function registerIntegrationName(name: string): void {
-  registeredNames.add(name);
-}
+const SERVICES = {
+  PlatformHttpService,
+  TokenProvider,
+  AssertionSigner,
+  PlatformAuthInterceptor,
+} as const satisfies Record<string, Abstract<unknown>>;
 
 /**
- * The injection token of a named integration's service. It is a function so that Nest, which names an unknown
- * dependency by the token's `name`, says which integration is missing and which ones are registered.
+ * The shared token of an integration's service: `nestjs-platform-auth:TokenProvider` for the default integration,
+ * `nestjs-platform-auth:TokenProvider:billing` for a named one. Nest names a token it cannot find, so a misspelt
+ * name fails at start-up saying which service and which integration it looked for.
  */
-function namedToken(kind: ServiceKind, name: string): Abstract<unknown> {
-  const key = `${kind}:${name}`;
-  let token = namedTokens.get(key);
-  if (!token) {
-    const created: Abstract<unknown> = class {};
-    Object.defineProperty(created, 'name', {
-      get: () =>
-        registeredNames.has(name)
-          ? `${kind}(${name})`
-          : `${kind} of integration '${name}' (not registered; registered integrations: ${
-              [...registeredNames].map((n) => `'${n}'`).join(', ') || 'none'
-            })`,
-    });
-    namedTokens.set(key, created);
-    token = created;
-  }
-  return token;
+function serviceToken(service: keyof typeof SERVICES, name?: string): symbol {
+  const integration = integrationName(name);
+  return sharedToken(service, integration === DEFAULT_INTEGRATION ? undefined : integration);
 }
 
-export function getPlatformHttpServiceToken(name?: string): Abstract<unknown> | symbol {
-  const integration = integrationName(name);
-  return integration === DEFAULT_INTEGRATION
+export function getPlatformHttpServiceToken(name?: string): symbol {
+  return integrationName(name) === DEFAULT_INTEGRATION
     ? PLATFORM_AUTH_HTTP_SERVICE
-    : namedToken('PlatformHttpService', integration);
+    : serviceToken('PlatformHttpService', name);
 }
 
-export function getTokenProviderToken(name?: string): Abstract<unknown> {
-  const integration = integrationName(name);
-  return namedToken('TokenProvider', integration);
+export function getTokenProviderToken(name?: string): symbol {
+  return serviceToken('TokenProvider', name);
 }
 
-export function getAssertionSignerToken(name?: string): Abstract<unknown> {
-  const integration = integrationName(name);
-  return namedToken('AssertionSigner', integration);
+export function getAssertionSignerToken(name?: string): symbol {
+  return serviceToken('AssertionSigner', name);
 }
 
 /** Injects the authenticated `PlatformHttpService` of the default integration, or of the named one. */
@@ -77,14 +54,13 @@ export const InjectAssertionSigner = (name?: string): ParameterDecorator & Prope
   Inject(getAssertionSignerToken(name));
 
 /**
- * The aliases every module provides and exports: its services under tokens of its own. A named module exports only
+ * The aliases every module provides and exports: its services under their shared tokens. A named module exports only
  * these; the default one also exports its services by class. Each is unique in the application, so
  * `app.get(getTokenProviderToken())` finds the default integration's even with named ones beside it.
  */
-export function namedServiceTokens(name: string): { provide: Abstract<unknown>; useExisting: object }[] {
-  return [
-    { provide: namedToken('PlatformHttpService', name), useExisting: PlatformHttpService },
-    { provide: namedToken('TokenProvider', name), useExisting: TokenProvider },
-    { provide: namedToken('AssertionSigner', name), useExisting: AssertionSigner },
-  ];
+export function integrationServiceTokens(name: string): { provide: symbol; useExisting: Abstract<unknown> }[] {
+  return Object.entries(SERVICES).map(([service, useExisting]) => ({
+    provide: serviceToken(service as keyof typeof SERVICES, name),
+    useExisting,
+  }));
 }

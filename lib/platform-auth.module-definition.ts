@@ -1,4 +1,5 @@
-import { ConfigurableModuleBuilder, type ConfigurableModuleAsyncOptions } from '@nestjs/common';
+import type { ConfigurableModuleAsyncOptions } from '@nestjs/common';
+import { configurableModule } from './platform-auth.module-helpers.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
 export interface PlatformAuthModuleExtras {
@@ -15,13 +16,7 @@ export interface PlatformAuthModuleExtras {
 export const {
   ConfigurableModuleClass: ConfigurablePlatformAuthModule,
   MODULE_OPTIONS_TOKEN: PLATFORM_AUTH_MODULE_OPTIONS,
-} = new ConfigurableModuleBuilder<PlatformAuthOptions>({ moduleName: 'PlatformAuth' })
-  .setClassMethodName('forRoot')
-  .setExtras<PlatformAuthModuleExtras>({ isGlobal: false }, (definition, extras) => ({
-    ...definition,
-    global: extras.isGlobal,
-  }))
-  .build();
+} = configurableModule<PlatformAuthOptions, PlatformAuthModuleExtras>('PlatformAuth');
 
 /** What `forRoot` takes: the options, and the module's extras. */
 export type PlatformAuthModuleOptions = PlatformAuthOptions & Partial<PlatformAuthModuleExtras>;

@@ -24,7 +24,15 @@ import {
 } from './platform-auth.module-definition.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
-import { namedServiceTokens, registerIntegrationName } from './platform-auth.integrations.js';
+import { integrationServiceTokens } from './platform-auth.integrations.js';
+import { withOwnedOptions } from './platform-auth.module-helpers.js';
+import {
+  CONFIGURATION_REPORTER,
+  PlatformAuthStartupModule,
+  StartupProblems,
+  reporterProvider,
+  type Reporter,
+} from './platform-auth.startup-problems.js';
 import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { TokenProvider } from './token/token.provider.js';
@@ -37,24 +45,31 @@ import { PlatformAuthRuntime, wirePlatformAuth } from './platform-auth.wiring.js
 export const PLATFORM_AUTH_RUNTIME = Symbol('PLATFORM_AUTH_RUNTIME');
 
 /**
- * Resolves the options (every problem at once), forgets the secrets they held, and has the composition root build
- * the integration. The runtime's lifecycle hooks connect the store, run the start-up check and shut it all down.
+ * Resolves the options (every problem at once, with the other modules' problems: see `StartupProblems`), forgets the
+ * secrets they held, and has the composition root build the integration. The runtime's lifecycle hooks connect the
+ * store, run the start-up check and shut it all down.
  */
 async function createRuntime(
   options: PlatformAuthOptions,
   integration: string,
   logger: LoggerService,
+  problems: StartupProblems,
+  reporter: Reporter,
 ): Promise<PlatformAuthRuntime> {
   const clock = options.clock ?? systemClock;
   let config: ResolvedPlatformAuthConfig;
   try {
     config = await loadPlatformAuthConfig(options, clock.now(), integration);
+  } catch (error) {
+    await problems.settle(reporter, error);
+    throw error;
   } finally {
     // The options provider holds the module's own copy (see `withOwnedOptions`): once the key is parsed into a
     // KeyObject or opened in its token, its text, the URI's PIN and the other secrets have no business staying in
     // the container.
     forgetCredentialText(options);
   }
+  await problems.settle(reporter);
   for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
   try {
     const telemetry = await PlatformAuthTelemetry.load(
@@ -79,8 +94,6 @@ const fromRuntime = <T>(provide: unknown, pick: (runtime: PlatformAuthRuntime) =
   useFactory: pick,
   inject: [PLATFORM_AUTH_RUNTIME],
 });
-import { registerBuildClasses, withOtherBuildAliases } from './platform-auth.builds.js';
-
 const providers: Provider[] = [
   {
     provide: PLATFORM_AUTH_LOGGER,
@@ -93,17 +106,19 @@ const providers: Provider[] = [
   {
     provide: PLATFORM_AUTH_RUNTIME,
     useFactory: createRuntime,
-    inject: [PLATFORM_AUTH_MODULE_OPTIONS, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER],
+    inject: [
+      PLATFORM_AUTH_MODULE_OPTIONS,
+      PLATFORM_AUTH_INTEGRATION,
+      PLATFORM_AUTH_LOGGER,
+      StartupProblems,
+      CONFIGURATION_REPORTER,
+    ],
   },
   fromRuntime(TokenProvider, (runtime) => runtime.tokens),
   fromRuntime(AssertionSigner, (runtime) => runtime.signer),
   fromRuntime(PlatformAuthInterceptor, (runtime) => runtime.interceptor),
   fromRuntime(PlatformHttpService, (runtime) => runtime.httpService),
 ];
-
-/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
-const injectedByClass = { AssertionSigner, TokenProvider, PlatformAuthInterceptor, PlatformHttpService };
-registerBuildClasses('platform-auth', injectedByClass);
 
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
 const defaultExports = [
@@ -124,29 +139,33 @@ const defaultAliases: Provider[] = [
 
 /**
  * Completes the builder's definition for one integration. Every module instance holds its own providers; the
- * default one exports them by class, a named one only under its own tokens, so integrations never shadow each other.
- * Never exported by either: the resolved configuration (it holds the private key).
+ * default one exports them by class, and every one under its shared tokens (the default integration's
+ * `nestjs-platform-auth:TokenProvider`, a named one's `nestjs-platform-auth:TokenProvider:billing`, …), which a
+ * class written against either build of the package finds. Never exported: the resolved configuration (it holds the
+ * private key).
  */
 function integrationModule(definition: DynamicModule, name: unknown): DynamicModule {
   const integration = integrationName(name);
-  registerIntegrationName(integration);
-  const ownTokens = namedServiceTokens(integration);
-  const ownExports = ownTokens.map((alias) => alias.provide);
+  const sharedTokens = integrationServiceTokens(integration);
+  const sharedExports = sharedTokens.map((alias) => alias.provide);
   const isDefault = integration === DEFAULT_INTEGRATION;
-  const module: DynamicModule = {
+  return {
     ...definition,
     module: PlatformAuthModule,
+    imports: [...(definition.imports ?? []), PlatformAuthStartupModule],
     providers: [
       ...(definition.providers ?? []),
       { provide: PLATFORM_AUTH_INTEGRATION, useValue: integration },
+      reporterProvider(
+        isDefault ? 'PlatformAuthModule' : `PlatformAuthModule '${integration}'`,
+        PLATFORM_AUTH_MODULE_OPTIONS,
+      ),
       ...providers,
-      ...ownTokens,
+      ...sharedTokens,
       ...(isDefault ? defaultAliases : []),
     ],
-    exports: isDefault ? [...defaultExports, ...ownExports] : ownExports,
+    exports: isDefault ? [...defaultExports, ...sharedExports] : sharedExports,
   };
-  // A named integration is injected by its tokens only, which both builds share already.
-  return isDefault ? withOtherBuildAliases(module, 'platform-auth', injectedByClass) : module;
 }
 
 /**
@@ -158,34 +177,15 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
 export class PlatformAuthModule {
   /** One integration: the default one, or with `name` a named one beside it (inject with `@InjectTokenProvider(name)`, …). */
   static forRoot(options: PlatformAuthModuleOptions): DynamicModule {
-    return integrationModule(withOwnedOptions(ConfigurablePlatformAuthModule.forRoot(options)), options.name);
+    return integrationModule(ownedOptions(ConfigurablePlatformAuthModule.forRoot(options)), options.name);
   }
 
   /** The same, with the options from a factory, a class or an existing provider (`platformAuthConfig.asProvider()`). */
   static forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
-    return integrationModule(withOwnedOptions(ConfigurablePlatformAuthModule.forRootAsync(options)), options.name);
+    return integrationModule(ownedOptions(ConfigurablePlatformAuthModule.forRootAsync(options)), options.name);
   }
 }
 
-/**
- * The options provider gets a copy of the caller's options (own properties only, see `ownOptions`), never the
- * caller's object: the copy loses its key text and passphrase after start-up, and the caller's object stays intact
- * for reuse (another module, a test, a ConfigService namespace).
- */
-function withOwnedOptions(definition: DynamicModule): DynamicModule {
-  const providers = definition.providers?.map((provider): Provider => {
-    if (typeof provider !== 'object' || provider.provide !== PLATFORM_AUTH_MODULE_OPTIONS) return provider;
-    if ('useValue' in provider)
-      return { provide: PLATFORM_AUTH_MODULE_OPTIONS, useValue: ownOptions(provider.useValue) };
-    if ('useFactory' in provider) {
-      const { useFactory, inject } = provider as FactoryProvider<unknown>;
-      return {
-        provide: PLATFORM_AUTH_MODULE_OPTIONS,
-        useFactory: async (...args: unknown[]) => ownOptions(await useFactory(...args)),
-        inject,
-      };
-    }
-    return provider;
-  });
-  return { ...definition, providers };
-}
+/** The options provider gets the module's own copy of the options (see `withOwnedOptions`, `ownOptions`). */
+const ownedOptions = (definition: DynamicModule): DynamicModule =>
+  withOwnedOptions(definition, PLATFORM_AUTH_MODULE_OPTIONS, ownOptions);

@@ -5,17 +5,17 @@ import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.j
 import { MIN_EXCHANGE_INTERVAL_MS } from './options/options.constants.js';
 import { CredentialsHolder, certificateNotAfterMs } from './credentials/credentials.holder.js';
 import { CredentialsWatch } from './credentials/credentials.watch.js';
-import { createAssertionSigner, type AssertionSigner } from './token/assertion.signer.js';
+import { AssertionSigner } from './token/assertion.signer.js';
 import { CredentialsRotator } from './token/credentials.rotator.js';
 import { NextPairSwitch } from './token/next-pair.switch.js';
 import { TokenExchangeAttempts } from './token/token-exchange.attempts.js';
 import { TokenExchangeClient } from './token/token-exchange.client.js';
 import { TokenCache, type TokenSource } from './token/token.cache.js';
-import { createTokenProvider, type TokenProvider } from './token/token.provider.js';
+import { TokenProvider } from './token/token.provider.js';
 import { TokenStatusTracker } from './token/token-status.tracker.js';
 import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { TokenStoreHost } from './store/token-store.host.js';
-import { createPlatformAuthInterceptor, type PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
+import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
 import { startupLine } from './platform-auth.startup-line.js';
 
@@ -57,7 +57,7 @@ export class PlatformAuthRuntime {
     const { config, integration, clock, logger, telemetry } = input;
     const shutdown = this.#shutdown.signal;
     const holder = new CredentialsHolder(config.machineId, config.credentials, clock.now(), config.nextCredentials);
-    this.signer = createAssertionSigner(config, clock, holder);
+    this.signer = new AssertionSigner(config, clock, holder);
     const client = new TokenExchangeClient(config, () => clock.now());
     const nextPair = new NextPairSwitch(config, clock, holder, telemetry, logger);
     const attempts = new TokenExchangeAttempts(config, clock, this.signer, client, logger, nextPair);
@@ -119,12 +119,12 @@ export class PlatformAuthRuntime {
       sharedStore: store !== undefined,
       shutdown,
       exchangeWith: (candidate, signal) => {
-        const signer = createAssertionSigner(config, clock, candidate);
+        const signer = new AssertionSigner(config, clock, candidate);
         const candidateAttempts = new TokenExchangeAttempts(config, clock, signer, client, logger);
         return telemetry.recordExchange(() => candidateAttempts.run(signal));
       },
     });
-    this.tokens = createTokenProvider({
+    this.tokens = new TokenProvider({
       cache,
       clockOffsetMs: () => attempts.clockOffsetMs,
       rotateCredentials: (rotation) => rotator.rotate(rotation),
@@ -141,7 +141,7 @@ export class PlatformAuthRuntime {
         }),
     });
 
-    const { interceptor, detachAll } = createPlatformAuthInterceptor(this.tokens, config.allowedOrigins, telemetry);
+    const interceptor = new PlatformAuthInterceptor(this.tokens, config.allowedOrigins, telemetry);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;
@@ -159,7 +159,7 @@ export class PlatformAuthRuntime {
       store,
       client,
       closeHttp: () => http.close(),
-      detachInterceptor: detachAll,
+      detachInterceptor: () => interceptor.detachAll(),
     };
   }
 

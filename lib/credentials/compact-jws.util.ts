@@ -1,6 +1,6 @@
 import { CompactSign } from 'jose';
 import type { AssertionKey } from './assertion-key.interface.js';
-import { inMemoryKeyObject } from './in-memory.assertion-key.js';
+import { InMemoryAssertionKey } from './in-memory.assertion-key.js';
 
 export interface JwsHeader {
   readonly alg: string;
@@ -20,7 +20,7 @@ export function encodeSigningInput(header: JwsHeader, payload: Uint8Array): stri
  * header, the claims and their encoding are the same bytes for every key source.
  */
 export async function signCompactJws(key: AssertionKey, header: JwsHeader, payload: Uint8Array): Promise<string> {
-  const inMemory = inMemoryKeyObject(key);
+  const inMemory = InMemoryAssertionKey.keyObject(key);
   if (inMemory) return new CompactSign(payload).setProtectedHeader({ ...header }).sign(inMemory);
   const input = encodeSigningInput(header, payload);
   const signature = await key.sign(encoder.encode(input));

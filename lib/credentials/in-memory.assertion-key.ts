@@ -1,9 +1,6 @@
 import { createPublicKey, sign, type KeyObject } from 'node:crypto';
 import type { AssertionKey } from './assertion-key.interface.js';
 
-/** Gives the in-memory key to jose, which signs PEM keys; set in the class's static block, read by compact-jws.util. */
-export let inMemoryKeyObject: (key: AssertionKey) => KeyObject | undefined;
-
 /** A PEM key parsed once into a `KeyObject` (checked by the private key loader) and reused for every signature. */
 export class InMemoryAssertionKey implements AssertionKey {
   readonly source = 'pem';
@@ -23,8 +20,9 @@ export class InMemoryAssertionKey implements AssertionKey {
     this.description = `an RSA ${this.modulusBits}-bit key, from ${name}`;
   }
 
-  static {
-    inMemoryKeyObject = (key) => (key instanceof InMemoryAssertionKey ? key.#privateKey : undefined);
+  /** The parsed key of an in-memory key, for jose, which signs PEM keys (see compact-jws.util); else `undefined`. */
+  static keyObject(key: AssertionKey): KeyObject | undefined {
+    return key instanceof InMemoryAssertionKey ? key.#privateKey : undefined;
   }
 
   sign(signingInput: Uint8Array): Promise<Uint8Array> {

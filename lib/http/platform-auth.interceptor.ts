@@ -50,16 +50,6 @@ class Prepared {
 type PreparedAdapter = AxiosAdapter & { [mark: symbol]: Prepared | undefined };
 
 /**
- * Builds the interceptor of one integration, with the function that removes it from every instance it was attached
- * to (at shutdown, after Nest's drain); only the composition root calls it.
- */
-export let createPlatformAuthInterceptor: (
-  tokens: TokenProvider,
-  allowedOrigins: ReadonlySet<string>,
-  observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
-) => { readonly interceptor: PlatformAuthInterceptor; readonly detachAll: () => void };
-
-/**
  * Adds `Authorization: Bearer <token>` to requests for allowed origins only, and on a 401 from such an origin
  * renews the token and re-sends once. Attach it to any axios instance; `PlatformAuthModule` attaches it to the
  * instance behind its `HttpService` and detaches it on shutdown.
@@ -85,7 +75,8 @@ export class PlatformAuthInterceptor {
   /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
   private readonly clearTextAllowed: boolean;
 
-  private constructor(
+  /** @internal Only the composition root builds it; apps get it from the container. */
+  constructor(
     private readonly tokens: TokenProvider,
     private readonly allowedOrigins: ReadonlySet<string>,
     private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
@@ -94,16 +85,9 @@ export class PlatformAuthInterceptor {
     this.clearTextAllowed = [...allowedOrigins].some((origin) => origin.startsWith('http:'));
   }
 
-  static {
-    createPlatformAuthInterceptor = (tokens, allowedOrigins, observer) => {
-      const interceptor = new PlatformAuthInterceptor(tokens, allowedOrigins, observer);
-      return {
-        interceptor,
-        detachAll: () => {
-          for (const instance of [...interceptor.registrations.keys()]) interceptor.detach(instance);
-        },
-      };
-    };
+  /** @internal Removes it from every instance it was attached to; the composition root calls it at shutdown. */
+  detachAll(): void {
+    for (const instance of [...this.registrations.keys()]) this.detach(instance);
   }
 
   /**

@@ -39,13 +39,6 @@ export function effectiveClockMargin(
 export const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
-/** Builds a signer over the holder's credentials; only the composition root (and the rotation's candidate) call it. */
-export let createAssertionSigner: (
-  settings: SignerSettings,
-  clock: Clock,
-  holder: CredentialsHolder,
-) => AssertionSigner;
-
 /**
  * Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. Key,
  * thumbprint and machineId come from the module's credentials at each call, so a reload or rotation applies from the
@@ -56,7 +49,8 @@ export class AssertionSigner {
   readonly #clock: Clock;
   readonly #holder: CredentialsHolder;
 
-  private constructor(settings: SignerSettings, clock: Clock, holder: CredentialsHolder) {
+  /** @internal Only the composition root (and the rotation's candidate) build one; apps get it from the container. */
+  constructor(settings: SignerSettings, clock: Clock, holder: CredentialsHolder) {
     if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw new AssertionSigningError(
         `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
@@ -65,10 +59,6 @@ export class AssertionSigner {
     this.#settings = settings;
     this.#clock = clock;
     this.#holder = holder;
-  }
-
-  static {
-    createAssertionSigner = (settings, clock, holder) => new AssertionSigner(settings, clock, holder);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { CredentialsHolder } from '../credentials/credentials.holder.js';
 import type { LoadedCredentials } from '../credentials/credentials.loader.js';
-import { createAssertionSigner, type AssertionSigner, type SignerSettings } from './assertion.signer.js';
+import { AssertionSigner, type SignerSettings } from './assertion.signer.js';
 import type { AttemptFailure } from './token-exchange.client.js';
 
 /**
@@ -85,7 +85,7 @@ export class NextPairSwitch implements NextPairFallback {
     if (!next) return undefined;
     const view = new CredentialsHolder(this.holder.active.machineId, next, this.clock.now());
     return {
-      signer: createAssertionSigner(this.settings, this.clock, view),
+      signer: new AssertionSigner(this.settings, this.clock, view),
       thumbprint: next.thumbprint,
       accepted: () => this.accepted(next),
     };

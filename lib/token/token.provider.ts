@@ -18,24 +18,18 @@ export interface TokenProviderCore {
   rotateCredentials(input: RotateCredentialsInput): Promise<void>;
 }
 
-/** Builds the façade over a core; only the composition root calls it. */
-export let createTokenProvider: (core: TokenProviderCore) => TokenProvider;
-
 /**
  * The access token of one integration: cached, renewed ahead of expiry, one exchange for any number of concurrent
  * callers. Inject it (`TokenProvider`, or `@InjectTokenProvider(name)` for a named integration); the module builds
- * it, so it has no public constructor. In tests, replace it with `overrideProvider(TokenProvider).useValue(…)`.
+ * it (its constructor is internal). In tests, replace it with `overrideProvider(TokenProvider).useValue(…)`.
  */
 export class TokenProvider {
   // A true private field: nothing of the cache shows when someone logs or inspects the provider.
   readonly #core: TokenProviderCore;
 
-  private constructor(core: TokenProviderCore) {
+  /** @internal Only the composition root builds it; apps get it from the container. */
+  constructor(core: TokenProviderCore) {
     this.#core = core;
-  }
-
-  static {
-    createTokenProvider = (core) => new TokenProvider(core);
   }
 
   /**

@@ -1,5 +1,9 @@
 // The public API of `nestjs-platform-auth/user`; test/packaging locks this list.
-export { PlatformUserAuthModule } from './platform-user-auth.module.js';
+export {
+  InjectPlatformUserAuth,
+  InjectPlatformUserSessions,
+  PlatformUserAuthModule,
+} from './platform-user-auth.module.js';
 export type {
   PlatformUserAuthModuleAsyncOptions,
   PlatformUserAuthModuleExtras,

@@ -1,4 +1,5 @@
 /** Defaults, limits and environment variables of user sign-in (see docs/user-sign-in.md). */
+import { sharedToken } from '../platform-auth.constants.js';
 
 export const PLATFORM_USER_AUTH_CONFIG_NAMESPACE = 'platformUserAuth';
 
@@ -65,7 +66,10 @@ export const USER_CLIENT_AUTHENTICATIONS = [
 ] as const;
 /** Injection token of the sessions this process saw end (logout). */
 export const PLATFORM_USER_ENDED_SESSIONS = Symbol('PLATFORM_USER_ENDED_SESSIONS');
-/** Injection token of the clock expiry checks read. */
-export const PLATFORM_USER_AUTH_CLOCK = Symbol('PLATFORM_USER_AUTH_CLOCK');
+/** Injection token of the clock expiry checks read; shared by both builds (see `sharedToken`), for the guard. */
+export const PLATFORM_USER_AUTH_CLOCK = sharedToken('PlatformUserAuthClock');
+/** Shared injection tokens of the services (see `sharedToken`). */
+export const PLATFORM_USER_AUTH_TOKEN = sharedToken('PlatformUserAuth');
+export const PLATFORM_USER_SESSIONS_TOKEN = sharedToken('PlatformUserSessions');
 /** Where `PlatformUserGuard` leaves the session on the request for `@PlatformUser()`. */
 export const PLATFORM_USER_REQUEST_KEY = Symbol('PLATFORM_USER');

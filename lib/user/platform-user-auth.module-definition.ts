@@ -1,4 +1,5 @@
-import { ConfigurableModuleBuilder, type ConfigurableModuleAsyncOptions } from '@nestjs/common';
+import type { ConfigurableModuleAsyncOptions } from '@nestjs/common';
+import { configurableModule } from '../platform-auth.module-helpers.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 
 export interface PlatformUserAuthModuleExtras {
@@ -9,13 +10,7 @@ export interface PlatformUserAuthModuleExtras {
 export const {
   ConfigurableModuleClass: ConfigurablePlatformUserAuthModule,
   MODULE_OPTIONS_TOKEN: PLATFORM_USER_AUTH_MODULE_OPTIONS,
-} = new ConfigurableModuleBuilder<PlatformUserAuthOptions>({ moduleName: 'PlatformUserAuth' })
-  .setClassMethodName('forRoot')
-  .setExtras<PlatformUserAuthModuleExtras>({ isGlobal: false }, (definition, extras) => ({
-    ...definition,
-    global: extras.isGlobal,
-  }))
-  .build();
+} = configurableModule<PlatformUserAuthOptions, PlatformUserAuthModuleExtras>('PlatformUserAuth');
 
 /** What `forRoot` takes: the options, and the module's extras. */
 export type PlatformUserAuthModuleOptions = PlatformUserAuthOptions & Partial<PlatformUserAuthModuleExtras>;

@@ -1,17 +1,19 @@
+import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { withOwnedOptions } from '../platform-auth.module-helpers.js';
 import {
-  Inject,
-  Module,
-  type DynamicModule,
-  type FactoryProvider,
-  type OnApplicationShutdown,
-  type Provider,
-} from '@nestjs/common';
-import { registerBuildClasses, withOtherBuildAliases } from '../platform-auth.builds.js';
+  CONFIGURATION_REPORTER,
+  PlatformAuthStartupModule,
+  StartupProblems,
+  reporterProvider,
+  type Reporter,
+} from '../platform-auth.startup-problems.js';
 import { systemClock, type Clock } from '../platform-auth.clock.js';
 import {
   PLATFORM_USER_AUTH_CLOCK,
   PLATFORM_USER_AUTH_CONFIG,
   PLATFORM_USER_ENDED_SESSIONS,
+  PLATFORM_USER_AUTH_TOKEN,
+  PLATFORM_USER_SESSIONS_TOKEN,
 } from './platform-user-auth.constants.js';
 import {
   ConfigurablePlatformUserAuthModule,
@@ -20,7 +22,7 @@ import {
   type PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
-import { PlatformUserAuth, createPlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuth } from './platform-user-auth.service.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import {
   forgetUserSecrets,
@@ -29,19 +31,17 @@ import {
   type ResolvedUserAuthConfig,
 } from './user-options.resolver.js';
 import { EndedSessions } from './user-session.ended.js';
-import { PlatformUserSessions, createPlatformUserSessions } from './user-session.service.js';
-
-/** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
-const injectedByClass = { PlatformUserAuth, PlatformUserSessions, PlatformUserGuard };
-registerBuildClasses('user', injectedByClass);
+import { PlatformUserSessions } from './user-session.service.js';
 
 /**
  * User sign-in with the Authorization Code flow and PKCE. Configure with `forRoot(options)` or
- * `forRootAsync(platformUserAuthConfig.asProvider())`; every configuration problem is reported at start-up.
- * Independent of `PlatformAuthModule`: an app may use either or both.
+ * `forRootAsync(platformUserAuthConfig.asProvider())`; every configuration problem is reported at start-up, with
+ * those of the application's `PlatformAuthModule`s. Independent of `PlatformAuthModule`: an app may use either or both.
  */
 @Module({
+  imports: [PlatformAuthStartupModule],
   providers: [
+    reporterProvider('PlatformUserAuthModule', PLATFORM_USER_AUTH_MODULE_OPTIONS),
     {
       provide: PLATFORM_USER_AUTH_CLOCK,
       useFactory: (options: PlatformUserAuthOptions): Clock => ownUserOptions(options).clock ?? systemClock,
@@ -49,16 +49,26 @@ registerBuildClasses('user', injectedByClass);
     },
     {
       provide: PLATFORM_USER_AUTH_CONFIG,
-      useFactory: async (options: PlatformUserAuthOptions, clock: Clock): Promise<ResolvedUserAuthConfig> => {
+      useFactory: async (
+        options: PlatformUserAuthOptions,
+        clock: Clock,
+        problems: StartupProblems,
+        reporter: Reporter,
+      ): Promise<ResolvedUserAuthConfig> => {
         try {
-          return await resolveUserAuthOptions(options, clock.now());
+          const config = await resolveUserAuthOptions(options, clock.now());
+          await problems.settle(reporter);
+          return config;
+        } catch (error) {
+          await problems.settle(reporter, error);
+          throw error;
         } finally {
           // The options provider holds the module's own copy (`withOwnedOptions`): once the keys are derived and the
           // client key opened, the state secret, client secret, passphrase and PEM text leave the container.
           forgetUserSecrets(options);
         }
       },
-      inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS, PLATFORM_USER_AUTH_CLOCK],
+      inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS, PLATFORM_USER_AUTH_CLOCK, StartupProblems, CONFIGURATION_REPORTER],
     },
     {
       provide: PLATFORM_USER_ENDED_SESSIONS,
@@ -67,18 +77,30 @@ registerBuildClasses('user', injectedByClass);
     },
     {
       provide: PlatformUserAuth,
-      useFactory: createPlatformUserAuth,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
+        new PlatformUserAuth(config, clock, ended),
       inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
     },
     {
       provide: PlatformUserSessions,
-      useFactory: createPlatformUserSessions,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
+        new PlatformUserSessions(config, clock, ended),
       inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
     },
     PlatformUserGuard,
+    // Under shared tokens too, which a class written against either build of the package finds.
+    { provide: PLATFORM_USER_AUTH_TOKEN, useExisting: PlatformUserAuth },
+    { provide: PLATFORM_USER_SESSIONS_TOKEN, useExisting: PlatformUserSessions },
   ],
   // Never the resolved configuration: it holds the derived keys.
-  exports: [PlatformUserAuth, PlatformUserSessions, PlatformUserGuard, PLATFORM_USER_AUTH_CLOCK],
+  exports: [
+    PlatformUserAuth,
+    PlatformUserSessions,
+    PlatformUserGuard,
+    PLATFORM_USER_AUTH_CLOCK,
+    PLATFORM_USER_AUTH_TOKEN,
+    PLATFORM_USER_SESSIONS_TOKEN,
+  ],
 })
 export class PlatformUserAuthModule implements OnApplicationShutdown {
   constructor(
@@ -92,41 +114,25 @@ export class PlatformUserAuthModule implements OnApplicationShutdown {
   }
 
   static forRoot(options: PlatformUserAuthModuleOptions): DynamicModule {
-    const definition = withOwnedUserOptions({
-      ...ConfigurablePlatformUserAuthModule.forRoot(options),
-      module: PlatformUserAuthModule,
-    });
-    return withOtherBuildAliases(definition, 'user', injectedByClass);
+    return ownedUserOptions({ ...ConfigurablePlatformUserAuthModule.forRoot(options), module: PlatformUserAuthModule });
   }
 
   /** The same, with the options from a factory, a class or an existing provider (`platformUserAuthConfig.asProvider()`). */
   static forRootAsync(options: PlatformUserAuthModuleAsyncOptions): DynamicModule {
-    const definition = withOwnedUserOptions({
+    return ownedUserOptions({
       ...ConfigurablePlatformUserAuthModule.forRootAsync(options),
       module: PlatformUserAuthModule,
     });
-    return withOtherBuildAliases(definition, 'user', injectedByClass);
   }
 }
 
-/**
- * The options provider gets a copy of the caller's options (own properties only), never the caller's object: the
- * copy loses its secrets and PEM text after start-up, and the caller's object stays intact for reuse.
- */
-function withOwnedUserOptions(definition: DynamicModule): DynamicModule {
-  const providers = definition.providers?.map((provider): Provider => {
-    if (typeof provider !== 'object' || provider.provide !== PLATFORM_USER_AUTH_MODULE_OPTIONS) return provider;
-    if ('useValue' in provider)
-      return { provide: PLATFORM_USER_AUTH_MODULE_OPTIONS, useValue: ownUserOptions(provider.useValue) };
-    if ('useFactory' in provider) {
-      const { useFactory, inject } = provider as FactoryProvider<unknown>;
-      return {
-        provide: PLATFORM_USER_AUTH_MODULE_OPTIONS,
-        useFactory: async (...args: unknown[]) => ownUserOptions(await useFactory(...args)),
-        inject,
-      };
-    }
-    return provider;
-  });
-  return { ...definition, providers };
-}
+/** Injects `PlatformUserAuth`; the same as injecting it by class, and also from a class of the package's other build. */
+export const InjectPlatformUserAuth = (): ParameterDecorator & PropertyDecorator => Inject(PLATFORM_USER_AUTH_TOKEN);
+
+/** Injects `PlatformUserSessions`; the same as by class, and also from a class of the package's other build. */
+export const InjectPlatformUserSessions = (): ParameterDecorator & PropertyDecorator =>
+  Inject(PLATFORM_USER_SESSIONS_TOKEN);
+
+/** The options provider gets the module's own copy of the options (see `withOwnedOptions`, `ownUserOptions`). */
+const ownedUserOptions = (definition: DynamicModule): DynamicModule =>
+  withOwnedOptions(definition, PLATFORM_USER_AUTH_MODULE_OPTIONS, ownUserOptions);

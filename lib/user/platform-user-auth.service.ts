@@ -77,34 +77,24 @@ const PROTOCOL_PARAMETERS = new Set([
   'nonce',
 ]);
 
-/**
- * User sign-in with the Authorization Code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, RFC 9700), the protocol
- * work done by oauth4webapi. Stateless: everything the callback needs travels in the encrypted `transaction`, so
- * any replica that shares the state secret can finish a sign-in another one started.
- */
-/** Builds the service over a resolved configuration; only the module calls it. */
-export let createPlatformUserAuth: (
-  config: ResolvedUserAuthConfig,
-  clock: Clock,
-  ended: EndedSessions,
-) => PlatformUserAuth;
-
 /** An `access_denied` description that says a person declined (the emulator's, oidc-provider's, Keycloak's, …). */
 const USER_DECLINED = /\b(declin|abort|cancel|reject|denied by (the )?(end-)?user)/i;
 const SERVER_REFUSED_HINT =
   'No user declined: the authorization server refused the request itself. Likely causes: a scope the client may not ask for (an OpenID Provider needs at least openid), or a client not allowed this flow, grant or redirect URI; check scope and the client registration';
 
+/**
+ * User sign-in with the Authorization Code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, RFC 9700), the protocol
+ * work done by oauth4webapi. Stateless: everything the callback needs travels in the encrypted `transaction`, so
+ * any replica that shares the state secret can finish a sign-in another one started.
+ */
 export class PlatformUserAuth {
   private readonly server: oauth.AuthorizationServer;
   private readonly client: oauth.Client;
   private readonly clientAuth: oauth.ClientAuth;
   private readonly telemetry: PlatformUserTelemetry;
 
-  static {
-    createPlatformUserAuth = (config, clock, ended) => new PlatformUserAuth(config, clock, ended);
-  }
-
-  private constructor(
+  /** @internal Only the module builds it; apps get it from the container. */
+  constructor(
     private readonly config: ResolvedUserAuthConfig,
     private readonly clock: Clock,
     private readonly ended: EndedSessions,

@@ -8,10 +8,20 @@ import {
   type ExecutionContext,
 } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_REQUEST_KEY } from './platform-user-auth.constants.js';
-import { PlatformUserAuth, type UserTokens } from './platform-user-auth.service.js';
+import {
+  PLATFORM_USER_AUTH_CLOCK,
+  PLATFORM_USER_AUTH_TOKEN,
+  PLATFORM_USER_REQUEST_KEY,
+  PLATFORM_USER_SESSIONS_TOKEN,
+} from './platform-user-auth.constants.js';
+import type { PlatformUserAuth, UserTokens } from './platform-user-auth.service.js';
 import { isUserAuthError } from './user-auth.errors.js';
-import { PlatformUserSessions, setCookies, type HeaderWritable, type UserSession } from './user-session.service.js';
+import {
+  setCookies,
+  type HeaderWritable,
+  type PlatformUserSessions,
+  type UserSession,
+} from './user-session.service.js';
 
 /** Renew a little before the platform would refuse the token, so a request does not race its expiry. */
 const RENEW_BEFORE_EXPIRY_MS = 30_000;
@@ -38,9 +48,10 @@ export class PlatformUserGuard implements CanActivate {
    */
   private readonly refreshing = new Map<string, { readonly refresh: Promise<UserTokens>; until?: number }>();
 
+  // By the shared tokens: the guard of either build of the package works with the module of the other.
   constructor(
-    private readonly auth: PlatformUserAuth,
-    private readonly sessions: PlatformUserSessions,
+    @Inject(PLATFORM_USER_AUTH_TOKEN) private readonly auth: PlatformUserAuth,
+    @Inject(PLATFORM_USER_SESSIONS_TOKEN) private readonly sessions: PlatformUserSessions,
     @Inject(PLATFORM_USER_AUTH_CLOCK) private readonly clock: Clock,
   ) {}
 

@@ -14,13 +14,6 @@ export interface UserSession extends UserTokens {
   readonly sessionExpiresAt: Date;
 }
 
-/** Builds the cookie helper over a resolved configuration; only the module calls it. */
-export let createPlatformUserSessions: (
-  config: ResolvedUserAuthConfig,
-  clock: Clock,
-  ended: EndedSessions,
-) => PlatformUserSessions;
-
 /**
  * Cookies for the two values a sign-in leaves with the browser: the transaction (from the login route to the
  * callback) and the session (the user's tokens, encrypted with a key of its own). Every cookie is HttpOnly,
@@ -33,11 +26,8 @@ export class PlatformUserSessions {
   /** The transaction cookie's name: `__Host-platform_user_tx`, or `platform_user_tx` without Secure cookies. */
   readonly transactionCookieName: string;
 
-  static {
-    createPlatformUserSessions = (config, clock, ended) => new PlatformUserSessions(config, clock, ended);
-  }
-
-  private constructor(
+  /** @internal Only the module builds it; apps get it from the container. */
+  constructor(
     private readonly config: ResolvedUserAuthConfig,
     private readonly clock: Clock,
     private readonly ended: EndedSessions,

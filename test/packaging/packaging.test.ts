@@ -207,7 +207,9 @@ describe('the published package', () => {
 
   /*
    * One process that loads both builds, as an app does when it imports the package and a CommonJS library it uses
-   * require()s it: the module comes from one build, the classes a service injects from the other.
+   * require()s it: the module comes from one build, the decorators, guard and health indicator a service uses from the
+   * other. They meet through tokens from the global symbol registry; a class type of the other build is another
+   * class, so code that may meet the other build injects with the decorators.
    */
   describe.concurrent.each([
     { first: 'esm', module: 'esm' },
@@ -215,7 +217,7 @@ describe('the published package', () => {
     { first: 'cjs', module: 'esm' },
     { first: 'cjs', module: 'cjs' },
   ])('with both builds loaded ($first first), the module from the $module build', ({ first, module }) => {
-    it("injects its services into a class written against the other build's classes, and errors match", async () => {
+    it("injects its services into a class written against the other build's decorators, and errors match", async () => {
       const other = module === 'esm' ? 'cjs' : 'esm';
       const output = await runNodeAsync(
         `
@@ -240,15 +242,20 @@ describe('the published package', () => {
         const consumer = builds.${other};
 
         class Billing {
-          constructor(tokens, http, httpByToken, named, health, userAuth) {
-            Object.assign(this, { tokens, http, httpByToken, named, health, userAuth });
+          constructor(tokens, http, httpByToken, named, health, userAuth, sessions, byClass) {
+            Object.assign(this, { tokens, http, httpByToken, named, health, userAuth, sessions, byClass });
           }
         }
         Injectable()(Billing);
         Reflect.defineMetadata('design:paramtypes', [consumer.main.TokenProvider, consumer.main.PlatformHttpService,
-          Object, Object, consumer.terminus.PlatformAuthHealthIndicator, consumer.user.PlatformUserAuth], Billing);
+          Object, Object, consumer.terminus.PlatformAuthHealthIndicator, consumer.user.PlatformUserAuth,
+          consumer.user.PlatformUserSessions, provider.main.TokenProvider], Billing);
+        consumer.main.InjectTokenProvider()(Billing, undefined, 0);
+        consumer.main.InjectPlatformHttpService()(Billing, undefined, 1);
         consumer.main.InjectPlatformHttpService()(Billing, undefined, 2);
         consumer.main.InjectTokenProvider('billing')(Billing, undefined, 3);
+        consumer.user.InjectPlatformUserAuth()(Billing, undefined, 5);
+        consumer.user.InjectPlatformUserSessions()(Billing, undefined, 6);
 
         const platform = await provider.testing.PlatformEmulator.start();
         const integration = await platform.createIntegration();
@@ -262,7 +269,7 @@ describe('the published package', () => {
             provider.user.PlatformUserAuthModule.forRoot({ baseUrl: platform.url, clientId: 'web-app',
               redirectUri: 'http://127.0.0.1:9/callback', stateSecret: 'uP4g0cF8vJm2Qx7Rz1Kd9Wn3Ys6Tb5Ha' }),
           ],
-          providers: [Billing, consumer.terminus.PlatformAuthHealthIndicator],
+          providers: [Billing, consumer.terminus.PlatformAuthHealthIndicator, consumer.user.PlatformUserGuard],
         })(AppModule);
         const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
         const billing = app.get(Billing);
@@ -276,6 +283,9 @@ describe('the published package', () => {
           call: response.status,
           sameHttpService: billing.httpByToken === billing.http,
           namedIsItsOwn: billing.named !== billing.tokens,
+          byClassOfItsBuild: billing.byClass === billing.tokens,
+          sessionCookie: billing.sessions.sessionCookieName,
+          guard: app.get(consumer.user.PlatformUserGuard) instanceof consumer.user.PlatformUserGuard,
           health: health['platform-auth'].status,
           userSignIn: new URL(url).pathname,
           error: {
@@ -294,6 +304,9 @@ describe('the published package', () => {
         call: 200,
         sameHttpService: true,
         namedIsItsOwn: true,
+        byClassOfItsBuild: true,
+        sessionCookie: '__Host-platform_user_session',
+        guard: true,
         health: 'up',
         userSignIn: '/loginservice/connect/authorize',
         error: {
