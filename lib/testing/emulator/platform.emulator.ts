@@ -8,6 +8,7 @@ import { AssertionVerifier } from './emulator.assertion-verifier.js';
 import { answerWithFault, FaultQueues } from './emulator.faults.js';
 import { writeResponse } from './emulator.http.js';
 import { EmulatorInspector } from '../inspector/emulator.inspector.js';
+import { EmulatorControl } from './emulator.control.js';
 import { PlaceholderApi } from './emulator.placeholder-api.js';
 import { IntegrationRegistry } from './emulator.registry.js';
 import { TokenEndpoint } from './emulator.token-endpoint.js';
@@ -71,6 +72,8 @@ export class PlatformEmulator {
   private readonly userFlow: UserFlow;
   private readonly faults = new FaultQueues();
   private readonly inspector?: EmulatorInspector;
+  private readonly control?: EmulatorControl;
+  private readonly onCertificateReplaced?: PlatformEmulatorOptions['onCertificateReplaced'];
   /** Aborted by `close()`, which cancels pending `delay` faults. */
   private readonly shutdown = new AbortController();
   private closed?: Promise<void>;
@@ -129,6 +132,14 @@ export class PlatformEmulator {
         signInSteps: () => this.userJournal,
       });
     }
+    if (options.control) {
+      this.control = new EmulatorControl({
+        url,
+        registry: this.registry,
+        replaceCertificate: (machineId, pem) => this.replaceCertificate(machineId, pem),
+      });
+    }
+    this.onCertificateReplaced = options.onCertificateReplaced;
     server.on('request', (req, res) => void this.handle(req, res));
   }
 
@@ -193,7 +204,9 @@ export class PlatformEmulator {
 
   /** Registers a new certificate on an existing integration (the old one stops working): a rotation's portal step. */
   replaceCertificate(machineId: string, certificatePem: string): RegisteredIntegration {
-    return this.registry.replaceCertificate(machineId, certificatePem);
+    const integration = this.registry.replaceCertificate(machineId, certificatePem);
+    this.onCertificateReplaced?.(integration, certificatePem);
+    return integration;
   }
 
   setIntegrationStatus(machineId: string, status: string): void {
@@ -270,6 +283,16 @@ export class PlatformEmulator {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const receivedAt = this.now();
     const pathname = pathnameOf(req);
+    // Controls and probes are not calls to the platform's API: they take no fault and count as nothing.
+    if (this.control && EmulatorControl.serves(pathname)) {
+      return this.control.answer(req, pathname).then(
+        (response) => writeResponse(res, this.now(), response),
+        () => void res.destroy(),
+      );
+    }
+    if (pathname === TOKEN_PATH && isProbe(req)) {
+      return writeResponse(res, this.now(), { status: 405, headers: { allow: 'POST' } });
+    }
     // The inspector is not part of the platform: it takes no fault and counts as no API call.
     if (this.inspector && EmulatorInspector.serves(pathname)) {
       // A client that went away mid-form leaves nobody to answer.
@@ -346,6 +369,14 @@ export class PlatformEmulator {
       this.journalEntries.splice(0, this.journalEntries.length - this.journalLimit);
     }
   }
+}
+
+/**
+ * A HEAD or OPTIONS on the token endpoint asks whether it is there (platform-auth doctor's reachability probe) and
+ * carries no assertion: a real platform answers it without counting an exchange, and so does the emulator.
+ */
+function isProbe(req: IncomingMessage): boolean {
+  return req.method === 'HEAD' || req.method === 'OPTIONS';
 }
 
 /** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */

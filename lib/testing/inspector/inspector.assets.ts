@@ -29,6 +29,7 @@ tr.decisive > th::after { content: " ← answered"; color: var(--bad); font-weig
 .notice.failed { background: rgba(207, 34, 46, 0.12); }
 form.inline { display: inline; } form.stacked label { margin-right: 10px; } label.auto { white-space: nowrap; }
 button { font: inherit; padding: 1px 8px; } input[type=number] { width: 90px; }
+textarea { display: block; width: 100%; font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 `;
 
 /** Keeps open exchanges open across reloads and, when asked, reloads every two seconds (not while typing). */
