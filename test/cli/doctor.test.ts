@@ -164,6 +164,17 @@ describe('platform-auth doctor', () => {
     expect(report.summary).toEqual({ passed: 11, failed: 0, warnings: 0, skipped: 0 });
   });
 
+  it('probes the token endpoint with a HEAD the emulator does not count: one exchange, the real one', async () => {
+    platform.resetCounters();
+    const journalBefore = platform.journal.length;
+    const { report } = await doctor();
+    expect(checksOf(report, 'endpoint')[0].detail).toMatch(/answered a HEAD with HTTP 405 in \d+ ms/);
+    expect(platform.counters.exchanges).toEqual({ total: 1, accepted: 1, rejected: 0, faulted: 0 });
+    expect(platform.journal.slice(journalBefore).map((entry) => [entry.method, entry.verdict])).toEqual([
+      ['POST', 'accepted'],
+    ]);
+  });
+
   it('prints one line per check with ✓ and a summary for a person, from an --env-file', async () => {
     // Also a configured thumbprint as people paste it: lower case with colons.
     const colons = integration.thumbprint.toLowerCase().match(/../g)!.join(':');
