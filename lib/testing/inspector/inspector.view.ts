@@ -105,7 +105,7 @@ export function renderPage(snapshot: InspectorSnapshot, state: PageState): strin
                                     name="certificatePem"
                                     rows="6"
                                     required
-                                    placeholder="-----BEGIN CERTIFICATE-----"
+                                    placeholder="paste the certificate, PEM (next-publickey.cer)"
                                   ></textarea></label
                                 ><button>Replace certificate</button>`,
                               'stacked',
