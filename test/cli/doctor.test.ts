@@ -8,16 +8,16 @@ import {
   type EmulatedIntegration,
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
-import { expectNoSecrets, parseJson, pemFragments, runCli, tempDir, type CliResult } from './cli-harness.js';
+import {
+  expectNoSecrets,
+  parseJson,
+  pemFragments,
+  runCli,
+  tempDir,
+  type CliResult,
+  type DoctorCheck,
+} from './cli-harness.js';
 
-interface DoctorCheck {
-  id: string;
-  status: 'pass' | 'fail' | 'warn' | 'skip';
-  label: string;
-  detail: string;
-  setting?: string;
-  fix?: string;
-}
 interface DoctorReport {
   ok: boolean;
   checks: DoctorCheck[];
