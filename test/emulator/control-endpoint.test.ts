@@ -116,10 +116,12 @@ describe('the emulator control endpoint', () => {
       status: 400,
       body: { message: expect.stringMatching(/certificatePem is missing/) },
     });
-    expect(await upload('no-such-id', integration.certificatePem)).toMatchObject({
-      status: 404,
-      body: { error: 'unknown_integration' },
-    });
+    for (const machineId of ['no-such-id', '%E0%A4%A']) {
+      expect(await upload(machineId, integration.certificatePem)).toMatchObject({
+        status: 404,
+        body: { error: 'unknown_integration' },
+      });
+    }
     expect(
       await send('PUT', `/_emulator/control/integrations/${integration.machineId}/certificate`, {
         headers: { 'content-type': 'text/plain' },

@@ -50,7 +50,13 @@ export class EmulatorControl {
     const match = /^\/integrations\/([^/]+)\/certificate$/.exec(path);
     if (!match) return failure(404, 'not_found', `no control at ${pathname}`);
     if (req.method !== 'PUT') return methodNotAllowed('PUT');
-    return this.replaceCertificate(req, decodeURIComponent(match[1]));
+    let machineId: string;
+    try {
+      machineId = decodeURIComponent(match[1]);
+    } catch {
+      return failure(404, 'unknown_integration', 'the machineId in the path is not percent-encoded text');
+    }
+    return this.replaceCertificate(req, machineId);
   }
 
   private async replaceCertificate(req: IncomingMessage, machineId: string): Promise<EmulatorResponse> {

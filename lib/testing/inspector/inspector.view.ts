@@ -100,6 +100,9 @@ export function renderPage(snapshot: InspectorSnapshot, state: PageState): strin
                             ${form(
                               'certificate',
                               html`${ids}<label
+                                  >file <input type="file" class="certificate-file" accept=".cer,.crt,.pem"
+                                /></label>
+                                <label
                                   >PEM (the portal's upload: the current certificate is refused from then on)
                                   <textarea
                                     name="certificatePem"
