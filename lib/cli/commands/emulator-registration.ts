@@ -107,7 +107,7 @@ export async function register(emulator: PlatformEmulator, request: IntegrationR
   if (emulator.audience !== new URL(emulator.url).host) env[variable('PLATFORM_AUDIENCE')] = emulator.audience;
   return {
     ...described(name, integration),
-    source: path ?? 'the state file',
+    source: path ?? 'a throwaway certificate kept by --state (its key is not)',
     certificatePem,
     certificatePath: path,
     env,

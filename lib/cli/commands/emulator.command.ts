@@ -105,15 +105,20 @@ interface EmulatorSettings {
 
 async function run(context: CommandContext): Promise<number> {
   const settings = readSettings(context);
-  // Filled once every integration is registered; an upload (control or inspector) before that has nothing to keep.
-  let kept: { state: EmulatorState; save(): void } | undefined;
+  const { statePath } = settings;
+  // Set once every integration is registered: what --state keeps, rewritten after each upload (control or inspector).
+  let kept: EmulatorState | undefined;
   const emulator = await start(settings, (integration, certificatePem) => {
-    if (!kept) return;
-    const entries = kept.state.integrations.map((entry) =>
+    if (!kept || statePath === undefined) return;
+    const integrations = kept.integrations.map((entry) =>
       entry.machineId === integration.machineId ? { ...entry, certificatePem } : entry,
     );
-    kept.state = { ...kept.state, integrations: entries };
-    kept.save();
+    kept = { ...kept, integrations };
+    try {
+      writeEmulatorState(statePath, kept);
+    } catch (error) {
+      context.out.error(`${(error as Error).message}; the emulator goes on with the upload in memory only`);
+    }
   });
   try {
     const registrations: Registration[] = [];
@@ -124,19 +129,9 @@ async function run(context: CommandContext): Promise<number> {
       registrations[0].env.PLATFORM_USER_CLIENT_ID = userClient.clientId;
       registrations[0].env.PLATFORM_USER_REDIRECT_URI = userClient.redirectUris[0];
     }
-    const statePath = settings.statePath;
     if (statePath !== undefined) {
-      kept = {
-        state: stateOf(emulator, registrations),
-        save() {
-          try {
-            writeEmulatorState(statePath, this.state);
-          } catch (error) {
-            context.out.error(`${(error as Error).message}; the emulator goes on with what it has in memory`);
-          }
-        },
-      };
-      writeEmulatorState(statePath, kept.state);
+      kept = stateOf(emulator, registrations);
+      writeEmulatorState(statePath, kept);
     }
     report(context, emulator, settings, registrations);
     const signal = await context.untilStopped();
