@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson, runCli, startCli, tempDir, untilJson, type RunningCli, type DoctorCheck } from './cli-harness.js';
@@ -101,6 +101,8 @@ describe('the rotation runbook of docs/operations.md, rehearsed with the command
       await runCli(['thumbprint', env.PLATFORM_NEXT_CERTIFICATE_PATH, '--json']),
     ) as unknown as { thumbprintSha1: string };
     expect(upload.stdout).toContain(`thumbprint ${current.thumbprint} → ${next.thumbprintSha1}`);
+    // Replaced whole, by a rename: no temporary file is left beside it.
+    expect(readdirSync(files.dir).filter((name) => name.endsWith('.tmp'))).toEqual([]);
     expect(readState(statePath).integrations[0]).toMatchObject({
       machineId: first.report.integration.machineId,
       certificatePem: expect.stringContaining(readFileSync(env.PLATFORM_NEXT_CERTIFICATE_PATH, 'utf8').trim()),
