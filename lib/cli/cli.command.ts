@@ -43,6 +43,8 @@ export interface Command {
   readonly options: Readonly<Record<string, OptionSpec>>;
   /** Names of the required positional arguments, in order. */
   readonly positionals?: readonly string[];
+  /** Commands under this one (`emulator upload`), chosen by the first argument; loaded on demand. */
+  readonly subcommands?: Readonly<Record<string, () => Promise<Command>>>;
   /** Exit code: 0 success, 1 a check or operation failed. */
   run(context: CommandContext): Promise<number>;
 }

@@ -71,9 +71,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     if (first.startsWith('-')) throw new UsageError(`expected a command before '${first}'`);
-    const command = await loadCommand(first);
+    const parent = await loadCommand(first);
+    const sub = rest[0] !== undefined && parent.subcommands && Object.hasOwn(parent.subcommands, rest[0]);
+    const command = sub ? await parent.subcommands[rest[0]]() : parent;
     commandName = command.name;
-    const { values, positionals } = parseCommandLine(command, rest);
+    const { values, positionals } = parseCommandLine(command, sub ? rest.slice(1) : rest);
     if (values.help === true) {
       printCommandHelp(out, command);
       return 0;

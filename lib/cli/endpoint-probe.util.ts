@@ -13,7 +13,14 @@ export type ProbeResult =
   | { readonly reachable: false; readonly code: string; readonly durationMs: number };
 
 /**
- * A GET on the token endpoint, sent without any credential: any HTTP answer (a 405 is the usual one) shows that the
+ * The probe's method. HEAD carries no body and no credential, and asks only whether something is there: a token
+ * endpoint answers it (405, as to any method but POST) without counting an exchange, and the emulator recognises it
+ * as a probe rather than a refused token request.
+ */
+export const PROBE_METHOD = 'HEAD';
+
+/**
+ * A HEAD on the token endpoint, sent without any credential: any HTTP answer (a 405 is the usual one) shows that the
  * host is reachable, and its `Date` header gives the platform's clock. Goes through axios like the exchange, so proxy
  * settings from the environment apply to both alike.
  */
@@ -22,7 +29,9 @@ export async function probeEndpoint(url: string, timeoutMs: number): Promise<Pro
   const startedAt = performance.now();
   const elapsed = () => Math.round(performance.now() - startedAt);
   try {
-    const response = await axios.get(url, {
+    const response = await axios.request({
+      url,
+      method: PROBE_METHOD,
       ...agents,
       timeout: timeoutMs,
       maxRedirects: 0,

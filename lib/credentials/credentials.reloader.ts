@@ -191,10 +191,9 @@ export class CredentialsReloader {
     if (read.kind === 'absent') {
       this.nextProblems = [];
       this.publishState();
-      if (this.holder.next) {
-        this.logger.log(`The next pair's files were removed: there is no next pair now.`);
-        this.holder.setNext(undefined);
-      }
+      // Logged also when the process already switched to that pair: removing the files is how a promotion ends.
+      this.logger.log(`The next pair's files were removed: there is no next pair now.`);
+      if (this.holder.next) this.holder.setNext(undefined);
       return;
     }
     const report = new ConfigReport();

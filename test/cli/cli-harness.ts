@@ -13,6 +13,16 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+/** One line of `doctor --json`'s `checks`. */
+export interface DoctorCheck {
+  id: string;
+  status: 'pass' | 'fail' | 'warn' | 'skip';
+  label: string;
+  detail: string;
+  setting?: string;
+  fix?: string;
+}
+
 export interface RunningCli {
   stdout(): string;
   stderr(): string;

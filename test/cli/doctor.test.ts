@@ -8,16 +8,16 @@ import {
   type EmulatedIntegration,
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
-import { expectNoSecrets, parseJson, pemFragments, runCli, tempDir, type CliResult } from './cli-harness.js';
+import {
+  expectNoSecrets,
+  parseJson,
+  pemFragments,
+  runCli,
+  tempDir,
+  type CliResult,
+  type DoctorCheck,
+} from './cli-harness.js';
 
-interface DoctorCheck {
-  id: string;
-  status: 'pass' | 'fail' | 'warn' | 'skip';
-  label: string;
-  detail: string;
-  setting?: string;
-  fix?: string;
-}
 interface DoctorReport {
   ok: boolean;
   checks: DoctorCheck[];
@@ -162,6 +162,17 @@ describe('platform-auth doctor', () => {
     expect(checksOf(report, 'thumbprint')[0].detail).toContain(integration.thumbprint);
     expect(checksOf(report, 'exchange')[0].detail).toMatch(/Bearer token, expires_in 600 s/);
     expect(report.summary).toEqual({ passed: 11, failed: 0, warnings: 0, skipped: 0 });
+  });
+
+  it('probes the token endpoint with a HEAD the emulator does not count: one exchange, the real one', async () => {
+    platform.resetCounters();
+    const journalBefore = platform.journal.length;
+    const { report } = await doctor();
+    expect(checksOf(report, 'endpoint')[0].detail).toMatch(/answered a HEAD with HTTP 405 in \d+ ms/);
+    expect(platform.counters.exchanges).toEqual({ total: 1, accepted: 1, rejected: 0, faulted: 0 });
+    expect(platform.journal.slice(journalBefore).map((entry) => [entry.method, entry.verdict])).toEqual([
+      ['POST', 'accepted'],
+    ]);
   });
 
   it('prints one line per check with ✓ and a summary for a person, from an --env-file', async () => {

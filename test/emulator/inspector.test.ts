@@ -1,6 +1,11 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import {
+  createTestCredentials,
+  FakeClock,
+  PlatformEmulator,
+  type EmulatedIntegration,
+} from 'nestjs-platform-auth/testing';
 import { authorizationRequestUrl } from '../support/user-sign-in.js';
 import { AssertionFactory, requestToken } from './emulator-test-kit.js';
 
@@ -161,6 +166,44 @@ describe('emulator inspector over HTTP', () => {
     expect(section).toContain('web-app');
     expect(section).toContain(platform.userJournal[0].step);
     expect(section).not.toContain('No user sign-in step recorded');
+  });
+
+  it('uploads a new certificate as the portal does: the old key is refused, a malformed one is named', async () => {
+    const { csrf, html } = await page();
+    expect(html).toContain('Replace certificate');
+    const next = await createTestCredentials();
+    const previous = integration.thumbprint;
+    const uploaded = await post('certificate', {
+      csrf,
+      machineId: integration.machineId,
+      certificatePem: next.certificatePem,
+    });
+    try {
+      expect(uploaded.status).toBe(303);
+      expect(uploaded.headers.get('location')).toBe('/_emulator/#integrations');
+      expect(integration.thumbprint).toBe(next.thumbprint);
+      expect((await page()).html).toContain(`now holds the certificate with thumbprint ${next.thumbprint}`);
+      const old = await requestToken(
+        platform,
+        await assertions.sign({ nowMs: clock.now(), claims: { iss: previous } }),
+      );
+      expect(old.status).toBe(400);
+      expect(platform.journal.at(-1)?.rule).toBe('iss');
+
+      const malformed = await post('certificate', {
+        csrf,
+        machineId: integration.machineId,
+        certificatePem: '-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----',
+      });
+      expect(malformed.status).toBe(303);
+      expect((await page()).html).toContain(
+        'certificate failed: replaceCertificate: certificatePem is not a PEM X.509 certificate',
+      );
+      expect(integration.thumbprint).toBe(next.thumbprint);
+    } finally {
+      platform.replaceCertificate(integration.machineId, integration.certificatePem);
+    }
+    expect((await requestToken(platform, await assertions.sign({ nowMs: clock.now() }))).status).toBe(200);
   });
 
   it('records a verdict for every rule, not only the first one broken', async () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { runCli as runCliInProcess } from '../../lib/cli/cli.program.js';
-import { startBin } from '../cli/cli-harness.js';
+import { startBin, startCli } from '../cli/cli-harness.js';
 import { SoftHsm, USER_PIN } from './softhsm.js';
 
 const TOKEN = 'cli';
@@ -62,10 +62,13 @@ function envFor(object: string, certificatePath: string, machineId: string): Rec
 }
 
 describe('platform-auth keygen --key-uri', () => {
-  it('makes the key in the token, writes only publickey.cer, prints the portal steps and never the PIN', async () => {
+  it('makes the key in the token, writes publickey.cer and the URI without its PIN, prints the steps and never the PIN', async () => {
     const { result, out, certificatePath } = await keygen('cli-key');
     expect(result.code, result.stderr).toBe(0);
-    expect(readdirSync(out)).toEqual(['publickey.cer']);
+    expect(readdirSync(out)).toEqual(['private-key.uri', 'publickey.cer']);
+    expect(readFileSync(join(out, 'private-key.uri'), 'utf8')).toMatch(
+      /^pkcs11:token=cli;object=cli-key;id=(%[0-9a-f]{2}){16}\?module-path=\/usr\/lib\/softhsm\/libsofthsm2.so\n$/,
+    );
     const certificate = new X509Certificate(readFileSync(certificatePath));
     const tokenKey = createPublicKey({ key: await hsm.publicKeyDer(TOKEN, 'cli-key'), format: 'der', type: 'spki' });
     expect(certificate.publicKey.equals(tokenKey)).toBe(true);
@@ -77,6 +80,36 @@ describe('platform-auth keygen --key-uri', () => {
     );
     expect(result.stdout).toContain('Add System integration');
     expect(result.stdout + result.stderr).not.toContain(USER_PIN);
+  });
+
+  it('the emulator prints the key URI beside the certificate with a placeholder PIN file, which then exchanges', async () => {
+    const { result, certificatePath } = await keygen('emulated');
+    expect(result.code, result.stderr).toBe(0);
+    const emulator = startCli(['emulator', '--certificate', certificatePath], {}, { cwd: work });
+    try {
+      await emulator.until((stdout) => stdout.includes('Running until'));
+      const printed = Object.fromEntries(
+        [...emulator.stdout().matchAll(/^export (PLATFORM_[A-Z_]+)='([^']*)'$/gm)].map((match) => [match[1], match[2]]),
+      );
+      expect(Object.keys(printed).sort()).toEqual([
+        'PLATFORM_BASE_URL',
+        'PLATFORM_CERTIFICATE_PATH',
+        'PLATFORM_MACHINE_ID',
+        'PLATFORM_PRIVATE_KEY_URI',
+      ]);
+      expect(printed.PLATFORM_PRIVATE_KEY_URI).toMatch(
+        /^pkcs11:token=cli;object=emulated;id=(%[0-9a-f]{2}){16}\?module-path=\/usr\/lib\/softhsm\/libsofthsm2.so&pin-source=file:\/path\/to\/pin-file$/,
+      );
+      expect(emulator.stdout()).toContain('replace /path/to/pin-file');
+      expect(emulator.stdout() + emulator.stderr()).not.toContain(USER_PIN);
+      const exchanged = await cli(['token', '--no-env-file'], {
+        ...printed,
+        PLATFORM_PRIVATE_KEY_URI: printed.PLATFORM_PRIVATE_KEY_URI.replace('/path/to/pin-file', hsm.pinFile),
+      });
+      expect(exchanged.code, exchanged.stdout + exchanged.stderr).toBe(0);
+    } finally {
+      await emulator.stop();
+    }
   });
 
   it('never replaces or shadows a key, and says so', async () => {

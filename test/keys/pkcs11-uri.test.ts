@@ -87,4 +87,11 @@ describe('RFC 7512 pkcs11: URIs', () => {
     );
     expect(parsed(text)).toMatchObject({ token: 'My HSM', object: 'k', pin: { file: '/path/to/pin-file' } });
   });
+
+  it('writes a URI without any PIN attribute when neither the URI nor the caller names a PIN file', () => {
+    const uri = parsed(`pkcs11:token=t;object=k${MODULE}&pin-value=123456`);
+    const text = formatPkcs11Uri({ ...uri, pin: undefined }, undefined);
+    expect(text).toBe('pkcs11:token=t;object=k?module-path=/usr/lib/softhsm/libsofthsm2.so');
+    expect(parsed(text).pin).toBeUndefined();
+  });
 });

@@ -70,6 +70,12 @@ describe('file reload with a next pair: the files catch up without interrupting 
       expect(f.tokens.status().credentials.switched).toBeUndefined();
     });
     expect(f.tokens.status().credentials.reload.state).toBe('watching');
+    expect(logger.messages('log')).toEqual(
+      expect.arrayContaining([
+        `Credential files now hold the pair in use (thumbprint ${b.thumbprint}); nothing changes for the platform.`,
+        `The next pair was reloaded from files: thumbprint ${c.thumbprint}.`,
+      ]),
+    );
     await tick(LIFETIME_MS + 1_000);
     expect(f.platform.counters.exchanges.rejected).toBe(1);
     expect(f.platform.journal.at(-1)?.claims?.iss).toBe(b.thumbprint);
@@ -85,6 +91,8 @@ describe('file reload with a next pair: the files catch up without interrupting 
       expect(f.tokens.status().credentials.switched).toBeUndefined();
     });
     expect(f.tokens.status().credentials.thumbprint).toBe(c.thumbprint);
+    // The promotion ends with the next pair's files removed after the switch: said, though nothing changes.
+    expect(logger.messages('log')).toContain(`The next pair's files were removed: there is no next pair now.`);
     await tick(LIFETIME_MS + 1_000);
     expect(f.platform.counters.exchanges.rejected).toBe(2);
     expect(logger.messages('error')).toEqual([]);

@@ -4,15 +4,9 @@ import { Test } from '@nestjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
-import { parseJson, runCli, tempDir } from '../cli/cli-harness.js';
+import { parseJson, runCli, tempDir, type DoctorCheck } from '../cli/cli-harness.js';
 import { eventually } from '../support/eventually.js';
 
-interface DoctorCheck {
-  id: string;
-  status: 'pass' | 'fail' | 'warn' | 'skip';
-  label: string;
-  detail: string;
-}
 interface KeygenReport {
   privateKeyPath: string;
   certificatePath: string;

@@ -11,7 +11,8 @@ import {
   loadCredentialsOnTheirOwn,
   type Findings,
 } from './doctor-configuration.checks.js';
-import { probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
+import { describeCertificate, validityText } from '../certificate-info.util.js';
+import { PROBE_METHOD, probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
 import { ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
 import { exchangeOnce } from '../cli.exchange.js';
 import { countChecks, printChecks, signedSeconds, summaryLine } from '../cli.output.js';
@@ -49,7 +50,7 @@ async function run(context: CommandContext): Promise<number> {
     warnings: byGroup(credentials.warnings),
   };
   const checks = configurationChecks(options, config, credentials.loaded, findings, now);
-  const nextCheck = nextPairCheck(options, config, nextProblems);
+  const nextCheck = nextPairCheck(options, config, nextProblems, now);
   if (nextCheck) checks.push(nextCheck);
   try {
     checks.push(...(await platformChecks(options, config, findings)));
@@ -127,7 +128,7 @@ function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
       'endpoint',
       'fail',
       'Token endpoint',
-      `not found: ${tokenUrl} answered a GET with HTTP 404 in ${probe.durationMs} ms; no token endpoint is there`,
+      `not found: ${tokenUrl} answered a ${PROBE_METHOD} with HTTP 404 in ${probe.durationMs} ms; no token endpoint is there`,
       'set PLATFORM_BASE_URL to https://{platform_domain} only, without a path; the token endpoint is /loginservice/connect/token below it',
     );
   }
@@ -136,7 +137,7 @@ function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
       'endpoint',
       'pass',
       'Token endpoint',
-      `reachable: ${tokenUrl} answered a GET with HTTP ${probe.status} in ${probe.durationMs} ms`,
+      `reachable: ${tokenUrl} answered a ${PROBE_METHOD} with HTTP ${probe.status} in ${probe.durationMs} ms`,
     );
   }
   return check(
@@ -186,6 +187,7 @@ function nextPairCheck(
   options: PlatformAuthOptions,
   config: ResolvedPlatformAuthConfig | undefined,
   problems: readonly { setting: string; message: string }[],
+  now: number,
 ): CheckResult | undefined {
   const given = [
     options.nextPrivateKey,
@@ -206,7 +208,8 @@ function nextPairCheck(
   }
   const next = config?.nextCredentials;
   if (!next) return check('next-pair', 'skip', 'Next pair', 'not checked: fix the configuration problems above first');
-  const notAfter = next.certificate ? `, valid until ${next.certificate.validTo}` : '';
+  // The current pair's format (ISO 8601, UTC, days left), so the two certificates' dates compare at a glance.
+  const notAfter = next.certificate ? `, ${validityText(describeCertificate(next.certificate, now), now)}` : '';
   return check(
     'next-pair',
     'pass',

@@ -6,10 +6,12 @@ import { formatPkcs11Uri, parsePkcs11Uri, type Pkcs11Uri } from '../../credentia
 import { describeCertificate, validityText } from '../certificate-info.util.js';
 import { CommandFailure, UsageError, type CommandContext } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
-import { rotationSteps } from './rotation-steps.util.js';
+import { printNextSteps, rotationSteps, shellWord } from './rotation-steps.util.js';
 
 /** Where the configuration's PIN file goes when the URI gave a PIN value (which is never printed). */
-const PIN_FILE_PLACEHOLDER = '/path/to/pin-file';
+export const PIN_FILE_PLACEHOLDER = '/path/to/pin-file';
+/** The key's URI, without any PIN attribute, beside the certificate: how the emulator finds the key to print. */
+export const KEY_URI_FILE = 'private-key.uri';
 
 /** `--key-uri`, parsed; its problems name attributes only, never the PIN. */
 export function parseKeyUri(text: string): Pkcs11Uri {
@@ -21,10 +23,11 @@ export function parseKeyUri(text: string): Pkcs11Uri {
 
 export interface TokenKeygenTarget {
   readonly certificatePath: string;
+  /** Where the key's URI goes, without its PIN: {@link KEY_URI_FILE}, or next-… with --next. */
+  readonly keyUriPath: string;
   readonly days: number;
   readonly commonName: string;
   writeNew(path: string, content: string, mode: number): void;
-  shellWord(path: string): string;
   /** keygen --next: the next pair for a rotation, configured as PLATFORM_NEXT_*. */
   readonly next?: boolean;
 }
@@ -57,6 +60,7 @@ export async function keygenInToken(
     await key.close();
   }
   target.writeNew(target.certificatePath, certificatePem, 0o644);
+  target.writeNew(target.keyUriPath, `${formatPkcs11Uri({ ...uri, pin: undefined }, id)}\n`, 0o644);
 
   const now = context.now();
   const info = describeCertificate(new X509Certificate(certificatePem), now);
@@ -89,6 +93,7 @@ export async function keygenInToken(
       id: idHex,
       keyAttributes: attributes,
       certificatePath: target.certificatePath,
+      keyUriPath: target.keyUriPath,
       commonName: target.commonName,
       thumbprint: info.thumbprintSha1,
       thumbprintSha256: info.thumbprintSha256,
@@ -106,22 +111,19 @@ export async function keygenInToken(
   out.print(
     `${out.style.ok('✓')} Wrote ${target.certificatePath} (self-signed X.509 signed inside the token, PEM, ${info.subject}, ${validityText(info, now)}).`,
   );
+  out.print(
+    `${out.style.ok('✓')} Wrote ${target.keyUriPath} (the key's URI without any PIN: the emulator prints PLATFORM_PRIVATE_KEY_URI from it).`,
+  );
   out.print();
   printFields(out, [
     ['Thumbprint (SHA-1)', `${out.style.bold(info.thumbprintSha1)}  the portal shows this; it is the assertion's iss`],
     ['Thumbprint (SHA-256)', info.thumbprintSha256],
   ]);
   out.print();
-  out.print('Next steps:');
-  nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
-  for (const [name, value] of Object.entries(env)) {
-    const quoted = /^PLATFORM_(NEXT_)?(PRIVATE_KEY_URI|CERTIFICATE_PATH)$/.test(name);
-    out.print(`       ${name}=${quoted ? target.shellWord(value) : value}`);
-  }
-  out.print(`  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor`);
+  printNextSteps(out, nextSteps, env, { next: target.next === true });
   out.print();
   out.print('Before the portal, try the key locally against the emulator (no code, nothing leaves this machine):');
-  out.print(`  npx platform-auth emulator --certificate ${target.shellWord(target.certificatePath)}`);
+  out.print(`  npx platform-auth emulator --certificate ${shellWord(target.certificatePath)}`);
   out.print();
   out.print(`Plan the rotation before ${info.notAfter}: the module warns 30 days ahead.`);
   return 0;

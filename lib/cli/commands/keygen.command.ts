@@ -13,8 +13,8 @@ import {
   type CommandContext,
 } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
-import { keygenInToken, parseKeyUri } from './keygen-token.util.js';
-import { rotationSteps } from './rotation-steps.util.js';
+import { KEY_URI_FILE, keygenInToken, parseKeyUri } from './keygen-token.util.js';
+import { printNextSteps, rotationSteps, shellWord } from './rotation-steps.util.js';
 
 const PRIVATE_KEY_FILE = 'private-key.pem';
 const CERTIFICATE_FILE = 'publickey.cer';
@@ -32,8 +32,9 @@ export const keygenCommand: Command = {
     'Generates the key pair of docs/platform-contract.md#keys-and-certificates: an RSA-2048 private key',
     `(PKCS#8 PEM, ${PRIVATE_KEY_FILE}, file mode 0600) and a self-signed X.509 certificate for it (PEM,`,
     `${CERTIFICATE_FILE}) to upload in the Administration Portal.`,
-    'With --key-uri the pair is generated inside the PKCS#11 token instead (sensitive, never extractable) and only',
-    `${CERTIFICATE_FILE} is written, signed by the token's key (docs/key-custody.md).`,
+    'With --key-uri the pair is generated inside the PKCS#11 token instead (sensitive, never extractable); no key file',
+    `is written: ${CERTIFICATE_FILE}, signed by the token's key (docs/key-custody.md), and ${KEY_URI_FILE} beside it,`,
+    "the key's URI without any PIN, from which the emulator prints PLATFORM_PRIVATE_KEY_URI.",
     'Existing files are never overwritten. Prints the certificate thumbprint and the steps that follow in the portal.',
     `With --next it prepares the next pair for a rotation, beside the current one (${NEXT_PRIVATE_KEY_FILE},`,
     `${NEXT_CERTIFICATE_FILE}), and prints the rotation runbook's steps and the PLATFORM_NEXT_* variables.`,
@@ -75,12 +76,15 @@ async function run(context: CommandContext): Promise<number> {
   const next = context.options.next === true;
   const keyPath = join(dir, next ? NEXT_PRIVATE_KEY_FILE : PRIVATE_KEY_FILE);
   const certificatePath = join(dir, next ? NEXT_CERTIFICATE_FILE : CERTIFICATE_FILE);
+  const keyUriPath = join(dir, next ? `next-${KEY_URI_FILE}` : KEY_URI_FILE);
   const keyUri = stringOption(context, 'key-uri');
   const inToken = keyUri === undefined ? undefined : parseKeyUri(keyUri);
 
   if (existsSync(dir) && !statSync(dir).isDirectory())
     throw new CommandFailure(`--out '${dir}' is a file, not a directory`);
-  const existing = (inToken ? [certificatePath] : [keyPath, certificatePath]).filter((path) => existsSync(path));
+  const existing = (inToken ? [certificatePath, keyUriPath] : [keyPath, certificatePath]).filter((path) =>
+    existsSync(path),
+  );
   if (existing.length > 0) {
     throw new CommandFailure(
       `refusing to overwrite ${existing.join(' and ')}: a key that is registered would be lost; move ${existing.length === 1 ? 'it' : 'them'} away or choose another --out`,
@@ -92,7 +96,8 @@ async function run(context: CommandContext): Promise<number> {
     throw new CommandFailure(`cannot create directory '${dir}': ${describeFsError(error)}`);
   }
 
-  if (inToken) return keygenInToken(context, inToken, { certificatePath, days, commonName, writeNew, shellWord, next });
+  if (inToken)
+    return keygenInToken(context, inToken, { certificatePath, keyUriPath, days, commonName, writeNew, next });
 
   // In-memory generation with the module's own helper (WebCrypto key, @peculiar/x509 certificate): the same code
   // path the emulator and the tests use, so what keygen writes is exactly what the module is tested against.
@@ -156,12 +161,10 @@ async function run(context: CommandContext): Promise<number> {
     ['Thumbprint (SHA-256)', info.thumbprintSha256],
   ]);
   out.print();
-  out.print('Next steps:');
-  nextSteps.forEach((step, index) => out.print(`  ${index + 1}. ${step}`));
-  for (const [name, value] of Object.entries(env)) out.print(`       ${name}=${value}`);
-  out.print(
-    `  ${nextSteps.length + 1}. Check everything, including one real token exchange: npx platform-auth doctor${next ? ' (it checks both pairs and says which one the platform accepts)' : ''}`,
-  );
+  printNextSteps(out, nextSteps, env, {
+    next,
+    checkNote: next ? ' (it checks both pairs and says which one the platform accepts)' : '',
+  });
   out.print();
   out.print('Before the portal, try the pair locally against the emulator (no code, nothing leaves this machine):');
   out.print(`  ${tryLocally}`);
@@ -183,11 +186,6 @@ function commonNameOption(context: CommandContext): string {
     );
   }
   return name;
-}
-
-/** A path as one shell word: quoted only when it needs to be. */
-function shellWord(path: string): string {
-  return /^[\w./:@%+-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Creates the file, failing if it appeared since the check: never replaces a key. */

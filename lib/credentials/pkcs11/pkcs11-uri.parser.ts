@@ -201,9 +201,10 @@ function pinFile(source: string): string | undefined {
 
 /**
  * A URI for `uri` with the key's `id`, its library, and a PIN file instead of any PIN value: what keygen prints for
- * the configuration. `pinFile` is used when the URI gave none (a placeholder the user fills in).
+ * the configuration. `pinFile` is used when the URI gave none (a placeholder the user fills in); without either, the
+ * URI has no PIN attribute at all (what keygen keeps beside the certificate).
  */
-export function formatPkcs11Uri(uri: Pkcs11Uri, id: Uint8Array | undefined, pinFile: string): string {
+export function formatPkcs11Uri(uri: Pkcs11Uri, id: Uint8Array | undefined, pinFile?: string): string {
   const path: string[] = [];
   const text = (name: string, value: string | undefined) => {
     if (value !== undefined) path.push(`${name}=${percentEncode(Buffer.from(value, 'utf8'))}`);
@@ -217,7 +218,8 @@ export function formatPkcs11Uri(uri: Pkcs11Uri, id: Uint8Array | undefined, pinF
   const keyId = id ?? uri.id;
   if (keyId !== undefined) path.push(`id=${[...keyId].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`);
   const file = uri.pin && 'file' in uri.pin ? uri.pin.file : pinFile;
-  const query = [`module-path=${percentEncode(Buffer.from(uri.modulePath ?? '', 'utf8'))}`, `pin-source=file:${file}`];
+  const query = [`module-path=${percentEncode(Buffer.from(uri.modulePath ?? '', 'utf8'))}`];
+  if (file !== undefined) query.push(`pin-source=file:${file}`);
   return `pkcs11:${path.join(';')}?${query.join('&')}`;
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isLoopbackHost } from '../../util/loopback.util.js';
 
 /** Largest request body the emulator reads; anything bigger is refused without buffering the rest. */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
@@ -72,4 +73,20 @@ export function writeResponse(res: ServerResponse, emulatorNow: number, response
   for (const [name, value] of Object.entries(response.headers ?? {})) headers[name.toLowerCase()] = value;
   res.writeHead(response.status, headers);
   res.end(payload);
+}
+
+/**
+ * The `Host` values that name an emulator listening at `url` on loopback, lower case. Pages and controls answer only
+ * to these, which defeats DNS rebinding: a page on another site cannot make the browser call the emulator by a name
+ * of its own.
+ */
+export function emulatorHostNames(url: string): ReadonlySet<string> {
+  const { host, port } = new URL(url);
+  return new Set([host, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`].map((name) => name.toLowerCase()));
+}
+
+/** Whether the request comes from this machine: 127.0.0.0/8 or ::1, also as an IPv4-mapped IPv6 address. */
+export function fromLoopback(req: IncomingMessage): boolean {
+  const address = req.socket.remoteAddress;
+  return address !== undefined && isLoopbackHost(address.replace(/^::ffff:/i, ''));
 }

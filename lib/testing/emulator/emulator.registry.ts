@@ -22,12 +22,7 @@ export class IntegrationRegistry {
   constructor(readonly thumbprintAlgorithm: ThumbprintAlgorithm) {}
 
   register(input: RegisterIntegrationInput): RegisteredIntegration {
-    const certificate = parseCertificate(input.certificatePem);
-    if (certificate.publicKey.asymmetricKeyType !== 'rsa') {
-      throw new Error(
-        `registerIntegration: the certificate holds a ${certificate.publicKey.asymmetricKeyType} key; the platform verifies RS256, which needs RSA`,
-      );
-    }
+    const certificate = parseRsaCertificate(input.certificatePem, 'registerIntegration');
     const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
     if (this.byThumbprint.has(thumbprint)) {
       throw new Error(
@@ -74,7 +69,7 @@ export class IntegrationRegistry {
   replaceCertificate(machineId: string, certificatePem: string): RegisteredIntegration {
     const entry = this.byMachineId.get(machineId);
     if (!entry) throw new Error(`no system integration with machineId '${machineId}' is registered`);
-    const certificate = parseCertificate(certificatePem);
+    const certificate = parseRsaCertificate(certificatePem, 'replaceCertificate');
     const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
     const owner = this.byThumbprint.get(thumbprint);
     if (owner && owner !== entry) {
@@ -107,12 +102,20 @@ function registryEntry(integration: RegisteredIntegration, certificate: X509Cert
   };
 }
 
-function parseCertificate(pem: string): X509Certificate {
+/** What the portal accepts: an X.509 certificate with an RSA key, the only kind RS256 assertions verify against. */
+function parseRsaCertificate(pem: string, operation: string): X509Certificate {
+  let certificate: X509Certificate;
   try {
-    return new X509Certificate(pem);
+    certificate = new X509Certificate(pem);
   } catch {
-    throw new Error('registerIntegration: certificatePem is not a PEM X.509 certificate');
+    throw new Error(`${operation}: certificatePem is not a PEM X.509 certificate`);
   }
+  if (certificate.publicKey.asymmetricKeyType !== 'rsa') {
+    throw new Error(
+      `${operation}: the certificate holds a ${certificate.publicKey.asymmetricKeyType} key; the platform verifies RS256, which needs RSA`,
+    );
+  }
+  return certificate;
 }
 
 /** Copied, so later changes to the caller's array do not silently change the registry. */

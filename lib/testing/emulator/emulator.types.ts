@@ -37,6 +37,13 @@ export interface PlatformEmulatorOptions {
   maxPendingSignIns?: number;
   /** Serve the inspector page at `/_emulator/` (docs/emulator.md). Default false: the path is then 404. */
   inspector?: boolean;
+  /**
+   * Serve the control endpoint at `/_emulator/control/` (docs/emulator.md), which `platform-auth emulator upload`
+   * uses: JSON, for clients on loopback only, never for browsers. Default false: the path is then 404.
+   */
+  control?: boolean;
+  /** Called after an integration's certificate was replaced, whoever replaced it (API, control, inspector). */
+  onCertificateReplaced?: (integration: RegisteredIntegration, certificatePem: string) => void;
 }
 
 export interface RegisterIntegrationInput {

@@ -1,13 +1,13 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import { AUTHORIZE_PATH, DEFAULT_TOKEN_LIFETIME_SECONDS, TOKEN_PATH } from './emulator.constants.js';
 import { AccessTokenStore } from './emulator.access-tokens.js';
 import { AssertionVerifier } from './emulator.assertion-verifier.js';
-import { answerWithFault, FaultQueues } from './emulator.faults.js';
-import { writeResponse } from './emulator.http.js';
+import { FaultQueues } from './emulator.faults.js';
 import { EmulatorInspector } from '../inspector/emulator.inspector.js';
+import { EmulatorControl } from './emulator.control.js';
+import { EmulatorTraffic } from './emulator.traffic.js';
 import { PlaceholderApi } from './emulator.placeholder-api.js';
 import { IntegrationRegistry } from './emulator.registry.js';
 import { TokenEndpoint } from './emulator.token-endpoint.js';
@@ -29,7 +29,7 @@ import type {
   RegisterIntegrationInput,
   TokenRequestRecord,
 } from './emulator.types.js';
-import { checkOptions, checkTokenLifetime, emptyCounters, emulatedIntegration } from './emulator.options.js';
+import { checkOptions, checkTokenLifetime, emulatedIntegration } from './emulator.options.js';
 import { createTestCredentials } from '../test-credentials.util.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
@@ -61,16 +61,13 @@ export class PlatformEmulator {
   private tokenLifetimeSeconds: number;
   private readonly thumbprintAlgorithm: ThumbprintAlgorithm;
   private readonly acceptCompactJwt: boolean;
-  private readonly journalLimit: number;
-  private readonly journalEntries: TokenRequestRecord[] = [];
-  private countersState: EmulatorCounters = emptyCounters();
   private readonly registry: IntegrationRegistry;
   private readonly accessTokens: AccessTokenStore;
-  private readonly tokenEndpoint: TokenEndpoint;
-  private readonly placeholderApi: PlaceholderApi;
   private readonly userFlow: UserFlow;
   private readonly faults = new FaultQueues();
   private readonly inspector?: EmulatorInspector;
+  private readonly traffic: EmulatorTraffic;
+  private readonly onCertificateReplaced?: PlatformEmulatorOptions['onCertificateReplaced'];
   /** Aborted by `close()`, which cancels pending `delay` faults. */
   private readonly shutdown = new AbortController();
   private closed?: Promise<void>;
@@ -90,7 +87,7 @@ export class PlatformEmulator {
     this.thumbprintAlgorithm = options.thumbprintAlgorithm ?? 'sha1';
     const encodings = options.tokenEncodings ?? ['jwt', 'base64'];
     this.acceptCompactJwt = encodings.includes('jwt');
-    this.journalLimit = options.journalLimit ?? DEFAULT_JOURNAL_LIMIT;
+    const journalLimit = options.journalLimit ?? DEFAULT_JOURNAL_LIMIT;
 
     const now = (): number => this.now();
     this.registry = new IntegrationRegistry(this.thumbprintAlgorithm);
@@ -101,10 +98,10 @@ export class PlatformEmulator {
       machineTokens: this.accessTokens,
       tokenLifetimeSeconds: () => this.tokenLifetimeSeconds,
       invalidClientStatus: options.invalidClientStatus ?? 400,
-      journalLimit: this.journalLimit,
+      journalLimit,
       maxPendingSignIns: options.maxPendingSignIns,
     });
-    this.tokenEndpoint = new TokenEndpoint({
+    const tokenEndpoint = new TokenEndpoint({
       verifier: new AssertionVerifier({
         registry: this.registry,
         audience: this.audience,
@@ -118,7 +115,6 @@ export class PlatformEmulator {
       invalidClientStatus: options.invalidClientStatus ?? 400,
       userGrants: this.userFlow.grants,
     });
-    this.placeholderApi = new PlaceholderApi(this.accessTokens, this.registry);
     if (options.inspector) {
       const parts = { registry: this.registry, tokens: this.accessTokens, faults: this.faults };
       this.inspector = new EmulatorInspector({
@@ -129,7 +125,26 @@ export class PlatformEmulator {
         signInSteps: () => this.userJournal,
       });
     }
-    server.on('request', (req, res) => void this.handle(req, res));
+    const control = options.control
+      ? new EmulatorControl({
+          url,
+          registry: this.registry,
+          replaceCertificate: (machineId, pem) => this.replaceCertificate(machineId, pem),
+        })
+      : undefined;
+    this.onCertificateReplaced = options.onCertificateReplaced;
+    this.traffic = new EmulatorTraffic({
+      now,
+      tokenEndpoint,
+      placeholderApi: new PlaceholderApi(this.accessTokens, this.registry),
+      userFlow: this.userFlow,
+      faults: this.faults,
+      inspector: this.inspector,
+      control,
+      shutdown: this.shutdown.signal,
+      journalLimit,
+    });
+    server.on('request', (req, res) => void this.traffic.handle(req, res));
   }
 
   /** Listens on `host:port` (default `127.0.0.1`, a random free port) and resolves once connections are accepted. */
@@ -193,7 +208,9 @@ export class PlatformEmulator {
 
   /** Registers a new certificate on an existing integration (the old one stops working): a rotation's portal step. */
   replaceCertificate(machineId: string, certificatePem: string): RegisteredIntegration {
-    return this.registry.replaceCertificate(machineId, certificatePem);
+    const integration = this.registry.replaceCertificate(machineId, certificatePem);
+    this.onCertificateReplaced?.(integration, certificatePem);
+    return integration;
   }
 
   setIntegrationStatus(machineId: string, status: string): void {
@@ -238,16 +255,16 @@ export class PlatformEmulator {
 
   /** Token requests received, oldest first (a snapshot; at most `journalLimit` entries). */
   get journal(): readonly TokenRequestRecord[] {
-    return Object.freeze([...this.journalEntries]);
+    return this.traffic.journal;
   }
 
   /** A snapshot of the counters. */
   get counters(): EmulatorCounters {
-    return structuredClone(this.countersState);
+    return this.traffic.counters;
   }
 
   resetCounters(): void {
-    this.countersState = emptyCounters();
+    this.traffic.resetCounters();
   }
 
   /**
@@ -266,89 +283,4 @@ export class PlatformEmulator {
   private now(): number {
     return this.baseNow() + this.clockOffsetMs;
   }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const receivedAt = this.now();
-    const pathname = pathnameOf(req);
-    // The inspector is not part of the platform: it takes no fault and counts as no API call.
-    if (this.inspector && EmulatorInspector.serves(pathname)) {
-      // A client that went away mid-form leaves nobody to answer.
-      return this.inspector.handle(req, res, pathname).catch(() => void res.destroy());
-    }
-    const isTokenRequest = pathname === TOKEN_PATH;
-    let fault = this.faults.take(isTokenRequest ? 'token' : 'api');
-    try {
-      if (fault?.kind === 'delay') {
-        await delay(fault.ms, undefined, { signal: this.shutdown.signal, ref: false });
-        fault = undefined;
-      }
-      if (isTokenRequest) await this.handleTokenRequest(req, res, receivedAt, fault);
-      else await this.handleApiRequest(req, res, fault);
-    } catch {
-      // A client that went away, or a delay cancelled by close(), leaves nobody to answer; anything else is a bug
-      // of the emulator, which the client should see as a server error rather than as a hang.
-      if (!res.headersSent && !res.destroyed)
-        writeResponse(res, this.now(), { status: 500, body: { error: 'server_error' } });
-    }
-  }
-
-  private async handleTokenRequest(
-    req: IncomingMessage,
-    res: ServerResponse,
-    receivedAt: number,
-    fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
-  ): Promise<void> {
-    const request = await this.tokenEndpoint.receive(req);
-    const exchanges = this.countersState.exchanges;
-    exchanges.total += 1;
-    if (fault) {
-      const status = answerWithFault(fault, res, this.now());
-      exchanges.faulted += 1;
-      this.record({
-        at: receivedAt,
-        ...this.tokenEndpoint.summarize(request),
-        status,
-        verdict: 'fault',
-        fault: fault.kind,
-      });
-      return;
-    }
-    const { response, record } = await this.tokenEndpoint.answer(request);
-    writeResponse(res, this.now(), response);
-    if (record.verdict === 'accepted') exchanges.accepted += 1;
-    else exchanges.rejected += 1;
-    this.record({ at: receivedAt, ...record });
-  }
-
-  private async handleApiRequest(
-    req: IncomingMessage,
-    res: ServerResponse,
-    fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
-  ): Promise<void> {
-    const apiCalls = this.countersState.apiCalls;
-    apiCalls.total += 1;
-    if (fault) {
-      apiCalls.faulted += 1;
-      answerWithFault(fault, res, this.now());
-      return;
-    }
-    const pathname = pathnameOf(req);
-    const { response, outcome } = this.userFlow.handles(pathname)
-      ? { response: await this.userFlow.answer(req, pathname), outcome: 'other' as const }
-      : await this.placeholderApi.answer(req, pathname);
-    writeResponse(res, this.now(), response);
-    if (outcome !== 'other') apiCalls[outcome] += 1;
-  }
-
-  private record(entry: TokenRequestRecord): void {
-    this.journalEntries.push(entry);
-    if (this.journalEntries.length > this.journalLimit) {
-      this.journalEntries.splice(0, this.journalEntries.length - this.journalLimit);
-    }
-  }
-}
-
-/** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */
-function pathnameOf(req: IncomingMessage): string {
-  return (req.url ?? '/').split(/[?#]/, 1)[0];
 }

@@ -1,6 +1,12 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseMediaType, readBody, writeResponse, type EmulatorResponse } from '../emulator/emulator.http.js';
+import {
+  emulatorHostNames,
+  parseMediaType,
+  readBody,
+  writeResponse,
+  type EmulatorResponse,
+} from '../emulator/emulator.http.js';
 import { INSPECTOR_CSS, INSPECTOR_ICON, INSPECTOR_JS } from './inspector.assets.js';
 import { takeSnapshot, type InspectorSources } from './inspector.model.js';
 import { INSPECTOR_PATH, renderPage, type PageState } from './inspector.view.js';
@@ -42,12 +48,7 @@ export class EmulatorInspector {
   private readonly actions: Readonly<Record<string, Action>>;
 
   constructor(private readonly sources: InspectorSources) {
-    const { port } = new URL(sources.emulator.url);
-    this.hosts = new Set(
-      [new URL(sources.emulator.url).host, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`].map((host) =>
-        host.toLowerCase(),
-      ),
-    );
+    this.hosts = emulatorHostNames(sources.emulator.url);
     const { emulator } = sources;
     this.actions = {
       status: (form) => {
@@ -60,6 +61,11 @@ export class EmulatorInspector {
         const permissions = form.getAll('permission') as IntegrationPermission[];
         emulator.setPermissions(machineId, permissions);
         return `integration ${machineId} now holds ${permissions.length > 0 ? permissions.join(', ') : 'no permission'}`;
+      },
+      certificate: (form) => {
+        const machineId = required(form, 'machineId');
+        const { thumbprint } = emulator.replaceCertificate(machineId, required(form, 'certificatePem'));
+        return `integration ${machineId} now holds the certificate with thumbprint ${thumbprint}; the previous one is refused`;
       },
       revoke: (form) => {
         const id = form.get('token');
@@ -152,6 +158,7 @@ export class EmulatorInspector {
 const ANCHORS: Readonly<Record<string, string>> = {
   status: 'integrations',
   permissions: 'integrations',
+  certificate: 'integrations',
   revoke: 'tokens',
   fault: 'faults',
   clock: 'clock',

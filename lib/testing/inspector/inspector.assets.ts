@@ -29,9 +29,13 @@ tr.decisive > th::after { content: " ← answered"; color: var(--bad); font-weig
 .notice.failed { background: rgba(207, 34, 46, 0.12); }
 form.inline { display: inline; } form.stacked label { margin-right: 10px; } label.auto { white-space: nowrap; }
 button { font: inherit; padding: 1px 8px; } input[type=number] { width: 90px; }
+textarea { display: block; width: 100%; font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 `;
 
-/** Keeps open exchanges open across reloads and, when asked, reloads every two seconds (not while typing). */
+/**
+ * Keeps open exchanges open across reloads, puts a chosen certificate file's text into the upload form, and, when
+ * asked, reloads every two seconds (not while typing).
+ */
 export const INSPECTOR_JS = `'use strict';
 (function () {
   var OPEN = 'emulator-inspector-open';
@@ -45,6 +49,16 @@ export const INSPECTOR_JS = `'use strict';
       });
       if (details.open) keys.push(details.dataset.key);
       sessionStorage.setItem(OPEN, JSON.stringify(keys.slice(-50)));
+    });
+  });
+  document.querySelectorAll('input.certificate-file').forEach(function (input) {
+    input.addEventListener('change', function () {
+      var file = input.files && input.files[0];
+      var target = input.form && input.form.querySelector('textarea[name=certificatePem]');
+      if (!file || !target) return;
+      file.text().then(function (text) {
+        target.value = text;
+      });
     });
   });
   var auto = document.getElementById('auto-refresh');

@@ -19,6 +19,7 @@ export interface InspectorSources {
     readonly counters: EmulatorCounters;
     setIntegrationStatus(machineId: string, status: string): void;
     setPermissions(machineId: string, permissions: IntegrationPermission[]): void;
+    replaceCertificate(machineId: string, certificatePem: string): { readonly thumbprint: string };
     revokeAllTokens(): number;
     injectFault(fault: EmulatorFault, target?: FaultTarget): void;
     setClockOffset(ms: number): void;

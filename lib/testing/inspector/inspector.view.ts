@@ -95,6 +95,25 @@ export function renderPage(snapshot: InspectorSnapshot, state: PageState): strin
                         <td class="${integration.certificate.validNow ? '' : 'failed'}">
                           ${integration.certificate.validFrom} →
                           ${integration.certificate.validTo}${integration.certificate.validNow ? '' : ' (not valid at the emulator clock)'}
+                          <details>
+                            <summary>Upload a new certificate</summary>
+                            ${form(
+                              'certificate',
+                              html`${ids}<label
+                                  >file <input type="file" class="certificate-file" accept=".cer,.crt,.pem"
+                                /></label>
+                                <label
+                                  >PEM (the portal's upload: the current certificate is refused from then on)
+                                  <textarea
+                                    name="certificatePem"
+                                    rows="6"
+                                    required
+                                    placeholder="paste the certificate, PEM (next-publickey.cer)"
+                                  ></textarea></label
+                                ><button>Replace certificate</button>`,
+                              'stacked',
+                            )}
+                          </details>
                         </td>
                       </tr>`;
                     })}

@@ -1,0 +1,111 @@
+import type { PlatformEmulator } from '../../testing/emulator/platform.emulator.js';
+import type { PlatformEmulatorOptions } from '../../testing/emulator/emulator.types.js';
+import type { CommandContext } from '../cli.command.js';
+import { printFields } from '../cli.output.js';
+import type { Registration } from './emulator-registration.js';
+import { shellWord } from './rotation-steps.util.js';
+import type { userClientOption } from './user-client-option.util.js';
+
+/** What the report needs of the command line. */
+export interface ReportedSettings {
+  readonly userClient: ReturnType<typeof userClientOption>;
+  readonly emulatorOptions: PlatformEmulatorOptions;
+  /** `--state FILE`, resolved. */
+  readonly statePath?: string;
+}
+
+/** What `platform-auth emulator` prints once it is ready: its address, each integration and the variables. */
+export function report(
+  context: CommandContext,
+  emulator: PlatformEmulator,
+  settings: ReportedSettings,
+  registrations: readonly Registration[],
+): void {
+  const out = context.out;
+  const { clockOffsetMs = 0, tokenLifetimeSeconds, leewaySeconds = 0 } = settings.emulatorOptions;
+  const [main, ...named] = registrations;
+  if (out.json) {
+    const described = (registration: Registration) => ({
+      name: registration.displayName,
+      machineId: registration.machineId,
+      thumbprint: registration.thumbprint,
+      status: registration.status,
+      permissions: registration.permissions,
+      certificate: registration.source,
+    });
+    out.printJson({
+      url: emulator.url,
+      tokenUrl: emulator.tokenUrl,
+      audience: emulator.audience,
+      inspectorUrl: emulator.inspectorUrl,
+      clockOffsetSeconds: clockOffsetMs / 1000,
+      tokenLifetimeSeconds,
+      leewaySeconds,
+      integration: described(main),
+      namedIntegrations: named.map((registration) => ({
+        integration: registration.integration,
+        ...described(registration),
+        env: registration.env,
+      })),
+      userSignIn: settings.userClient ? { authorizeUrl: emulator.authorizeUrl, ...settings.userClient } : undefined,
+      statePath: settings.statePath,
+      notes: [...new Set(registrations.flatMap((registration) => registration.notes))],
+      env: Object.assign({}, ...registrations.map((registration) => registration.env)) as Record<string, string>,
+    });
+    return;
+  }
+  out.print(`Platform emulator listening on ${out.style.bold(emulator.url)}`);
+  if (emulator.inspectorUrl) out.print(`Inspector: ${out.style.bold(emulator.inspectorUrl)}`);
+  const fields: Array<[string, string]> = [
+    ['token endpoint', emulator.tokenUrl],
+    ['audience', emulator.audience],
+    ...integrationFields(main),
+    ['clock', clockOffsetMs === 0 ? 'this machine’s' : `${clockOffsetMs / 1000} s against this machine’s`],
+    ['token lifetime', `${tokenLifetimeSeconds} s`],
+    ['leeway', leewaySeconds === 0 ? 'none (strict nbf and exp)' : `${leewaySeconds} s`],
+    ['placeholder API', 'POST /api/messages, GET /api/billing (placeholders: the real paths are not published)'],
+  ];
+  if (settings.statePath)
+    fields.push(['state', `${settings.statePath} (port, integrations, machineIds and certificates; no private key)`]);
+  if (settings.userClient)
+    fields.push(['user sign-in', `${emulator.authorizeUrl}, client ${settings.userClient.clientId}, GET /api/me`]);
+  printFields(out, fields, '  ');
+  for (const registration of named) {
+    out.print();
+    out.print(`Named integration '${registration.integration}' (forRoot({ name: '${registration.integration}' })):`);
+    printFields(out, integrationFields(registration), '  ');
+  }
+  out.print();
+  for (const note of new Set(registrations.flatMap((registration) => registration.notes))) out.print(note);
+  out.print('Point an application or the CLI at it; paste into a shell or a .env file:');
+  out.print();
+  for (const [name, value] of Object.entries(main.env)) out.print(`export ${name}=${shellQuote(value)}`);
+  for (const registration of named) {
+    out.print(`# '${registration.integration}': platformAuthConfig.forIntegration('${registration.integration}')`);
+    for (const [name, value] of Object.entries(registration.env)) out.print(`export ${name}=${shellQuote(value)}`);
+  }
+  out.print();
+  out.print(
+    "Then, in another terminal: 'npx platform-auth doctor' checks everything, 'npx platform-auth token' exchanges.",
+  );
+  const where = settings.statePath ? `--state ${shellWord(settings.statePath)}` : `--url ${emulator.url}`;
+  out.print(
+    `To rehearse a rotation (the portal's upload): npx platform-auth emulator upload --certificate FILE ${where}`,
+  );
+  out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
+}
+
+function integrationFields(registration: Registration): Array<[string, string]> {
+  return [
+    ['integration', `"${registration.displayName}", ${registration.status}`],
+    ['machineId', registration.machineId],
+    ['thumbprint', `${registration.thumbprint} (SHA-1, the assertion's iss)`],
+    ['certificate', registration.source],
+    ['permissions', registration.permissions.join(', ')],
+  ];
+}
+
+/** Single quotes keep `\n` literal in shells and in dotenv files alike. */
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
