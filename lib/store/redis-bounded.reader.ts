@@ -42,7 +42,8 @@ interface Pending {
  * bound on a reply, would buffer and decode all of it before the store could look at its length.
  */
 export class BoundedReadConnection {
-  #socket?: Promise<Socket>;
+  /** The connection being opened, or open. */
+  #connection?: Promise<Socket>;
   /** The connection the replies in `#received` and the reads in `#pending` belong to. */
   #current?: Socket;
   #pending: Pending[] = [];
@@ -86,14 +87,14 @@ export class BoundedReadConnection {
 
   private connected(): Promise<Socket> {
     if (this.#closed) return Promise.reject(new Error('the token store is closed'));
-    if (!this.#socket) {
+    if (!this.#connection) {
       const opening = this.open();
-      this.#socket = opening;
+      this.#connection = opening;
       opening.catch(() => {
-        if (this.#socket === opening) this.#socket = undefined;
+        if (this.#connection === opening) this.#connection = undefined;
       });
     }
-    return this.#socket;
+    return this.#connection;
   }
 
   private async open(): Promise<Socket> {
@@ -175,7 +176,7 @@ export class BoundedReadConnection {
     socket.destroy();
     if (socket !== this.#current) return;
     this.#current = undefined;
-    this.#socket = undefined;
+    this.#connection = undefined;
     this.#received = Buffer.alloc(0);
     const pending = this.#pending;
     this.#pending = [];
