@@ -189,14 +189,19 @@ export async function checkedSignature(
   );
 }
 
+/** A class-like name: no spaces, no line breaks, nothing a log line could be forged with or a secret could fit in. */
+const PLAIN_NAME = /^[A-Za-z_$][\w$.-]{0,63}$/;
+
 /**
  * An error's name (and its `code` when it has a short one: `CKR_PIN_INCORRECT`, `AccessDeniedException`), never its
- * message: what a signer throws is not ours to print, and may quote what it was given.
+ * message: what a signer throws is not ours to print, and may quote what it was given. A name that is not a plain
+ * identifier is reported as `Error`: a KMS client may put service text, or a line break, in it.
  */
 export function errorName(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
+  const name = typeof error.name === 'string' && PLAIN_NAME.test(error.name) ? error.name : 'Error';
   const code = (error as { code?: unknown }).code;
   const pkcs11 = /^CKR_[A-Z_]+$/.test(error.message) ? error.message : undefined;
   const shown = pkcs11 ?? (typeof code === 'string' && /^[\w.-]{1,64}$/.test(code) ? code : undefined);
-  return shown && shown !== error.name ? `${error.name} ${shown}` : error.name;
+  return shown && shown !== name ? `${name} ${shown}` : name;
 }

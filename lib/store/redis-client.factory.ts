@@ -129,7 +129,8 @@ export function buildClient(
   }
 }
 
-function tlsOptions(files: RedisTlsFiles): Pick<SocketOptions, 'ca' | 'cert' | 'key'> {
+/** The TLS files' contents, read now: for a node-redis client, and for the store's own read connection. */
+export function tlsOptions(files: RedisTlsFiles): Pick<SocketOptions, 'ca' | 'cert' | 'key'> {
   const read = (path: string | undefined) => (path === undefined ? undefined : readFileSync(path, 'utf8'));
   return Object.fromEntries(
     Object.entries({ ca: read(files.caPath), cert: read(files.certPath), key: read(files.keyPath) }).filter(

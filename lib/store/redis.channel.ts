@@ -1,4 +1,5 @@
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { BoundedReadConnection } from './redis-bounded.reader.js';
 import type { RedisConnectionSettings } from './redis-connection.options.js';
 import {
   buildClient,
@@ -11,6 +12,11 @@ import {
 /** How the store talks to Redis: one command about one key at a time. */
 export interface RedisChannel {
   send: SendCommand;
+  /**
+   * The bounded read, where the channel can bound what it reads: a bulk string or nil, rejecting a reply over
+   * `maxBytes` before it is read. Without it the read goes through `send`, and its reply is checked once it arrived.
+   */
+  read?(key: string, args: string[], maxBytes: number): Promise<string | null>;
   /** Connects a client the channel owns; resolves whether or not Redis answered (a Redis that is down is a state). */
   connect(): Promise<void>;
   close(): Promise<void>;
@@ -87,6 +93,8 @@ export class OwnedRedisChannel implements RedisChannel {
   #current?: OwnedRedisClient;
   #redis?: ReturnType<typeof loadNodeRedis>;
   #closed = false;
+  /** Standalone only: a cluster's slot owner and a sentinel's master are known to node-redis, not here. */
+  readonly #reader?: BoundedReadConnection;
 
   /**
    * `answerTimeoutMs`: a client that has not answered a command by then is replaced by a new one for the next command
@@ -96,7 +104,15 @@ export class OwnedRedisChannel implements RedisChannel {
     private readonly settings: RedisConnectionSettings,
     private readonly connectTimeoutMs: number,
     private readonly answerTimeoutMs?: number,
-  ) {}
+  ) {
+    if (settings.mode === 'standalone') {
+      const reader = new BoundedReadConnection(settings, connectTimeoutMs, answerTimeoutMs);
+      this.#reader = reader;
+      this.read = (_key, args, maxBytes) => reader.read(args, maxBytes);
+    }
+  }
+
+  readonly read?: RedisChannel['read'];
 
   /** Rejects only when the `redis` package is missing: a set-up mistake, unlike a Redis that is down. */
   async connect(): Promise<void> {
@@ -122,6 +138,7 @@ export class OwnedRedisChannel implements RedisChannel {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#reader?.close();
     this.drop(this.#current);
     return Promise.resolve();
   }

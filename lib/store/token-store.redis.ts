@@ -4,6 +4,7 @@ import type { PlatformAuthOptions } from '../options/platform-auth-options.inter
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
 import { resolveRedisConnection } from './redis-connection.options.js';
 import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
+import { UnexpectedReplyError } from './redis-bounded.reader.js';
 
 export interface RedisTokenStoreOptions {
   /** `redis://` or `rediss://` (TLS) URL; the store then owns its own node-redis client (the `redis` package). */
@@ -66,11 +67,21 @@ export class RedisEntryStore implements TokenStore {
     return this.channel.connect();
   }
 
-  /** The entry under `key`; a value that is not one of the store's entries, or is too large, as an empty payload. */
+  /**
+   * The entry under `key`; a value that is not one of the store's entries, or is too large, as an empty payload. A
+   * reply the script cannot have sent (not a string, or longer than the bound it applies) is a store failure: the
+   * server is not Redis running the script, and the caller stops asking it for the back-off instead of reading more.
+   */
   async get(key: string): Promise<TokenStoreEntry | undefined> {
-    const value = await this.channel.send(key, ['EVAL', GET_BOUNDED, '1', key, String(this.maxEntryBytes)]);
+    const args = ['EVAL', GET_BOUNDED, '1', key, String(this.maxEntryBytes)];
+    const value = this.channel.read
+      ? await this.channel.read(key, args, this.maxEntryBytes)
+      : await this.channel.send(key, args);
     if (value === null || value === undefined) return undefined;
-    const match = typeof value === 'string' ? ENTRY.exec(value) : null;
+    if (typeof value !== 'string') throw new UnexpectedReplyError('UNEXPECTED_REPLY');
+    // String length counts UTF-16 units, never more than the bytes the script measured.
+    if (value.length > this.maxEntryBytes) throw new UnexpectedReplyError('REPLY_TOO_LARGE');
+    const match = ENTRY.exec(value);
     if (!match) return { version: 0, tag: '', payload: '' };
     return { version: Number(match[1]), tag: match[2], payload: match[3] };
   }
@@ -85,17 +96,17 @@ export class RedisEntryStore implements TokenStore {
       encode(entry),
       String(Math.max(1, Math.ceil(ttlMs))),
     ]);
-    return reply === 1;
+    return expected(reply, [0, 1]) === 1;
   }
 
   async deleteIfTagged(key: string, tag: string): Promise<boolean> {
-    return (await this.channel.send(key, ['EVAL', DELETE_IF_TAGGED, '1', key, tag])) === 1;
+    return expected(await this.channel.send(key, ['EVAL', DELETE_IF_TAGGED, '1', key, tag]), [0, 1]) === 1;
   }
 
   async acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const value = encode({ version: 0, tag: owner, payload: '' });
     const reply = await this.channel.send(key, ['SET', key, value, 'NX', 'PX', String(Math.max(1, Math.ceil(ttlMs)))]);
-    return reply === 'OK';
+    return expected(reply, ['OK', null, undefined]) === 'OK';
   }
 
   releaseLock(key: string, owner: string): Promise<boolean> {
@@ -169,6 +180,12 @@ export class RedisTokenStore implements TokenStore {
   close(): Promise<void> {
     return this.#entries.close();
   }
+}
+
+/** `reply` when it is one of the answers the command has; anything else is no Redis running the command: a store failure. */
+function expected<T>(reply: unknown, answers: readonly T[]): T {
+  if (!answers.includes(reply as T)) throw new UnexpectedReplyError('UNEXPECTED_REPLY');
+  return reply as T;
 }
 
 function encode(entry: TokenStoreEntry): string {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { runCli as runCliInProcess } from '../../lib/cli/cli.program.js';
 import { startBin, startCli } from '../cli/cli-harness.js';
-import { SoftHsm, USER_PIN } from './softhsm.js';
+import { SOFTHSM_MODULE, SoftHsm, USER_PIN } from './softhsm.js';
 
 const TOKEN = 'cli';
 let hsm: SoftHsm;
@@ -183,6 +183,18 @@ describe('token, assertion and doctor with PLATFORM_PRIVATE_KEY_URI', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/PLATFORM_PRIVATE_KEY_URI\): the PIN is wrong for token 'cli'/);
     expect(result.stdout + result.stderr).not.toContain(wrongPin);
+  });
+
+  it('doctor and keygen refuse a PIN joined with & into the token label, and print no PIN', async () => {
+    const pin = 'Pq7ZxW93kT';
+    const joined = `pkcs11:token=${TOKEN}&pin-value=${pin};object=in-use?module-path=${SOFTHSM_MODULE}`;
+    const doctor = await cli(['doctor', '--no-env-file'], { ...env, PLATFORM_PRIVATE_KEY_URI: joined });
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toMatch(/PLATFORM_PRIVATE_KEY_URI\): 'token' holds another attribute \(name=\) in its value/);
+    const keygen = await cli(['keygen', '--key-uri', joined.replace('in-use', 'joined'), '--out', join(work, 'j')]);
+    expect(keygen.code).toBe(2);
+    expect(keygen.stderr).toMatch(/--key-uri 'token' holds another attribute/);
+    expect(doctor.stdout + doctor.stderr + keygen.stdout + keygen.stderr).not.toContain(pin);
   });
 
   it('the built command line exchanges with the key in the token (one process of its own)', async () => {

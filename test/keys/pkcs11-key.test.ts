@@ -222,6 +222,21 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     ]);
   });
 
+  it('a PIN joined with & into the token label, refused without printing the label', async () => {
+    const pin = 'Pq7ZxW93kT';
+    const error = await startupError(
+      options({
+        privateKeyUri: `pkcs11:token=${TOKEN}&pin-value=${pin};object=platform-auth?module-path=${SOFTHSM_MODULE}`,
+      }),
+    );
+    expect(problemLines(error)).toEqual([
+      expect.stringMatching(
+        /^privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): 'token' holds another attribute \(name=\) in its value/,
+      ),
+    ]);
+    expectNoSecrets(error, [pin, `${TOKEN}&pin-value`]);
+  });
+
   it('a key that is not in the token, listing the keys that are', async () => {
     expect(await uriProblem(hsm.uri(TOKEN, 'nope'))).toEqual([
       expect.stringMatching(

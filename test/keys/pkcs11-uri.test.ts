@@ -58,6 +58,61 @@ describe('RFC 7512 pkcs11: URIs', () => {
     expect(all.join('\n')).not.toContain(pin);
   });
 
+  it('refuses a value that holds a query attribute, whatever its shape, without repeating it', () => {
+    const pin = 'Pq7ZxW93kT';
+    const shapes = [
+      `pkcs11:token=t1&pin-value=${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1&PIN-VALUE=${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1%26pin-value%3D${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1%2526pin%252Dvalue%253D${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1 pin-value=${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1;object=k1&pin-value=${pin}${MODULE}`,
+      `pkcs11:serial=1&pin-value=${pin};object=k1${MODULE}`,
+      `pkcs11:slot-description=s&pin-value=${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1;object=k1;library-description=l&pin-value=${pin}${MODULE}`,
+      `pkcs11:token=t1;object=k1;id=%01&pin-value=${pin}${MODULE}`,
+      `pkcs11:token=t1;object=k1;id=%01%26pin-value%3D${pin}${MODULE}`,
+      `pkcs11:token=t1&pin=${pin};object=k1${MODULE}`,
+      `pkcs11:token=t1&module-path=/lib.so;object=k1${MODULE}`,
+      `pkcs11:token=t1&pin-source=file:/p;object=k1${MODULE}`,
+      `pkcs11:token=t1;object=k1${MODULE};pin-value=${pin}`,
+      `pkcs11:token=t1;object=k1${MODULE}?pin-value=${pin}`,
+      `pkcs11:token=t1;object=k1${MODULE}&pin-source=file:/p%26pin-value%3D${pin}`,
+    ];
+    for (const shape of shapes) {
+      const found = problems(shape);
+      expect(found, shape).toContainEqual(
+        expect.stringMatching(/^'[a-z-]+' holds another attribute \(name=\) in its value/),
+      );
+      expect(found.join('\n').toLowerCase(), shape).not.toContain(pin.toLowerCase());
+    }
+  });
+
+  it('prints no PIN from any URI it accepts, nor from any problem', () => {
+    const pin = 'Pq7ZxW93kT';
+    const shapes = [
+      `pkcs11:token=t1;object=k1${MODULE}&pin-value=${pin}`,
+      `pkcs11:token=t1;object=k1;x-pin=${pin}${MODULE}`,
+      `pkcs11:token=t1;object=k1;${pin}${MODULE}`,
+      `pkcs11:token=t1;object=k1${MODULE}&${pin}`,
+      `pkcs11:token=t1;object=k1?pin-value=${pin}`,
+    ];
+    for (const shape of shapes) {
+      const result = parsePkcs11Uri(shape);
+      const printed = result.problems
+        ? result.problems.join('\n')
+        : JSON.stringify({ ...result.uri, pin: undefined, id: undefined });
+      expect(printed.toLowerCase(), shape).not.toContain(pin.toLowerCase());
+    }
+    expect(problems(`pkcs11:token=t1;object=k1;${pin}${MODULE}`)).toEqual(["a segment in the path has no '=value'"]);
+  });
+
+  it("keeps RFC 7512's '&' inside a path value, and an id's bytes, when no attribute hides there", () => {
+    expect(parsed(`pkcs11:token=R&D;object=k${MODULE}`).token).toBe('R&D');
+    expect(parsed(`pkcs11:token=R%26D;object=k${MODULE}`).token).toBe('R&D');
+    expect([...parsed(`pkcs11:object=k;id=%26%61%3d${MODULE}`).id!]).toEqual([0x26, 0x61, 0x3d]);
+  });
+
   it('asks for what is missing: the scheme, a key, the library; and refuses what it cannot use', () => {
     expect(problems('/etc/key.pem')).toEqual([
       expect.stringMatching(/^is not a PKCS#11 URI: it must start with 'pkcs11:'/),

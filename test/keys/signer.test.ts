@@ -195,6 +195,52 @@ describe('a signer', () => {
     });
   });
 
+  it('that throws an error with a name that is not a plain identifier is reported by a fixed word', async () => {
+    const secret = 'KMS-SECRET-arn:aws:kms:eu-west-1:111122223333:key/SESSION-TOKEN-XYZ';
+    const hostileName = `VaultError\n[Nest] 1  - 11/25/2026, 7:00:00 PM   ERROR [TokenProvider] forged line ${secret}`;
+    class HostileKmsError extends Error {
+      override readonly name = hostileName;
+    }
+    let failing = false;
+    const hostile: PlatformAuthSigner = {
+      name: 'HostileKms',
+      sign: (input) =>
+        failing ? Promise.reject(new HostileKmsError('denied')) : Promise.resolve(SIGNATURES.good(input) as Uint8Array),
+    };
+    failing = true;
+    const refused = await startupError(options({ signer: hostile }));
+    expect(problemLines(refused)).toEqual(['signer: test signature: the signer (HostileKms) failed to sign (Error)']);
+    expectNoSecrets(refused, [hostileName, secret, 'forged line']);
+
+    failing = false;
+    const logger = new CapturingLogger();
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot(options({ signer: hostile, logger }))],
+    }).compile();
+    await moduleRef.init();
+    let error: unknown;
+    try {
+      failing = true;
+      error = await moduleRef
+        .get(TokenProvider)
+        .getAccessToken()
+        .catch((caught: unknown) => caught);
+    } finally {
+      await moduleRef.close();
+    }
+    expect(error).toBeInstanceOf(AssertionKeyError);
+    expect(error).toMatchObject({ key: 'signer (HostileKms)', reason: 'failed', detail: 'Error' });
+    expect((error as Error).message).toBe(
+      'the signer (HostileKms) failed to sign (Error); nothing was sent to the platform',
+    );
+    // The message, JSON, util.inspect (hidden properties too), the stack and Nest's console and JSON loggers.
+    expectNoSecrets(error, [hostileName, secret, 'forged line']);
+    const logged = logger.lines.map((line) => line.message).join('\n');
+    expect(logged).toContain('Token exchange failed');
+    expect(logged).not.toContain('forged line');
+    expect(logged).not.toContain(secret);
+  });
+
   it('turns file reloading off with a warning: its key is not a file', async () => {
     const config = await loadPlatformAuthConfig(options({ credentialsReloadIntervalMs: 5_000 }), clock.now());
     await config.credentials.key.close();

@@ -71,6 +71,16 @@ describe('RedisTokenStore on a real redis-server', () => {
     expect(await store.setIfNewer(k, { version: 5, tag: 't', payload: 'p' }, 1_000)).toBe(true);
   });
 
+  it("reads and writes in the URL's database, its read connection and its client alike", async () => {
+    const store = new RedisTokenStore({ url: `${redis().url}/3` });
+    stores.push(store);
+    const k = key();
+    expect(await store.setIfNewer(k, { version: 1, tag: 'a', payload: 'in-3' }, 60_000)).toBe(true);
+    expect(await store.get(k)).toEqual({ version: 1, tag: 'a', payload: 'in-3' });
+    expect(await redis().command('EXISTS', k)).toBe(0);
+    expect(await storeOf().get(k)).toBeUndefined();
+  });
+
   it('works on an existing node-redis client, which it leaves open', async () => {
     const client = createClient({ url: redis().url });
     await client.connect();

@@ -153,7 +153,9 @@ function attributes(
     const name = (equals === -1 ? pair : pair.slice(0, equals)).toLowerCase();
     const printable = /^[a-z][a-z0-9-]{0,30}$/.test(name) ? `'${name}'` : 'an attribute';
     if (equals === -1) {
-      problems.push(`${printable} in the ${component} has no '=value'`);
+      // Text without '=' is not a name: it may be a PIN put in its own segment.
+      const named = PATH_ATTRIBUTES.has(name) || QUERY_ATTRIBUTES.has(name) ? printable : 'a segment';
+      problems.push(`${named} in the ${component} has no '=value'`);
       continue;
     }
     if (name.startsWith('x-')) continue;
@@ -170,9 +172,40 @@ function attributes(
       problems.push(`${printable} appears twice`);
       continue;
     }
-    if (!LIBRARY_ATTRIBUTES.has(name)) found.set(name, pair.slice(equals + 1));
+    const value = pair.slice(equals + 1);
+    // The PIN is the one value never printed; any other may be, in a message or by doctor.
+    if (name !== 'pin-value' && holdsAttribute(value, name === 'id')) {
+      problems.push(
+        `${printable} holds another attribute (name=) in its value: path attributes are joined by ';', and ${[...QUERY_ATTRIBUTES].join(', ')} go in the query, after '?', joined by '&'`,
+      );
+      continue;
+    }
+    if (!LIBRARY_ATTRIBUTES.has(name)) found.set(name, value);
   }
   return found;
+}
+
+/** A query attribute written anywhere in a value: `module-path=/lib.so;pin-value=…`. */
+const QUERY_ATTRIBUTE_IN_VALUE = /(?:pin-value|pin-source|module-path|module-name)\s*=/i;
+/** Any attribute joined with `&`, in a value where `&` is not the separator: `token=t1&pin=…`. */
+const JOINED_ATTRIBUTE = /&\s*[a-z][a-z0-9-]*\s*=/i;
+
+/**
+ * Whether `raw` holds an attribute, as written or percent-encoded (once, or twice: `%2526` decodes to `%26`). RFC 7512
+ * allows `&` inside a path value, so `pkcs11:token=t1&pin-value=PIN;object=k` names the token `t1&pin-value=PIN`,
+ * which the message for a missing token would print. `bytes`: the value is an `id`, whose random bytes may decode to
+ * an `&` before a letter and a `=`, so only the query attributes' names count once decoded.
+ */
+function holdsAttribute(raw: string, bytes: boolean): boolean {
+  if (JOINED_ATTRIBUTE.test(raw)) return true;
+  let text = raw;
+  for (let round = 0; round < 3; round++) {
+    const decoded = percentDecode(text)?.toString('utf8');
+    if (decoded === undefined || decoded === text) break;
+    text = decoded;
+    if (!bytes && JOINED_ATTRIBUTE.test(text)) return true;
+  }
+  return QUERY_ATTRIBUTE_IN_VALUE.test(raw) || QUERY_ATTRIBUTE_IN_VALUE.test(text);
 }
 
 /** Percent-decoded bytes, or `undefined` for a malformed escape. */
