@@ -95,9 +95,8 @@ describe('RedisTokenStore on a real redis-server', () => {
     await store.setIfNewer(k, { version: 1, tag: 't', payload: 'p' }, 60_000);
     await redis().kill();
     try {
-      const startedAt = performance.now();
-      await expect(store.get(k)).rejects.toThrow();
-      expect(performance.now() - startedAt).toBeLessThan(10_000);
+      // The refused connection itself, not the connect timeout running out.
+      await expect(store.get(k)).rejects.toThrow(/ECONNREFUSED/);
     } finally {
       await redis().launch();
     }
