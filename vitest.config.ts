@@ -19,6 +19,13 @@ const ISOLATED_FILES = [
   'test/rotation/next-pair-sources.test.ts',
 ];
 
+/**
+ * The files that take minutes: the quick soak runs a fleet through its fault schedule in real time, and the
+ * packaging files pack the package and install it into apps. `npm run test:fast` leaves them out (their project is
+ * `slow`); `npm test` and `.ci/run` run them.
+ */
+const SLOW_FILES = ['test/packaging/**/*.test.ts', 'test/rotation/soak-quick.test.ts'];
+
 /** What every test project compiles and resolves alike. */
 const build = {
   // Nest's dependency injection reads constructor parameter types from decorator metadata.
@@ -59,11 +66,19 @@ export default defineConfig({
           ...testOptions,
           name: 'shared',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/e2e/**', ...ISOLATED_FILES],
+          exclude: ['test/e2e/**', ...ISOLATED_FILES, ...SLOW_FILES],
           // The files of a worker share one module graph: loading Nest, axios and the library once per worker
           // instead of once per file halves the suite's CPU time. They leave no state behind (environment variables
           // are restored, spies undone, servers closed).
           isolate: false,
+        },
+      },
+      {
+        ...build,
+        test: {
+          ...testOptions,
+          name: 'slow',
+          include: SLOW_FILES,
         },
       },
       {

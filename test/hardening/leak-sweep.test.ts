@@ -167,7 +167,7 @@ describe('leak sweep over logs', () => {
       expectClean(refused, secrets(password, key));
       expectNoSecrets(failure, secrets(password, key));
 
-      const moduleRef = await Test.createTestingModule({
+      const builder = Test.createTestingModule({
         imports: [
           PlatformAuthModule.forRoot({
             ...integration.moduleOptions,
@@ -175,10 +175,9 @@ describe('leak sweep over logs', () => {
             tokenStoreEncryptionKey: key,
           }),
         ],
-      })
-        .setLogger(new ConsoleLogger({ logLevels: ['log', 'warn', 'error', 'fatal'] }))
-        .compile();
+      }).setLogger(new ConsoleLogger({ logLevels: ['log', 'warn', 'error', 'fatal'] }));
       const output = await captureOutput(async () => {
+        const moduleRef = await builder.compile();
         await moduleRef.init();
         await moduleRef.get(TokenProvider).getAccessToken();
         await moduleRef.close();

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { get } from 'node:http';
+import { connect } from 'node:net';
 import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
@@ -14,6 +15,7 @@ import {
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { eventually } from '../support/eventually.js';
+import { startHoldingProxy } from '../support/holding-proxy.js';
 
 @Controller()
 class BillingController {
@@ -36,14 +38,25 @@ function getOnce(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
+/** Whether a server accepts a new connection at `url`'s host and port. */
+function accepts(url: URL): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(Number(url.port), url.hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 const closing: Array<() => Promise<void>> = [];
 afterEach(async () => {
   await Promise.all(closing.splice(0).map((close) => close()));
 });
 
 async function platform(): Promise<{ emulator: PlatformEmulator; integration: EmulatedIntegration }> {
-  // The inspector's journal.json shows the faults not yet taken by a request.
-  const emulator = await PlatformEmulator.start({ inspector: true });
+  const emulator = await PlatformEmulator.start();
   closing.push(() => emulator.close());
   return { emulator, integration: await emulator.createIntegration() };
 }
@@ -105,19 +118,26 @@ describe('graceful shutdown', () => {
     ['a token exchange', 'token'],
   ] as const)('lets %s in flight during the drain complete', async (_name, target) => {
     const { emulator, integration } = await platform();
-    const { app, logger } = await createApp({ ...integration.moduleOptions });
+    // The app reaches the platform through a proxy that holds its request until the drain has begun.
+    const proxy = await startHoldingProxy(emulator.url);
+    closing.push(() => proxy.close());
+    const { app, logger } = await createApp({
+      ...integration.moduleOptions,
+      baseUrl: proxy.url,
+      audience: emulator.audience,
+    });
     await app.listen(0, '127.0.0.1');
     const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
     if (target === 'api') expect((await getOnce(`${url}/billing`)).status).toBe(200);
 
-    emulator.injectFault({ kind: 'delay', ms: 1_000 }, target);
+    // With a token in hand the next platform request is the API call; without one, the token exchange.
+    const held = proxy.holdNext();
     const inFlight = getOnce(`${url}/billing`);
-    // The shutdown begins once the request is inside the platform's delay: the emulator has taken the fault.
-    await eventually(async () => {
-      const state = (await (await fetch(`${emulator.inspectorUrl}journal.json`)).json()) as { faults: unknown[] };
-      expect(state.faults).toEqual([]);
-    });
+    await held.arrived;
     const closed = app.close();
+    // The drain has begun once the app's server refuses new connections; only then may the request go on.
+    await eventually(async () => expect(await accepts(new URL(url))).toBe(false));
+    held.release();
 
     expect(await inFlight).toEqual({ status: 200, body: '200' });
     await closed;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packCleanTree, type PackedPackage } from '../support/packed-package.js';
+import { sharedCleanPack, type PackedPackage } from '../support/packed-package.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fixtures = join(root, 'test/fixtures/apps');
@@ -89,13 +89,13 @@ function sha256(file: string): string {
 let packed: PackedPackage;
 const runs = new Map<string, Promise<AppRun>>();
 
-beforeAll(() => {
-  packed = packCleanTree(work);
+beforeAll(async () => {
+  packed = await sharedCleanPack(work);
   mkdirSync(unpacked);
   execFileSync('tar', ['-xzf', packed.tarball, '-C', unpacked, '--strip-components=1']);
   // Both apps start now and run while the tarball's own checks below do.
   for (const { app, report } of APPS) runs.set(app, installAndTest(app, report));
-}, 120_000);
+}, 600_000);
 
 afterAll(async () => {
   await Promise.all(runs.values());

@@ -1,61 +1,31 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sharedCleanPack } from '../support/packed-package.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'platform-auth-install-'));
 const app = join(work, 'app');
 
 /**
- * The packed package (`npm pack` of a fresh build) installed into an app that has every peer but
+ * The packed package (the run's one `npm pack` of a clean tree) installed into an app that has every peer but
  * `@opentelemetry/api`, offline: the peers are linked from this repository's node_modules, minus OpenTelemetry.
  */
 describe('the packed package in an app without @opentelemetry/api', () => {
-  beforeAll(() => {
-    const build = join(work, 'build');
-    mkdirSync(build);
-    for (const entry of [
-      'package.json',
-      'tsconfig.json',
-      'tsconfig.build.json',
-      'lib',
-      'tools/build-cjs.mjs',
-      'tools/cjs-import-meta-url.js',
-      'README.md',
-      'SECURITY.md',
-    ]) {
-      cpSync(join(root, entry), join(build, entry), { recursive: true });
-    }
-    symlinkSync(join(root, 'node_modules'), join(build, 'node_modules'), 'dir');
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: build,
-    });
-    const tarball = execFileSync('npm', ['pack', '--silent', '--offline', '--pack-destination', work], {
-      cwd: build,
-      encoding: 'utf8',
-    })
-      .trim()
-      .split('\n')
-      .at(-1)!;
-
+  beforeAll(async () => {
+    const { tarball } = await sharedCleanPack(work);
     const modules = join(app, 'node_modules');
     mkdirSync(join(modules, 'nestjs-platform-auth'), { recursive: true });
-    execFileSync('tar', [
-      '-xzf',
-      join(work, tarball),
-      '-C',
-      join(modules, 'nestjs-platform-auth'),
-      '--strip-components=1',
-    ]);
+    execFileSync('tar', ['-xzf', tarball, '-C', join(modules, 'nestjs-platform-auth'), '--strip-components=1']);
     for (const entry of readdirSync(join(root, 'node_modules'))) {
       if (entry === '@opentelemetry' || entry === '.bin' || entry.startsWith('.')) continue;
       symlinkSync(join(root, 'node_modules', entry), join(modules, entry), 'dir');
     }
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-  }, 180_000);
+  }, 600_000);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('starts the module, exchanges a token and publishes telemetry on the diagnostics channel only', () => {

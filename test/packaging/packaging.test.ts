@@ -1,10 +1,11 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { builtinModules } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sharedCleanPack } from '../support/packed-package.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -36,7 +37,7 @@ function subpaths(): string[] {
     .map((subpath) => (subpath === '.' ? 'nestjs-platform-auth' : `nestjs-platform-auth/${subpath.slice(2)}`));
 }
 
-/** A copy of the package, built on its own, so this test never rewrites the dist/ other tests may be reading. */
+/** The package as the run's one `npm pack` ships it, unpacked: never the dist/ other tests are reading. */
 const packageDir = mkdtempSync(join(tmpdir(), 'platform-auth-package-'));
 
 function runNode(script: string, type: 'module' | 'commonjs'): string {
@@ -63,23 +64,11 @@ function runNodeAsync(script: string): Promise<string> {
 }
 
 describe('the published package', () => {
-  beforeAll(() => {
-    for (const entry of [
-      'package.json',
-      'tsconfig.json',
-      'tsconfig.build.json',
-      'lib',
-      'tools/build-cjs.mjs',
-      'tools/cjs-import-meta-url.js',
-    ]) {
-      cpSync(join(root, entry), join(packageDir, entry), { recursive: true });
-    }
+  beforeAll(async () => {
+    const { tarball } = await sharedCleanPack(join(packageDir, '.pack'));
+    execFileSync('tar', ['-xzf', tarball, '-C', packageDir, '--strip-components=1']);
     symlinkSync(join(root, 'node_modules'), join(packageDir, 'node_modules'), 'dir');
-    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-      cwd: packageDir,
-    });
-    execFileSync(process.execPath, ['tools/build-cjs.mjs'], { cwd: packageDir });
-  }, 120_000);
+  }, 600_000);
   afterAll(() => rmSync(packageDir, { recursive: true, force: true }));
 
   it('states engines, and exports an ES module and a CommonJS build, each with its types first', () => {

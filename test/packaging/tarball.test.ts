@@ -1,19 +1,11 @@
 import { execFile, execFileSync } from 'node:child_process';
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { sharedCleanPack } from '../support/packed-package.js';
 
 /** Asynchronous on purpose: the emulator answers from this process, which a synchronous child would block. */
 function run(
@@ -30,11 +22,10 @@ function run(
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'platform-auth-tarball-'));
-const clone = join(work, 'clone');
 const app = join(work, 'app');
 const installed = join(app, 'node_modules/nestjs-platform-auth');
 let tarball: string;
-let packedFiles: string[];
+let packedFiles: readonly string[];
 
 /** A README block between `<!-- quick-start:NAME -->` and `<!-- /quick-start -->`, verbatim: the docs are the test. */
 function quickStart(name: string): string {
@@ -45,23 +36,6 @@ function quickStart(name: string): string {
   const match = block.exec(readme);
   if (!match) throw new Error(`README.md has no quick-start block '${name}'`);
   return match[1];
-}
-
-/** The files git knows (committed or not, ignored ones excluded): what a fresh clone has, without dist/ or .env. */
-function copyCleanTree(): void {
-  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' })
-    .split('\0')
-    .filter((file) => file !== '' && !file.startsWith('tools/lint/'));
-  for (const file of files) {
-    mkdirSync(dirname(join(clone, file)), { recursive: true });
-    try {
-      copyFileSync(join(root, file), join(clone, file));
-    } catch (error) {
-      // A file deleted in the work tree but still tracked is not part of the tree being packed.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-  }
-  symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'), 'dir');
 }
 
 /**
@@ -103,23 +77,14 @@ function installIntoFreshApp(): void {
   );
 }
 
-beforeAll(() => {
-  copyCleanTree();
-  const packed = JSON.parse(
-    execFileSync('npm', ['pack', '--json', '--pack-destination', work], {
-      cwd: clone,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
-  ) as Array<{ filename: string; files: Array<{ path: string }> }>;
-  tarball = join(work, packed[0].filename);
-  packedFiles = packed[0].files.map((file) => file.path);
+beforeAll(async () => {
+  ({ tarball, files: packedFiles } = await sharedCleanPack(work));
   installIntoFreshApp();
   execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
     cwd: app,
     stdio: 'pipe',
   });
-}, 90_000);
+}, 600_000);
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

@@ -102,8 +102,10 @@ describe('file reload with a next pair: the files catch up without interrupting 
     const [b, c] = await Promise.all([createTestCredentials(), createTestCredentials()]);
     const next = volume(b);
     let current: SecretVolume | undefined;
+    const logger = new RecordingLogger();
     const f = await start({
       autoAdvance: false,
+      module: { logger },
       moduleFor: (integration) => {
         current = volume(integration);
         return {
@@ -135,5 +137,10 @@ describe('file reload with a next pair: the files catch up without interrupting 
       expect(f.tokens.status().credentials.reload.problems?.join('\n')).toMatch(/is the current pair/);
     });
     expect(f.tokens.status().credentials.next).toEqual({ thumbprint: b.thumbprint });
+    // Each refusal is logged once, with its problem.
+    expect(logger.messages('error')).toEqual([
+      expect.stringMatching(/does not match/),
+      expect.stringMatching(/is the current pair/),
+    ]);
   });
 });

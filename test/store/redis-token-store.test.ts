@@ -105,9 +105,13 @@ describe('RedisTokenStore on a real redis-server', () => {
     await store.setIfNewer(k, { version: 1, tag: 't', payload: 'p' }, 60_000);
     await redis().kill();
     try {
-      const startedAt = performance.now();
-      await expect(store.get(k)).rejects.toThrow();
-      expect(performance.now() - startedAt).toBeLessThan(10_000);
+      const failure = await store.get(k).then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
+      // The connection dropped or refused, whichever the client meets first; never the connect timeout running out.
+      expect(failure).toBeInstanceOf(Error);
+      expect(failure?.message).not.toMatch(/timeout/i);
     } finally {
       await redis().launch();
     }

@@ -8,6 +8,7 @@ import { PlatformAuthModule, PlatformHttpService, TokenProvider, type PlatformAu
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { packageRoot } from '../support/built-package.js';
 import { useCleanup } from '../support/cleanup.js';
+import { startHoldingProxy } from '../support/holding-proxy.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { eventually } from '../support/eventually.js';
 
@@ -148,15 +149,18 @@ describe('the shared token store protocol', () => {
     const platform = await startPlatform();
     const { emulator, clock } = platform;
     const shared = { ...platform.shared, tokenStoreTiming: { ...platform.shared.tokenStoreTiming, lockTtlMs: 300 } };
-    const slow = await replica(shared);
+    // The slow replica reaches the platform through a proxy that holds its exchange until the fast one is done.
+    const proxy = track(await startHoldingProxy(emulator.url));
+    const slow = await replica({ ...shared, baseUrl: proxy.url, audience: emulator.audience });
     const expiredBefore = await expiredKeyCount();
-    // Long enough that the fast replica below is done first even on a slow machine.
-    emulator.injectFault({ kind: 'delay', ms: 3_000 });
+    const slowExchange = proxy.holdNext();
     const slowToken = slow.tokens.getAccessToken();
-    // Redis expires the slow holder's 300 ms lock (no other key of this test expires); its exchange is still on its way.
+    await slowExchange.arrived;
+    // Redis expires the slow holder's 300 ms lock (no other key of this test expires); its exchange is still held.
     await eventually(async () => expect(await expiredKeyCount()).toBeGreaterThan(expiredBefore));
     clock.advance(10_000);
     const fast = await (await replica(shared)).tokens.getAccessToken();
+    slowExchange.release();
     expect(await slowToken).not.toBe(fast);
     expect(emulator.counters.exchanges.total).toBe(2);
 
@@ -196,9 +200,10 @@ describe('the shared token store protocol', () => {
     redis().pause();
     try {
       expect(tokens.peekAccessToken()).toBe(token);
-      const startedAt = performance.now();
+      // Had it asked, it would have waited out the operation timeout, exchanged locally (another token) and said
+      // the store was degraded.
       expect(await tokens.getAccessToken()).toBe(token);
-      expect(performance.now() - startedAt).toBeLessThan(10_000);
+      expect(tokens.status().sharedStore).toEqual({ state: 'shared', mode: 'standalone' });
     } finally {
       redis().resume();
     }
@@ -211,9 +216,9 @@ describe('the shared token store protocol', () => {
     // Waiting for the store, rather than giving up on the refused connection at once, would take a minute.
     const patient = { operationTimeoutMs: 60_000, lockTtlMs: 60_000, waitTimeoutMs: 90_000 };
     const { tokens } = await replica({ ...shared, tokenStoreUrl: closedPort, tokenStoreTiming: patient }, logger);
-    const startedAt = performance.now();
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
-    expect(performance.now() - startedAt).toBeLessThan(10_000);
+    // Given up on because the connection was refused, not because the minute-long operation timeout ran out.
+    expect(tokens.status().sharedStore).toMatchObject({ state: 'degraded', problem: 'ECONNREFUSED' });
     expect(emulator.counters.exchanges.total).toBe(1);
     expect(tokens.invalidate(await tokens.getAccessToken())).toBe(true);
     await tokens.getAccessToken();

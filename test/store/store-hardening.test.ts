@@ -9,6 +9,7 @@ import {
 import { RedisEntryStore } from '../../lib/store/token-store.redis.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { useCleanup } from '../support/cleanup.js';
+import { startHoldingProxy } from '../support/holding-proxy.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { startStorePlatform, storeReplica, type StorePlatform } from '../support/store-fleet.js';
 
@@ -24,6 +25,12 @@ async function tokenKey({ shared }: StorePlatform): Promise<string> {
 async function bytesSent(): Promise<number> {
   const stats = String(await redis().command('INFO', 'stats'));
   return Number(/^total_net_output_bytes:(\d+)/m.exec(stats)?.[1]);
+}
+
+/** How many SET commands Redis has run: a lock is taken with SET NX; tokens are written only after an exchange. */
+async function setCommands(): Promise<number> {
+  const stats = String(await redis().command('INFO', 'commandstats'));
+  return Number(/^cmdstat_set:calls=(\d+)/m.exec(stats)?.[1] ?? 0);
 }
 
 /** The lock outcomes published while `run` runs. */
@@ -83,14 +90,26 @@ describe('stored entries are size-bounded on read', () => {
 
 describe('the lock', () => {
   it('publishes store:lock acquired for the replica that exchanges and waited for the one that used its token', async () => {
-    const { shared, clock, platform } = await startStorePlatform(track, { tokenStoreUrl: redis().url });
-    const a = await storeReplica(track, shared, clock);
-    const b = await storeReplica(track, shared, clock);
+    const { shared, clock, platform } = await startStorePlatform(track, {
+      tokenStoreUrl: redis().url,
+      // Leases and waits far above any stall of a busy machine: the gate below decides the order, not a timer.
+      tokenStoreTiming: { operationTimeoutMs: 60_000, lockTtlMs: 120_000, waitTimeoutMs: 240_000 },
+    });
+    const proxy = track(await startHoldingProxy(platform.url));
+    const viaProxy = { ...shared, baseUrl: proxy.url, audience: platform.audience };
+    const a = await storeReplica(track, viaProxy, clock);
+    const b = await storeReplica(track, viaProxy, clock);
     const outcomes = await lockOutcomes(async () => {
-      platform.injectFault({ kind: 'delay', ms: 500 });
+      const exchange = proxy.holdNext();
       const first = a.tokens.getAccessToken();
-      await expect.poll(() => platform.counters.exchanges.total, { timeout: 60_000, interval: 10 }).toBe(1);
-      expect(await b.tokens.getAccessToken()).toBe(await first);
+      // A holds the lock: its token request is at the proxy, held there.
+      await exchange.arrived;
+      const lockAttempts = await setCommands();
+      const second = b.tokens.getAccessToken();
+      // B found the lock taken (its SET NX was refused) and waits for A's token.
+      await expect.poll(setCommands, { timeout: 60_000, interval: 10 }).toBeGreaterThan(lockAttempts);
+      exchange.release();
+      expect(await second).toBe(await first);
     });
     expect(outcomes.sort()).toEqual(['acquired', 'waited']);
     expect(platform.counters.exchanges.total).toBe(1);

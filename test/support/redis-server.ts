@@ -128,6 +128,8 @@ export class RedisServer {
       child.stdout.on('data', onData);
       child.stderr.resume();
       child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)));
+      // A missing binary: fail the file at once rather than leave its set-up waiting for the hook timeout.
+      child.once('error', (error) => reject(new Error(`redis-server did not start: ${error.message}`)));
     });
     this.launchMs = performance.now() - startedAt;
   }

@@ -3,17 +3,19 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * The files that take longest, longest first: each waits mostly on other processes (npm installs, Redis clusters,
  * the sample app), so starting them first lets the rest of the suite run beside them instead of after them. Vitest
- * orders a fresh clone by file size, which started the 3-minute compatibility file half-way through the run.
+ * orders a fresh clone by file size, which started the 3-minute compatibility file half-way through the run. The
+ * compatibility file makes the run's one `npm pack`; the other packaging files come after the next few, so that they
+ * find the tarball made instead of holding workers while they wait for it.
  */
 const SLOW_FIRST = [
   'test/packaging/compatibility.test.ts',
   'test/rotation/soak-quick.test.ts',
-  'test/packaging/tarball.test.ts',
-  'test/packaging/packaging.test.ts',
   'test/store/shared-store.test.ts',
   'test/store/redis-cluster.test.ts',
   'test/e2e/sample-app.e2e.test.ts',
   'test/store/redis-sentinel.test.ts',
+  'test/packaging/tarball.test.ts',
+  'test/packaging/packaging.test.ts',
   'test/packaging/install-without-otel.test.ts',
 ];
 

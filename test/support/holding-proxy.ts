@@ -1,0 +1,62 @@
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the proxy holds: `arrived` once it is at the proxy, passed on to the target only after `release()`. */
+export interface HeldRequest {
+  readonly arrived: Promise<void>;
+  release(): void;
+}
+
+export interface HoldingProxy {
+  /** `http://127.0.0.1:PORT`: configure it as the base URL in place of the target's. */
+  readonly url: string;
+  /** Holds the next request that reaches the proxy; the ones after it pass straight through. */
+  holdNext(): HeldRequest;
+  close(): Promise<void>;
+}
+
+/**
+ * A pass-through HTTP proxy on loopback in front of `target` (the emulator), for tests that need a request to be in
+ * flight while something else happens: the test holds it, does the other thing, and releases it. A gate the test
+ * opens, where a delay would only make the overlap likely.
+ */
+export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
+  const holds: Array<{ arrive: () => void; released: Promise<void> }> = [];
+  const forward = (req: IncomingMessage, res: ServerResponse): void => {
+    const upstream = request(
+      new URL(req.url ?? '/', target),
+      { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  };
+  const server = createServer((req, res) => {
+    const hold = holds.shift();
+    if (!hold) return forward(req, res);
+    req.pause();
+    hold.arrive();
+    void hold.released.then(() => forward(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    holdNext() {
+      let arrive!: () => void;
+      let release!: () => void;
+      const arrived = new Promise<void>((resolve) => (arrive = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      holds.push({ arrive, released });
+      return { arrived, release };
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
