@@ -28,7 +28,15 @@ export class OpaqueHttpsAgent extends HttpsAgent {
   }
 }
 
+/*
+ * How long an idle keep-alive socket is kept. Node applies a server's `Keep-Alive: timeout=N` hint (less a second)
+ * only when the agent has a timeout of its own; without one, idle sockets are kept forever, and one reused just as
+ * the server closes it fails the request with ECONNRESET. Node's own servers close idle sockets after 5 s.
+ */
+const IDLE_SOCKET_TIMEOUT_MS = 4_000;
+
 /** A keep-alive agent pair that never renders its sockets. */
 export function createOpaqueAgents(): { httpAgent: OpaqueHttpAgent; httpsAgent: OpaqueHttpsAgent } {
-  return { httpAgent: new OpaqueHttpAgent({ keepAlive: true }), httpsAgent: new OpaqueHttpsAgent({ keepAlive: true }) };
+  const options = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
+  return { httpAgent: new OpaqueHttpAgent(options), httpsAgent: new OpaqueHttpsAgent(options) };
 }
