@@ -244,6 +244,7 @@ export class SharedTokenCoordinator {
       retryAtMs,
       summary: error.summary,
       reason: error.reason,
+      transient: error.transient,
       status: error.status,
       oauthError: error.oauthError,
       oauthErrorDescription: error.oauthErrorDescription,
@@ -265,6 +266,7 @@ export class SharedTokenCoordinator {
       `token exchange failed on another replica; next attempt in ${Math.ceil(waitMs)} ms`,
       {
         reason: 'backoff',
+        transient: failure.transient,
         status: failure.status,
         oauthError: failure.oauthError,
         oauthErrorDescription: failure.oauthErrorDescription,

@@ -111,6 +111,7 @@ export function exchangeError(outcome: AttemptFailure, attempts: number, context
   const clockOffsetSeconds = offsetSeconds(outcome.clockOffsetMs);
   return new TokenExchangeError(outcome.summary, {
     reason: outcome.reason,
+    transient: outcome.transient,
     status: outcome.status,
     oauthError: outcome.oauthError,
     oauthErrorDescription: outcome.oauthErrorDescription,
@@ -132,7 +133,7 @@ function hintForFailure(
   const tolerance = context.clockToleranceSeconds;
   switch (outcome.reason) {
     case 'http_error':
-      return outcome.retryable
+      return outcome.transient
         ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds, tolerance) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
         : hintForRejection(
             outcome.status!,

@@ -265,6 +265,7 @@ export function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: nu
   return Math.min(refreshBeforeExpirySeconds * 1000, (token.expiresAtMs - token.issuedAtMs) / 2);
 }
 
+/** The cause's fields, `transient` among them: a refusal is still a refusal to the callers held back after it. */
 function backoffError(cause: TokenExchangeError, waitMs: number): TokenExchangeError {
   return new TokenExchangeError(`token exchange failed recently; next attempt in ${waitMs} ms`, {
     ...cause,
