@@ -1,5 +1,6 @@
 import type { Clock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
+import type { TokenState } from './token-status.types.js';
 
 /** An access token as an exchange (or the shared store) hands it over: absolute times, by the local clock. */
 export interface IssuedToken {
@@ -43,8 +44,6 @@ export interface TokenCacheListener {
   /** A background renewal failed; the current token is still served until it is unusable. */
   renewalFailed?(error: Error): void;
 }
-
-export type TokenCacheState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutdown';
 
 /**
  * The rules a token source needs from the cache, handed to it with every exchange: the shared store decides with
@@ -156,7 +155,7 @@ export class TokenCache implements ExchangePolicy {
     return this.#current;
   }
 
-  get state(): TokenCacheState {
+  get state(): TokenState {
     if (this.shutdown.aborted) return 'shutdown';
     if (this.#inflight) return 'renewing';
     const now = this.clock.now();
