@@ -188,9 +188,15 @@ describe('the shared token store protocol', () => {
   });
 
   it.each([
-    { failure: 'a refusal', fault: { status: 400, body: { error: 'invalid_grant' } }, transient: false },
-    { failure: 'a platform outage', fault: { status: 503, headers: { 'Retry-After': '30' } }, transient: true },
-  ])('hands the fleet $failure as the replica that met it saw it', async ({ fault, transient }) => {
+    // Held back for the failure back-off (1 s), or for as long as the platform asked.
+    { failure: 'a refusal', fault: { status: 400, body: { error: 'invalid_grant' } }, transient: false, wait: 1 },
+    {
+      failure: 'a platform outage',
+      fault: { status: 503, headers: { 'Retry-After': '30' } },
+      transient: true,
+      wait: 30,
+    },
+  ])('hands the fleet $failure as the replica that met it saw it', async ({ fault, transient, wait }) => {
     const { shared, emulator } = await startPlatform();
     const a = await replica(shared);
     const b = await replica(shared);
@@ -198,7 +204,12 @@ describe('the shared token store protocol', () => {
     await expect(a.tokens.getAccessToken()).rejects.toMatchObject({ reason: 'http_error', transient });
 
     // B fails fast on A's shared failure, and classifies it as A did: the exception filter answers both alike.
-    await expect(b.tokens.getAccessToken()).rejects.toMatchObject({ reason: 'backoff', attempts: 0, transient });
+    await expect(b.tokens.getAccessToken()).rejects.toMatchObject({
+      reason: 'backoff',
+      attempts: 0,
+      transient,
+      retryAfterSeconds: wait,
+    });
     expect(emulator.counters.exchanges.total).toBe(1);
   });
 
