@@ -4,7 +4,7 @@ import { ConfigReport } from '../../options/config.report.js';
 import { resolveClockSettings, resolveEndpoint } from '../../options/options.resolver.js';
 import { effectiveClockMargin } from '../../token/assertion.signer.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
-import { describeClockSkew, isSkewed } from '../../token/token-exchange.hints.js';
+import { describeClockSkew, isSkewed, offsetSeconds } from '../../token/token-exchange.hints.js';
 import type { CheckResult, Command, CommandContext } from '../cli.command.js';
 import {
   byGroup,
@@ -156,7 +156,8 @@ function clockCheck(probe: ProbeResult, toleranceSeconds: number | undefined): C
   if (!probe.reachable) return check('clock', 'skip', 'Clock', 'not checked: the platform did not answer');
   if (toleranceSeconds === undefined)
     return check('clock', 'skip', 'Clock', 'not checked: PLATFORM_CLOCK_MARGIN_SECONDS is not usable');
-  if (probe.clockOffsetMs === undefined) {
+  const offset = offsetSeconds(probe.clockOffsetMs);
+  if (offset === undefined) {
     return check(
       'clock',
       'warn',
@@ -165,7 +166,6 @@ function clockCheck(probe: ProbeResult, toleranceSeconds: number | undefined): C
       'check the system time against a reliable source (NTP)',
     );
   }
-  const offset = Math.round(probe.clockOffsetMs / 1000);
   const detail = `platform ${signedSeconds(offset)} against the local clock (Date header; the clock margin tolerates ±${toleranceSeconds} s)`;
   return isSkewed(offset, toleranceSeconds)
     ? check('clock', 'fail', 'Clock', detail, describeClockSkew(offset))
