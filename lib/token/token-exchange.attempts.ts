@@ -1,6 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { isTransientStatus } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
 import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
@@ -94,7 +93,7 @@ export class TokenExchangeAttempts {
         continue;
       }
       const elapsed = this.clock.now() - startedAt;
-      const delay = outcome.retryable ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
+      const delay = outcome.transient ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
       const canRetry =
         delay !== undefined &&
         attempts < retry.maxAttempts &&
@@ -130,13 +129,12 @@ export class TokenExchangeAttempts {
 
   /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
   private shouldRetryWithSkewCorrection(outcome: AttemptFailure, offsetUsed: number, alreadyDone: boolean): boolean {
-    const { status, clockOffsetMs } = outcome;
+    const { clockOffsetMs } = outcome;
     return (
       this.config.correctClockSkew &&
       !alreadyDone &&
-      status !== undefined &&
-      status >= 400 &&
-      !isTransientStatus(status) &&
+      outcome.reason === 'http_error' &&
+      !outcome.transient &&
       isSkewed(offsetSeconds(clockOffsetMs), this.hints.clockToleranceSeconds) &&
       Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
     );

@@ -1,14 +1,14 @@
 import type { CredentialsHolder } from '../credentials/credentials.holder.js';
 import { certificateNotAfterMs, daysLeft } from '../credentials/credentials.holder.js';
 import type { CredentialReloadStatus } from '../credentials/credentials.reloader.js';
-import type { CachedToken, ExchangeReport, TokenCacheState } from './token.cache.js';
-import type { LastExchangeStatus, SharedStoreStatus, TokenProviderStatus } from './token-status.types.js';
+import type { CachedToken, ExchangeReport } from './token.cache.js';
+import type { LastExchangeStatus, SharedStoreStatus, TokenProviderStatus, TokenState } from './token-status.types.js';
 
 /** What `status()` reads besides what the tracker records. */
 export interface StatusSources {
   readonly integration: string;
   readonly now: number;
-  readonly state: TokenCacheState;
+  readonly state: TokenState;
   readonly token: CachedToken | undefined;
   readonly holder: CredentialsHolder;
   readonly reload: CredentialReloadStatus;

@@ -54,6 +54,7 @@ function refusal(status: number, attempts = 1): ExchangeOutcome {
     ok: false,
     error: new TokenExchangeError('The platform refused the assertion', {
       reason: 'http_error',
+      transient: false,
       status,
       oauthError: 'invalid_client',
       attempts,
