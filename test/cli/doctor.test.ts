@@ -343,7 +343,7 @@ describe('platform-auth doctor', () => {
       expect(paths).toEqual(['/oauth2/token']);
       expect(checks.find((check) => check.id === 'endpoint')).toMatchObject({
         status: 'pass',
-        detail: expect.stringContaining(`${server.url}/oauth2/token answered a GET with HTTP 405`) as string,
+        detail: expect.stringContaining(`${server.url}/oauth2/token answered a HEAD with HTTP 405`) as string,
       });
     } finally {
       await server.close();
