@@ -3,7 +3,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
-import type { ActiveCredentials, CredentialsHolder } from '../credentials/credentials.holder.js';
+import type { ActiveCredentials, CredentialsInUse } from '../credentials/active-credentials.js';
 import { signCompactJws } from '../credentials/compact-jws.util.js';
 
 /** What the signer reads of the settings. */
@@ -39,12 +39,8 @@ export function effectiveClockMargin(
 export const PROTECTED_HEADER = { alg: 'RS256', typ: 'JWT' } as const;
 const encoder = new TextEncoder();
 
-/** Builds a signer over the holder's credentials; only the composition root (and the rotation's candidate) call it. */
-export let createAssertionSigner: (
-  settings: SignerSettings,
-  clock: Clock,
-  holder: CredentialsHolder,
-) => AssertionSigner;
+/** Builds a signer over the credentials in use; only the credential lifecycle calls it. */
+export let createAssertionSigner: (settings: SignerSettings, clock: Clock, holder: CredentialsInUse) => AssertionSigner;
 
 /**
  * Builds and signs the client assertion (docs/platform-contract.md#assertion) exchanged for an access token. Key,
@@ -54,9 +50,9 @@ export let createAssertionSigner: (
 export class AssertionSigner {
   readonly #settings: SignerSettings;
   readonly #clock: Clock;
-  readonly #holder: CredentialsHolder;
+  readonly #holder: CredentialsInUse;
 
-  private constructor(settings: SignerSettings, clock: Clock, holder: CredentialsHolder) {
+  private constructor(settings: SignerSettings, clock: Clock, holder: CredentialsInUse) {
     if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw new AssertionSigningError(
         `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
