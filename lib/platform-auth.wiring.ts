@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from './platform-auth.clock.js';
-import { TokenExchangeError, shutdownError } from './platform-auth.errors.js';
+import { shutdownError } from './platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from './options/options.constants.js';
 import { certificateNotAfterMs } from './credentials/active-credentials.js';
@@ -12,6 +12,7 @@ import { TokenExchangeClient } from './token/token-exchange.client.js';
 import { TokenCache } from './token/token.cache.js';
 import { createTokenProvider, type TokenProvider } from './token/token.provider.js';
 import { TokenStatusTracker } from './token/token-status.tracker.js';
+import { runStartupCheck } from './token/startup.check.js';
 import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { TokenStoreHost } from './store/token-store.host.js';
 import { createPlatformAuthInterceptor, type PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
@@ -142,20 +143,9 @@ export class PlatformAuthRuntime {
     this.#parts.credentials.start();
   }
 
-  /**
-   * With `startupCheck`, the first token is acquired while the application boots, so a wrong machineId or an
-   * unreachable platform shows at deploy time: `'fail'` rejects `app.init()`/`listen()` with the
-   * `TokenExchangeError`, `'warn'` logs it and lets the application start.
-   */
+  /** With `startupCheck`, the first token is acquired while the application boots. */
   async onApplicationBootstrap(): Promise<void> {
-    const { startupCheck, logger } = this.#parts;
-    if (startupCheck === 'off') return;
-    try {
-      await this.tokens.getAccessToken();
-    } catch (error) {
-      if (startupCheck === 'fail' || !(error instanceof TokenExchangeError)) throw error;
-      logger.warn(`Start-up check: no token could be acquired; the application starts anyway. ${error.message}`);
-    }
+    await runStartupCheck(this.#parts.startupCheck, this.tokens, this.#parts.logger);
   }
 
   /**
