@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../platform-auth.clock.js';
 import {
   PLATFORM_USER_AUTH_CLOCK,
   PLATFORM_USER_AUTH_CONFIG,
-  PLATFORM_USER_ENDED_SESSIONS,
+  PLATFORM_USER_AUTH_RUNTIME,
 } from './platform-user-auth.constants.js';
 import {
   ConfigurablePlatformUserAuthModule,
@@ -20,7 +20,8 @@ import {
   type PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
-import { PlatformUserAuth, createPlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuthRuntime } from './platform-user-auth.wiring.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import {
   forgetUserSecrets,
@@ -28,8 +29,7 @@ import {
   ownUserOptions,
   type ResolvedUserAuthConfig,
 } from './user-options.resolver.js';
-import { EndedSessions } from './user-session.ended.js';
-import { PlatformUserSessions, createPlatformUserSessions } from './user-session.service.js';
+import { PlatformUserSessions } from './user-session.service.js';
 
 /** The services apps inject by class, under this build's classes and (see platform-auth.builds.ts) the other's. */
 const injectedByClass = { PlatformUserAuth, PlatformUserSessions, PlatformUserGuard };
@@ -61,19 +61,19 @@ registerBuildClasses('user', injectedByClass);
       inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS, PLATFORM_USER_AUTH_CLOCK],
     },
     {
-      provide: PLATFORM_USER_ENDED_SESSIONS,
-      useFactory: (clock: Clock) => new EndedSessions(clock),
-      inject: [PLATFORM_USER_AUTH_CLOCK],
+      provide: PLATFORM_USER_AUTH_RUNTIME,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock) => new PlatformUserAuthRuntime(config, clock),
+      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK],
     },
     {
       provide: PlatformUserAuth,
-      useFactory: createPlatformUserAuth,
-      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
+      useFactory: (runtime: PlatformUserAuthRuntime) => runtime.auth,
+      inject: [PLATFORM_USER_AUTH_RUNTIME],
     },
     {
       provide: PlatformUserSessions,
-      useFactory: createPlatformUserSessions,
-      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
+      useFactory: (runtime: PlatformUserAuthRuntime) => runtime.sessions,
+      inject: [PLATFORM_USER_AUTH_RUNTIME],
     },
     PlatformUserGuard,
   ],

@@ -1,0 +1,24 @@
+import type { Clock } from '../platform-auth.clock.js';
+import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
+import { createPlatformUserAuth, type PlatformUserAuth } from './platform-user-auth.service.js';
+import { clientAuthenticationFor } from './user-client-auth.js';
+import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
+import { EndedSessions } from './user-session.ended.js';
+import { createPlatformUserSessions, type PlatformUserSessions } from './user-session.service.js';
+
+/**
+ * User sign-in's composition root, as `PlatformAuthRuntime` is the machine integration's: everything one sign-in
+ * configuration is made of, built once, in order. The module's providers take the services from it.
+ */
+export class PlatformUserAuthRuntime {
+  readonly auth: PlatformUserAuth;
+  readonly sessions: PlatformUserSessions;
+
+  constructor(config: ResolvedUserAuthConfig, clock: Clock) {
+    const ended = new EndedSessions(clock);
+    const clientAuth = clientAuthenticationFor(config, clock);
+    const telemetry = new PlatformUserTelemetry(config.server.token_endpoint, clock);
+    this.auth = createPlatformUserAuth(config, clock, ended, clientAuth, telemetry);
+    this.sessions = createPlatformUserSessions(config, clock, ended);
+  }
+}
