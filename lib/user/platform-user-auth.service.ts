@@ -6,7 +6,8 @@ import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import { tokenEndpointFailure } from './user-token.errors.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
-import type { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
+import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
+import { clientAuthenticationFor } from './user-client-auth.js';
 import { requestOptions } from './user-http.util.js';
 import type { EndedSessions } from './user-session.ended.js';
 
@@ -81,13 +82,11 @@ const PROTOCOL_PARAMETERS = new Set([
  * work done by oauth4webapi. Stateless: everything the callback needs travels in the encrypted `transaction`, so
  * any replica that shares the state secret can finish a sign-in another one started.
  */
-/** Builds the service over a resolved configuration and its parts; only user sign-in's wiring calls it. */
+/** Builds the service over a resolved configuration; only the module calls it. */
 export let createPlatformUserAuth: (
   config: ResolvedUserAuthConfig,
   clock: Clock,
   ended: EndedSessions,
-  clientAuth: oauth.ClientAuth,
-  telemetry: PlatformUserTelemetry,
 ) => PlatformUserAuth;
 
 /** An `access_denied` description that says a person declined (the emulator's, oidc-provider's, Keycloak's, …). */
@@ -102,21 +101,18 @@ export class PlatformUserAuth {
   private readonly telemetry: PlatformUserTelemetry;
 
   static {
-    createPlatformUserAuth = (config, clock, ended, clientAuth, telemetry) =>
-      new PlatformUserAuth(config, clock, ended, clientAuth, telemetry);
+    createPlatformUserAuth = (config, clock, ended) => new PlatformUserAuth(config, clock, ended);
   }
 
   private constructor(
     private readonly config: ResolvedUserAuthConfig,
     private readonly clock: Clock,
     private readonly ended: EndedSessions,
-    clientAuth: oauth.ClientAuth,
-    telemetry: PlatformUserTelemetry,
   ) {
     this.server = config.server;
     this.client = { client_id: config.clientId };
-    this.clientAuth = clientAuth;
-    this.telemetry = telemetry;
+    this.clientAuth = clientAuthenticationFor(config, clock);
+    this.telemetry = new PlatformUserTelemetry(config.server.token_endpoint, clock);
   }
 
   /** The authorize URL for a new sign-in, and the transaction the callback will need. */

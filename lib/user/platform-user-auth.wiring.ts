@@ -1,7 +1,5 @@
 import type { Clock } from '../platform-auth.clock.js';
-import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
 import { createPlatformUserAuth, type PlatformUserAuth } from './platform-user-auth.service.js';
-import { clientAuthenticationFor } from './user-client-auth.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { EndedSessions } from './user-session.ended.js';
 import { createPlatformUserSessions, type PlatformUserSessions } from './user-session.service.js';
@@ -15,10 +13,9 @@ export class PlatformUserAuthRuntime {
   readonly sessions: PlatformUserSessions;
 
   constructor(config: ResolvedUserAuthConfig, clock: Clock) {
+    // One record of ended sessions for both: a logout through one is seen by the other's session checks.
     const ended = new EndedSessions(clock);
-    const clientAuth = clientAuthenticationFor(config, clock);
-    const telemetry = new PlatformUserTelemetry(config.server.token_endpoint, clock);
-    this.auth = createPlatformUserAuth(config, clock, ended, clientAuth, telemetry);
+    this.auth = createPlatformUserAuth(config, clock, ended);
     this.sessions = createPlatformUserSessions(config, clock, ended);
   }
 }
