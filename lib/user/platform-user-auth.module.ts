@@ -1,5 +1,6 @@
 import {
   Inject,
+  Logger,
   Module,
   type DynamicModule,
   type FactoryProvider,
@@ -51,7 +52,10 @@ registerBuildClasses('user', injectedByClass);
       provide: PLATFORM_USER_AUTH_CONFIG,
       useFactory: async (options: PlatformUserAuthOptions, clock: Clock): Promise<ResolvedUserAuthConfig> => {
         try {
-          return await resolveUserAuthOptions(options, clock.now());
+          const config = await resolveUserAuthOptions(options, clock.now());
+          const logger = new Logger('PlatformUserAuth');
+          for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
+          return config;
         } finally {
           // The options provider holds the module's own copy (`withOwnedOptions`): once the keys are derived and the
           // client key opened, the state secret, client secret, passphrase and PEM text leave the container.

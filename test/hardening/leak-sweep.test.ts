@@ -112,7 +112,13 @@ describe('leak sweep over logs', () => {
     const skewed = await PlatformEmulator.start({ now: () => clock.now() });
     const skewedIntegration = await skewed.createIntegration();
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot({ ...skewedIntegration.moduleOptions, clock, retry: { maxAttempts: 2 } })],
+      imports: [
+        PlatformAuthModule.forRoot({
+          ...skewedIntegration.moduleOptions,
+          clock,
+          exchange: { retry: { maxAttempts: 2 } },
+        }),
+      ],
     })
       .setLogger(new ConsoleLogger({ logLevels: ['warn', 'error', 'fatal'] }))
       .compile();

@@ -79,7 +79,10 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     const platform = await PlatformEmulator.start();
     const integration = await platform.createIntegration();
     await platform.close();
-    const { url, logger } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxAttempts: 1 } });
+    const { url, logger } = await appFor(adapter, {
+      ...integration.moduleOptions,
+      exchange: { retry: { maxAttempts: 1 } },
+    });
 
     const response = await fetch(`${url}/billing`);
     expect(response.status).toBe(503);
@@ -92,7 +95,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     closing.push(() => platform.close());
     const integration = await platform.createIntegration();
     platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '7' } });
-    const { url } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxDelayMs: 1_000 } });
+    const { url } = await appFor(adapter, { ...integration.moduleOptions, exchange: { retry: { maxDelayMs: 1_000 } } });
 
     const response = await fetch(`${url}/billing`);
     expect(response.status).toBe(503);

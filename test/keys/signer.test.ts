@@ -67,8 +67,8 @@ function signer(kind: keyof typeof SIGNATURES, name = 'TestKms'): PlatformAuthSi
 }
 
 function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
-  const { privateKey: _pem, ...rest } = integration.moduleOptions;
-  return { ...rest, signer: signer('good'), clock, ...overrides };
+  const { certificate } = integration.moduleOptions.key;
+  return { ...integration.moduleOptions, key: { signer: signer('good'), certificate }, clock, ...overrides };
 }
 
 describe('one encoding for every key source', () => {

@@ -31,7 +31,7 @@ export async function startStorePlatform(
     tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
     tokenStoreKeyPrefix: `t-${randomBytes(4).toString('hex')}:`,
     tokenStoreTiming: QUICK_STORE_TIMING,
-    retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 },
+    exchange: { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 } },
     ...store,
   };
   return { clock, platform, integration, shared };
