@@ -97,5 +97,3 @@ function describeDefault(value: unknown): string {
   if (typeof value === 'number') return value.toLocaleString('en-US');
   return `\`${String(value)}\``;
 }
-
-export const OPTION_TABLE_NAMES: readonly string[] = Object.keys(PLATFORM_AUTH_OPTIONS);
