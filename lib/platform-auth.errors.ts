@@ -147,8 +147,8 @@ export interface TokenExchangeErrorDetails {
   readonly retried: boolean;
   /** Likely cause and fix, in terms of docs/platform-contract.md#failure-causes. */
   readonly hint: string;
-  /** Platform clock minus local clock, in seconds, when the platform sent a `Date` header. */
-  readonly clockOffsetSeconds?: number;
+  /** Platform clock minus local clock, in milliseconds, when the platform sent a `Date` header. */
+  readonly clockOffsetMs?: number;
   /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
   readonly networkCode?: string;
   /** When the platform asked to wait (`Retry-After`) or callers are held back, how long, in whole seconds. */
@@ -163,7 +163,7 @@ const DETAIL_FIELDS = [
   'attempts',
   'retried',
   'hint',
-  'clockOffsetSeconds',
+  'clockOffsetMs',
   'networkCode',
   'retryAfterSeconds',
 ] as const satisfies ReadonlyArray<keyof TokenExchangeErrorDetails>;
@@ -180,9 +180,14 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   declare readonly attempts: number;
   declare readonly retried: boolean;
   declare readonly hint: string;
-  declare readonly clockOffsetSeconds?: number;
+  declare readonly clockOffsetMs?: number;
   declare readonly networkCode?: string;
   declare readonly retryAfterSeconds?: number;
+
+  /** @deprecated Use `clockOffsetMs`: durations and offsets are milliseconds everywhere. Whole seconds. */
+  get clockOffsetSeconds(): number | undefined {
+    return this.clockOffsetMs === undefined ? undefined : Math.round(this.clockOffsetMs / 1000) || 0;
+  }
 
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);

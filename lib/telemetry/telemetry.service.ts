@@ -209,7 +209,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   }
 
   private exchangeEnded(span: OtelSpan | undefined, startedAt: number, result: ExchangeResult): void {
-    const durationSeconds = Math.max(0, this.clock.now() - startedAt) / 1000;
+    const durationMs = Math.max(0, this.clock.now() - startedAt);
     const outcome = result.ok ? 'success' : 'failure';
     const otel = this.instruments;
     if (otel) {
@@ -220,7 +220,8 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
         ...(result.status === undefined ? {} : { [ATTR.statusCode]: result.status }),
       };
       otel.exchanges.add(1, attributes);
-      otel.exchangeDuration.record(durationSeconds, attributes);
+      // OpenTelemetry's convention for durations is seconds; every other surface says milliseconds.
+      otel.exchangeDuration.record(durationMs / 1000, attributes);
     }
     if (span) {
       span.setAttribute(ATTR.attempts, result.attempts);
@@ -238,9 +239,9 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
       reason: result.reason,
       status: result.status,
       attempts: result.attempts,
-      durationSeconds,
+      durationMs,
     });
-    this.identity.logger?.debug?.(describeExchange(result, durationSeconds));
+    this.identity.logger?.debug?.(describeExchange(result, durationMs));
   }
 
   private reauthenticationEnded(span: OtelSpan, end: { status?: number; errorType?: string }): void {
@@ -328,8 +329,8 @@ function reauthenticationErrorType(error: unknown, status: unknown): string {
 }
 
 /** One exchange in one line, for `debug`: never the token, the assertion or the machineId. */
-function describeExchange(result: ExchangeResult, durationSeconds: number): string {
-  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${durationSeconds.toFixed(3)} s`;
+function describeExchange(result: ExchangeResult, durationMs: number): string {
+  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${(durationMs / 1000).toFixed(3)} s`;
   if (result.ok) {
     return result.attempts === 0
       ? `Token taken from the shared token store (valid for ${result.lifetimeSeconds} s)`

@@ -117,7 +117,7 @@ export function exchangeError(outcome: AttemptFailure, attempts: number, context
     attempts,
     retried: attempts > 1,
     hint: hintForFailure(outcome, attempts, clockOffsetSeconds, context),
-    clockOffsetSeconds,
+    clockOffsetMs: outcome.clockOffsetMs,
     networkCode: outcome.networkCode,
     retryAfterSeconds: outcome.retryAfterMs === undefined ? undefined : Math.ceil(outcome.retryAfterMs / 1000),
   });
