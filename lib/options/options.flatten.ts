@@ -31,14 +31,13 @@ export function flattenOptions(
     }
     const internal = internalName(name, row);
     names[internal] = old !== undefined && value === undefined ? row.alias! : name;
-    if (value !== undefined && old !== undefined) {
+    // The current name's value goes on, so the one problem is not followed by others about a missing setting.
+    if (value !== undefined && old !== undefined)
       report.problem(
         name,
         `is set together with ${row.alias}, its deprecated name: one setting, set it once (${name})`,
       );
-      continue;
-    }
-    if (old !== undefined) deprecated.push([row.alias!, name]);
+    else if (old !== undefined) deprecated.push([row.alias!, name]);
     const given = value ?? old;
     if (given !== undefined) setAt(flat, internal, isSecret(given) ? reveal(given) : given);
   }
