@@ -36,9 +36,15 @@ export abstract class PlatformAuthError extends Error {
 Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value: true });
 
 export interface ConfigProblem {
-  /** The option it concerns: `privateKeyPath`, `retry.maxAttempts`, … */
+  /**
+   * The setting it concerns, under its one name that does not depend on how it was written: the flat name of earlier
+   * releases (`privateKeyPath`, `tokenStoreUrl`, `retry.maxAttempts`), or the current name of a setting that has none.
+   */
   readonly option: string;
-  /** The option and, where one exists, its environment variable: `privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`. */
+  /**
+   * The option as the caller wrote it (`key.privateKeyPath`, or its deprecated name) and, where one exists, its
+   * environment variable: `key.privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`.
+   */
   readonly setting: string;
   readonly message: string;
 }

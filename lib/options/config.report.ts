@@ -46,8 +46,9 @@ export class ConfigReport {
   ) {}
 
   /**
-   * The resolvers report under the flat names of earlier releases (`tokenStoreUrl`); from now on each is shown as
-   * `names` says: the name the caller used, `tokenStore.url` or its deprecated alias.
+   * The resolvers report under the flat names of earlier releases (`tokenStoreUrl`), which stay each problem's
+   * `option`; from now on its `setting` shows the name as `names` says: the name the caller used, `tokenStore.url`
+   * or its deprecated alias.
    */
   useNames(names: Readonly<Record<string, string>>): void {
     this.names = names;
@@ -73,7 +74,7 @@ export class ConfigReport {
 
   private entry(option: string, message: string): ConfigProblem {
     const shown = Object.hasOwn(this.names, option) ? this.names[option] : option;
-    return { option: shown, setting: settingName(option, this.integration, this.variables, shown), message };
+    return { option, setting: settingName(option, this.integration, this.variables, shown), message };
   }
 
   throwIfProblems(): void {

@@ -53,8 +53,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     const stranger = await createTestCredentials();
     const { url, logger } = await appFor(adapter, {
       ...integration.moduleOptions,
-      privateKey: stranger.privateKeyPem,
-      certificate: stranger.certificatePem,
+      key: { privateKey: stranger.privateKeyPem, certificate: stranger.certificatePem },
     });
 
     const response = await fetch(`${url}/billing`);

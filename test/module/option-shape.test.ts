@@ -94,7 +94,7 @@ describe('the option shape', () => {
     expect(onClient.tokenStore?.store).toBeInstanceOf(RedisTokenStore);
     expect(onClient.tokenStore?.connection).toBeUndefined();
     const both = problemsOf({ ...base(), tokenStore: { client, instance, encryptionKey } });
-    expect(both.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
+    expect(both.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
       'tokenStore.client: is set together with tokenStore.instance; pass one store',
     ]);
   });

@@ -59,7 +59,7 @@ describe('token store configuration', () => {
   it('warns about redis:// with a password to a host off loopback, never quoting the URL', () => {
     const key = randomBytes(32).toString('base64');
     const warnings = withStore({ url: 'redis://app:s3cret-pass@redis.internal:6379', encryptionKey: key }).warnings;
-    expect(warnings.map((w) => w.option)).toEqual(['tokenStore.url']);
+    expect(warnings.map((w) => w.setting)).toEqual(['tokenStore.url (PLATFORM_TOKEN_STORE_URL)']);
     expect(JSON.stringify(warnings)).not.toContain('s3cret-pass');
     for (const url of [URL_WITH_PASSWORD, 'redis://app:s3cret-pass@127.0.0.1:6379', 'redis://redis.internal:6379']) {
       expect(withStore({ url, encryptionKey: key }).warnings).toEqual([]);
@@ -169,13 +169,13 @@ describe('token store configuration', () => {
       lockTtlMs: 0,
       waitTimeoutMs: Number.NaN,
     });
-    expect(timing.problems.map((p) => p.option)).toEqual(['tokenStore.lockTtlMs', 'tokenStore.waitTimeoutMs']);
+    expect(timing.problems.map((p) => p.setting)).toEqual(['tokenStore.lockTtlMs', 'tokenStore.waitTimeoutMs']);
   });
 
   it('warns about a key with no store, and about a wait that cannot outlast the lock', () => {
     expect(withStore({ encryptionKey: randomBytes(32).toString('base64') }).warnings).toEqual([
       expect.objectContaining({
-        option: 'tokenStore.encryptionKey',
+        setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
         message: 'is set, but no token store is configured',
       }),
     ]);
@@ -185,7 +185,7 @@ describe('token store configuration', () => {
       lockTtlMs: 5_000,
       waitTimeoutMs: 5_000,
     });
-    expect(short.warnings.map((w) => w.option)).toEqual(['tokenStore.waitTimeoutMs']);
+    expect(short.warnings.map((w) => w.setting)).toEqual(['tokenStore.waitTimeoutMs']);
   });
 });
 
@@ -327,17 +327,20 @@ describe('Redis modes, credentials and TLS files', () => {
       url: 'redis://127.0.0.1:6379',
       tls: { caPath: notPem, keyPath: notPem },
     });
-    expect(error.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
-      'tokenStore.tls.keyPath: is set without tokenStore.tls.certPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH): mutual TLS needs the certificate and its key',
-      `tokenStore.tls.caPath: the file '${notPem}' holds no PEM certificate`,
-      `tokenStore.tls.keyPath: the file '${notPem}' holds no PEM private key`,
-      'tokenStore.url: is redis:// but TLS files are set; use rediss://',
+    expect(error.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
+      'tokenStore.tls.keyPath (PLATFORM_TOKEN_STORE_TLS_KEY_PATH): is set without tokenStore.tls.certPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH): mutual TLS needs the certificate and its key',
+      `tokenStore.tls.caPath (PLATFORM_TOKEN_STORE_TLS_CA_PATH): the file '${notPem}' holds no PEM certificate`,
+      `tokenStore.tls.keyPath (PLATFORM_TOKEN_STORE_TLS_KEY_PATH): the file '${notPem}' holds no PEM private key`,
+      'tokenStore.url (PLATFORM_TOKEN_STORE_URL): is redis:// but TLS files are set; use rediss://',
     ]);
   });
 
   it('warns about Redis settings without a store', () => {
     expect(withStore({ password: 's3cret-pass' }).warnings).toEqual([
-      expect.objectContaining({ option: 'tokenStore.password', message: 'is set, but no token store is configured' }),
+      expect.objectContaining({
+        setting: 'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
+        message: 'is set, but no token store is configured',
+      }),
     ]);
   });
 
