@@ -50,7 +50,7 @@ export function internalName(name: string, row: OptionRow): string {
 }
 
 /** The rows of `table` by their name inside the resolvers (`exchangeTimeoutMs`, `retry.maxAttempts`, …). */
-export function internalRows(table: OptionTable): Readonly<Record<string, OptionRow>> {
+function internalRows(table: OptionTable): Readonly<Record<string, OptionRow>> {
   return Object.fromEntries(Object.entries(table).map(([name, row]) => [internalName(name, row), row]));
 }
 

@@ -36,16 +36,6 @@ function deleteAt(target: unknown, path: string): void {
   if (isObject(parent)) delete parent[steps.at(-1)!];
 }
 
-/** The own properties `names` of `source`, in an object without a prototype. */
-export function copyOwn(source: object, names: readonly string[]): Record<string, unknown> {
-  const copy = Object.create(null) as Record<string, unknown>;
-  for (const name of names) {
-    const value = ownAt(source, name);
-    if (value !== undefined) copy[name] = value;
-  }
-  return copy;
-}
-
 /** A `TokenStore` given as `tokenStore` itself, rather than the group: read as `{ instance }`. */
 function isStoreInstance(value: unknown): boolean {
   return isObject(value) && typeof value.get === 'function' && typeof value.setIfNewer === 'function';
