@@ -4,17 +4,12 @@ import { promisify } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { describe, expect, it } from 'vitest';
-import {
-  PlatformAuthModule,
-  PlatformHttpService,
-  TokenProvider,
-  type PlatformAuthOptions,
-  type TokenStoreOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthModule, PlatformHttpService, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { packageRoot } from '../support/built-package.js';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { storeOf, withStore } from '../support/store-fleet.js';
 import { eventually } from '../support/eventually.js';
 
 const redis = useRedisServer();
@@ -59,16 +54,6 @@ async function startPlatform(): Promise<Platform> {
     },
   };
   return { clock, emulator, integration, shared };
-}
-
-/** The store settings of `options`. */
-function storeOf(options: PlatformAuthOptions): TokenStoreOptions {
-  return options.tokenStore as TokenStoreOptions;
-}
-
-/** `options` with some of its store settings replaced. */
-function withStore(options: PlatformAuthOptions, store: TokenStoreOptions): PlatformAuthOptions {
-  return { ...options, tokenStore: { ...storeOf(options), ...store } };
 }
 
 /** One replica: a module instance with its own token cache. */
