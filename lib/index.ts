@@ -22,12 +22,20 @@ export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
+  ExchangeOptions,
+  KeySource,
+  PlatformAuthDeprecatedOptions,
   PlatformAuthOptions,
   PlatformAuthSigner,
   RetryOptions,
   ThumbprintAlgorithm,
   TokenStoreTimingOptions,
 } from './options/platform-auth-options.interface.js';
+export type {
+  TokenStoreOptions,
+  TokenStoreSentinelOptions,
+  TokenStoreTlsOptions,
+} from './options/token-store-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,

@@ -1,6 +1,7 @@
 import type { ConfigProblem } from './platform-auth.errors.js';
 import { ConfigReport } from './options/config.report.js';
-import { ownOptions, revealSecrets } from './options/own-options.util.js';
+import { flattenOptions } from './options/options.flatten.js';
+import type { FlatPlatformAuthOptions } from './options/flat-options.interface.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import {
@@ -41,8 +42,8 @@ export function resolvePlatformAuthOptions(
   nowMs: number,
   integration?: string,
 ): ResolvedPlatformAuthConfig {
-  const options = revealSecrets(ownOptions(input));
   const report = new ConfigReport(integration);
+  const options = flattenOptions(input, report);
   const settings = resolveSettings(options, report);
   const credentials = loadCredentials(options, nowMs, report);
   const nextSources = nextCredentialSources(options);
@@ -64,8 +65,8 @@ export async function loadPlatformAuthConfig(
   nowMs: number,
   integration?: string,
 ): Promise<ResolvedPlatformAuthConfig> {
-  const options = revealSecrets(ownOptions(input));
   const report = new ConfigReport(integration);
+  const options = flattenOptions(input, report);
   const settings = resolveSettings(options, report);
   const credentials = await openCredentials(options, nowMs, report);
   const nextSources = nextCredentialSources(options);
@@ -80,7 +81,7 @@ export async function loadPlatformAuthConfig(
 }
 
 function resolved(
-  options: PlatformAuthOptions,
+  options: FlatPlatformAuthOptions,
   settings: PlatformAuthSettings,
   credentials: LoadedCredentials,
   tokenStore: ResolvedTokenStoreConfig | undefined,
@@ -111,7 +112,7 @@ function resolved(
  * The sources the reloader reads again. Key text, certificate text and the passphrase are kept only when reloading is
  * on (it needs them to load a re-read file); otherwise nothing in the container holds them after start-up.
  */
-function pickCredentialSources(options: PlatformAuthOptions, forReloading: boolean): CredentialSources {
+function pickCredentialSources(options: FlatPlatformAuthOptions, forReloading: boolean): CredentialSources {
   const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm } = options;
   if (!forReloading) return { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm };
   const { privateKey, privateKeyPassphrase, certificate } = options;
@@ -127,7 +128,7 @@ function pickCredentialSources(options: PlatformAuthOptions, forReloading: boole
 }
 
 /** The next pair's files, for the reloader; its inline text and passphrase only while reloading, as for the current. */
-function pickNextCredentialSources(options: PlatformAuthOptions, forReloading: boolean): CredentialSources {
+function pickNextCredentialSources(options: FlatPlatformAuthOptions, forReloading: boolean): CredentialSources {
   const sources = nextCredentialSources(options)!;
   const { nextPrivateKeyPath, nextCertificatePath, thumbprintAlgorithm } = options;
   if (!forReloading)

@@ -36,9 +36,15 @@ export abstract class PlatformAuthError extends Error {
 Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value: true });
 
 export interface ConfigProblem {
-  /** The option it concerns: `privateKeyPath`, `retry.maxAttempts`, … */
+  /**
+   * The setting it concerns, under its one name that does not depend on how it was written: the flat name of earlier
+   * releases (`privateKeyPath`, `tokenStoreUrl`, `retry.maxAttempts`), or the current name of a setting that has none.
+   */
   readonly option: string;
-  /** The option and, where one exists, its environment variable: `privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`. */
+  /**
+   * The option as the caller wrote it (`key.privateKeyPath`, or its deprecated name) and, where one exists, its
+   * environment variable: `key.privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`.
+   */
   readonly setting: string;
   readonly message: string;
 }
@@ -154,8 +160,8 @@ export interface TokenExchangeErrorDetails {
   readonly retried: boolean;
   /** Likely cause and fix, in terms of docs/platform-contract.md#failure-causes. */
   readonly hint: string;
-  /** Platform clock minus local clock, in seconds, when the platform sent a `Date` header. */
-  readonly clockOffsetSeconds?: number;
+  /** Platform clock minus local clock, in milliseconds, when the platform sent a `Date` header. */
+  readonly clockOffsetMs?: number;
   /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
   readonly networkCode?: string;
   /** When the platform asked to wait (`Retry-After`) or callers are held back, how long, in whole seconds. */
@@ -171,7 +177,7 @@ const DETAIL_FIELDS = [
   'attempts',
   'retried',
   'hint',
-  'clockOffsetSeconds',
+  'clockOffsetMs',
   'networkCode',
   'retryAfterSeconds',
 ] as const satisfies ReadonlyArray<keyof TokenExchangeErrorDetails>;
@@ -189,9 +195,14 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   declare readonly attempts: number;
   declare readonly retried: boolean;
   declare readonly hint: string;
-  declare readonly clockOffsetSeconds?: number;
+  declare readonly clockOffsetMs?: number;
   declare readonly networkCode?: string;
   declare readonly retryAfterSeconds?: number;
+
+  /** @deprecated Use `clockOffsetMs`: durations and offsets are milliseconds everywhere. Whole seconds. */
+  get clockOffsetSeconds(): number | undefined {
+    return this.clockOffsetMs === undefined ? undefined : Math.round(this.clockOffsetMs / 1000) || 0;
+  }
 
   constructor(summary: string, details: TokenExchangeErrorDetails) {
     super(`${summary}. ${details.hint}`);

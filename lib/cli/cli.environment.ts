@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
+import { flattenOptions } from '../options/options.flatten.js';
+import { ConfigReport } from '../options/config.report.js';
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
@@ -82,11 +84,15 @@ function integrationOption(context: CommandContext): string | undefined {
 
 export type Configuration =
   | {
-      readonly options: PlatformAuthOptions;
+      readonly options: FlatPlatformAuthOptions;
       readonly config: ResolvedPlatformAuthConfig;
       readonly problems?: undefined;
     }
-  | { readonly options: PlatformAuthOptions; readonly config?: undefined; readonly problems: readonly ConfigProblem[] };
+  | {
+      readonly options: FlatPlatformAuthOptions;
+      readonly config?: undefined;
+      readonly problems: readonly ConfigProblem[];
+    };
 
 /**
  * Reads the variables and validates them exactly as the module does at start-up (`readPlatformAuthEnv`, then
@@ -96,9 +102,11 @@ export type Configuration =
  */
 export async function resolveConfiguration(context: CommandContext, nowMs: number): Promise<Configuration> {
   const integration = integrationOption(context);
-  const options = readPlatformAuthEnv({ ...configurationEnv(context) }, integration);
+  const fromEnv = readPlatformAuthEnv({ ...configurationEnv(context) }, integration);
+  // The commands read single settings (which key source, which certificate file) under one name each.
+  const options = flattenOptions(fromEnv, new ConfigReport(integration));
   try {
-    return { options, config: await loadPlatformAuthConfig(options, nowMs, integration) };
+    return { options, config: await loadPlatformAuthConfig(fromEnv, nowMs, integration) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;

@@ -1,4 +1,4 @@
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
 import { ConfigReport } from '../options/config.report.js';
 import {
   loadCredentials,
@@ -18,14 +18,16 @@ const NEXT_NAMES = {
   certificatePath: 'nextCertificatePath',
 } as const;
 
-type NextOptions = Pick<PlatformAuthOptions, (typeof NEXT_NAMES)[keyof typeof NEXT_NAMES]>;
+type NextOptions = Pick<FlatPlatformAuthOptions, (typeof NEXT_NAMES)[keyof typeof NEXT_NAMES]>;
 
 /**
  * The next pair's sources in the current pair's names, so they go through the same loader and checks; `undefined`
- * when no `next*` option is set. The passphrase and the thumbprint algorithm are the integration's.
+ * when no `next*` option is set. The thumbprint algorithm is the integration's; the passphrase the next pair's own,
+ * else the current pair's.
  */
 export function nextCredentialSources(
-  options: NextOptions & Pick<PlatformAuthOptions, 'privateKeyPassphrase' | 'thumbprintAlgorithm'>,
+  options: NextOptions &
+    Pick<FlatPlatformAuthOptions, 'privateKeyPassphrase' | 'nextPrivateKeyPassphrase' | 'thumbprintAlgorithm'>,
 ): CredentialSources | undefined {
   const given = Object.values(NEXT_NAMES).some((name) => options[name] !== undefined);
   if (!given) return undefined;
@@ -36,7 +38,7 @@ export function nextCredentialSources(
     signer: options.nextSigner,
     certificate: options.nextCertificate,
     certificatePath: options.nextCertificatePath,
-    privateKeyPassphrase: options.privateKeyPassphrase,
+    privateKeyPassphrase: options.nextPrivateKeyPassphrase ?? options.privateKeyPassphrase,
     thumbprintAlgorithm: options.thumbprintAlgorithm,
   };
 }

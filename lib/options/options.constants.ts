@@ -3,7 +3,7 @@ import { PLATFORM_AUTH_OPTIONS } from './options.table.js';
 
 export const PLATFORM_AUTH_CONFIG_NAMESPACE = 'platformAuth';
 
-export const DEFAULT_TOKEN_PATH: string = PLATFORM_AUTH_OPTIONS.tokenPath.default;
+export const DEFAULT_TOKEN_PATH: string = PLATFORM_AUTH_OPTIONS['exchange.path'].default;
 export const CLIENT_CERTIFICATE_GRANT = 'clientcertificate';
 
 /** Platform contract, "Assertion": an assertion lives at most five minutes. */

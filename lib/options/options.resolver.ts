@@ -1,6 +1,7 @@
-import type { PlatformAuthOptions, RetryOptions } from './platform-auth-options.interface.js';
+import type { RetryOptions } from './exchange-options.interface.js';
+import type { FlatPlatformAuthOptions } from './flat-options.interface.js';
 import { definedOnly, quotable, type ConfigReport } from './config.report.js';
-import { PLATFORM_AUTH_OPTIONS, nestedNames, type OptionName, type OptionRow } from './options.table.js';
+import { PLATFORM_AUTH_OPTIONS, internalRow, optionDefault } from './options.table.js';
 import { parseHttpUrl } from './url.rules.js';
 
 /**
@@ -39,7 +40,7 @@ const TABLE_CHECKED = [
   'failureBackoffMs',
   'correctClockSkew',
   'startupCheck',
-] as const satisfies readonly OptionName[];
+] as const satisfies readonly (keyof FlatPlatformAuthOptions)[];
 
 /** What the assertion's times depend on; `effectiveClockMargin` turns it into the offset the platform may have. */
 export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
@@ -48,7 +49,10 @@ export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'a
  * Validates the settings into `report` (every problem, not the first) and applies the table's defaults.
  * `undefined` when a setting has a problem. Credentials and the store are checked elsewhere, into the same report.
  */
-export function resolveSettings(options: PlatformAuthOptions, report: ConfigReport): PlatformAuthSettings | undefined {
+export function resolveSettings(
+  options: FlatPlatformAuthOptions,
+  report: ConfigReport,
+): PlatformAuthSettings | undefined {
   const problemsBefore = report.problems.length;
   refusePemText(options, report);
   const endpoint = resolveEndpoint(options, report);
@@ -57,7 +61,7 @@ export function resolveSettings(options: PlatformAuthOptions, report: ConfigRepo
 
   const table = Object.fromEntries(
     TABLE_CHECKED.map((name) => [name, checked(name, (options as unknown as Record<string, unknown>)[name], report)]),
-  ) as { [K in (typeof TABLE_CHECKED)[number]]: NonNullable<PlatformAuthOptions[K]> };
+  ) as { [K in (typeof TABLE_CHECKED)[number]]: NonNullable<FlatPlatformAuthOptions[K]> };
 
   const clock = resolveClockSettings(options, report);
 
@@ -71,13 +75,18 @@ export function resolveSettings(options: PlatformAuthOptions, report: ConfigRepo
   }
 
   const retry = { ...retryDefaults(), ...definedOnly(options.retry) };
-  for (const name of nestedNames('retry'))
-    checked(`retry.${name}` as OptionName, retry[name as keyof RetryOptions], report);
+  for (const name of RETRY_NAMES) checked(`retry.${name}`, retry[name], report);
 
   const credentialsReloadIntervalMs = options.credentialsReloadIntervalMs;
   if (credentialsReloadIntervalMs !== undefined) {
     checked('credentialsReloadIntervalMs', credentialsReloadIntervalMs, report);
-    if (options.privateKeyPath === undefined && options.certificatePath === undefined) {
+    const paths = [
+      options.privateKeyPath,
+      options.certificatePath,
+      options.nextPrivateKeyPath,
+      options.nextCertificatePath,
+    ];
+    if (paths.every((path) => path === undefined)) {
       report.warn('credentialsReloadIntervalMs', 'is set but no *_PATH file is configured; nothing is re-read');
     }
   }
@@ -107,11 +116,11 @@ export function resolveSettings(options: PlatformAuthOptions, report: ConfigRepo
  * problems in `report`, when either option is unusable.
  */
 export function resolveEndpoint(
-  options: Pick<PlatformAuthOptions, 'baseUrl' | 'tokenPath'>,
+  options: Pick<FlatPlatformAuthOptions, 'baseUrl' | 'tokenPath'>,
   report: ConfigReport,
 ): { readonly base: URL; readonly baseUrl: string; readonly tokenUrl: string } | undefined {
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
-  const tokenPath = options.tokenPath ?? defaultOf<string>('tokenPath');
+  const tokenPath = options.tokenPath ?? optionDefault<string>('tokenPath');
   const usablePath = typeof tokenPath === 'string' && tokenPath.startsWith('/') && !tokenPath.startsWith('//');
   if (!usablePath) report.problem('tokenPath', "must be a path starting with '/'");
   if (!base || !usablePath) return undefined;
@@ -124,12 +133,13 @@ export function resolveEndpoint(
  * settings fail, so both tolerate the same clock offset. Undefined, with the problems in `report`, when unusable.
  */
 export function resolveClockSettings(
-  options: Pick<PlatformAuthOptions, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
+  options: Pick<FlatPlatformAuthOptions, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
   report: ConfigReport,
 ): ClockSettings | undefined {
   const problemsBefore = report.problems.length;
   const clockMarginSeconds = checked('clockMarginSeconds', options.clockMarginSeconds, report) as number;
-  const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? defaultOf<number>('assertionLifetimeSeconds');
+  const assertionLifetimeSeconds =
+    options.assertionLifetimeSeconds ?? optionDefault<number>('assertionLifetimeSeconds');
   const maxLifetime: number = PLATFORM_AUTH_OPTIONS.assertionLifetimeSeconds.max;
   if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
     report.problem('assertionLifetimeSeconds', 'must be a whole number of seconds, at least 1');
@@ -153,19 +163,22 @@ export function checkMachineId(machineId: unknown, report: ConfigReport): void {
   else requireOneLine(machineId, 'machineId', report);
 }
 
-function defaultOf<T>(name: OptionName): T {
-  return (PLATFORM_AUTH_OPTIONS[name] as OptionRow).default as T;
-}
+const RETRY_NAMES = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'maxTotalMs',
+] as const satisfies readonly (keyof RetryOptions)[];
 
 function retryDefaults(): Required<RetryOptions> {
   return Object.fromEntries(
-    nestedNames('retry').map((name) => [name, defaultOf<number>(`retry.${name}` as OptionName)]),
+    RETRY_NAMES.map((name) => [name, optionDefault<number>(`retry.${name}`)]),
   ) as unknown as Required<RetryOptions>;
 }
 
 /** The value, or the table's default when unset; a value of the wrong type or out of bounds is reported. */
-function checked(name: OptionName, value: unknown, report: ConfigReport): unknown {
-  const row: OptionRow = PLATFORM_AUTH_OPTIONS[name];
+function checked(name: string, value: unknown, report: ConfigReport): unknown {
+  const row = internalRow(name);
   const actual = value ?? row.default;
   if (actual === undefined) return undefined;
   switch (row.kind) {
@@ -205,6 +218,7 @@ const CREDENTIAL_SETTINGS = new Set([
   'nextCertificate',
   'nextPrivateKeyPath',
   'nextCertificatePath',
+  'nextPrivateKeyPassphrase',
 ]);
 
 const PEM_TEXT_PROBLEM =
@@ -218,7 +232,7 @@ function looksLikePem(value: string): boolean {
  * A key pasted into machineId or audience would be sent to the platform as sub or aud and printed by the CLI: PEM
  * text is refused in every setting that is not meant for it, and never repeated.
  */
-function refusePemText(options: PlatformAuthOptions, report: ConfigReport): void {
+function refusePemText(options: FlatPlatformAuthOptions, report: ConfigReport): void {
   for (const [option, value] of Object.entries(options)) {
     if (option === 'machineId') continue;
     const values: unknown[] = Array.isArray(value) ? value : [value];

@@ -1,53 +1,81 @@
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
-import { FORGOTTEN_AFTER_STARTUP, OPTION_NAMES, SECRET_OPTIONS, nestedNames } from './options.table.js';
-import { isSecret, reveal } from '../util/secret.util.js';
+import { PLATFORM_AUTH_OPTIONS, type OptionTable } from './options.table.js';
 
-const RETRY_NAMES = nestedNames('retry');
-const TIMING_NAMES = nestedNames('tokenStoreTiming');
+/** Top-level names the options no longer take but that are copied, so start-up can say where they went. */
+const REFUSED_NAMES = ['retry'];
 
-function own(source: object, name: string): unknown {
-  return Object.hasOwn(source, name) ? (source as Record<string, unknown>)[name] : undefined;
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
-/** The own properties `names` of `source`, in an object without a prototype. */
-export function copyOwn(source: object, names: readonly string[]): Record<string, unknown> {
+/** The value at `path` (`key.privateKeyPath`) through own properties only; `undefined` when any step is missing. */
+export function ownAt(source: unknown, path: string): unknown {
+  let current = source;
+  for (const step of path.split('.')) {
+    if (!isObject(current) || !Object.hasOwn(current, step)) return undefined;
+    current = current[step];
+  }
+  return current;
+}
+
+/** Sets `path` in `target`, making objects without a prototype on the way; a non-object on the way is left alone. */
+export function setAt(target: Record<string, unknown>, path: string, value: unknown): void {
+  const steps = path.split('.');
+  let current = target;
+  for (const step of steps.slice(0, -1)) {
+    if (current[step] === undefined) current[step] = Object.create(null);
+    if (!isObject(current[step])) return;
+    current = current[step];
+  }
+  current[steps.at(-1)!] = value;
+}
+
+function deleteAt(target: unknown, path: string): void {
+  const steps = path.split('.');
+  const parent = steps.length === 1 ? target : ownAt(target, steps.slice(0, -1).join('.'));
+  if (isObject(parent)) delete parent[steps.at(-1)!];
+}
+
+/** A `TokenStore` given as `tokenStore` itself, rather than the group: read as `{ instance }`. */
+function isStoreInstance(value: unknown): boolean {
+  return isObject(value) && typeof value.get === 'function' && typeof value.setIfNewer === 'function';
+}
+
+/**
+ * The options as the caller set them: own properties only, at every name of `table` and every deprecated alias,
+ * copied into objects of the module's own (with no prototype). Options parsed from JSON with a `__proto__` key, or a
+ * polluted `Object.prototype`, would otherwise lend inherited values (an extra allowed origin, say) to settings the
+ * caller never set. Instances (a signer, a store, a clock) are kept as they are.
+ */
+export function ownOptions(input: unknown, table: OptionTable = PLATFORM_AUTH_OPTIONS): PlatformAuthOptions {
   const copy = Object.create(null) as Record<string, unknown>;
-  for (const name of names) {
-    const value = own(source, name);
-    if (value !== undefined) copy[name] = value;
+  if (!isObject(input)) return copy as unknown as PlatformAuthOptions;
+  const store = ownAt(input, 'tokenStore');
+  const source = isStoreInstance(store) ? { ...input, tokenStore: { instance: store } } : input;
+  for (const [name, row] of Object.entries(table)) {
+    for (const path of row.alias === undefined ? [name] : [name, row.alias]) {
+      const value = ownAt(source, path);
+      // A group is copied through its members; only a value that is no group is kept, for start-up to refuse.
+      if (value === undefined || (row.kind === 'object' && isObject(value) && !Array.isArray(value))) continue;
+      setAt(copy, path, row.kind === 'list' && Array.isArray(value) ? ownItems(value) : value);
+    }
   }
-  return copy;
+  for (const name of REFUSED_NAMES) if (Object.hasOwn(input, name)) copy[name] = input[name];
+  return copy as unknown as PlatformAuthOptions;
+}
+
+function ownItems(list: unknown[]): unknown[] {
+  return Array.from({ length: list.length }, (_, i) => ownAt(list, String(i)));
 }
 
 /**
- * The options as the caller set them: own properties only, copied into an object of the module's own (with no
- * prototype). Options parsed from JSON with a `__proto__` key, or a polluted `Object.prototype`, would otherwise
- * lend inherited values (an extra allowed origin, say) to settings the caller never set.
+ * Drops the secrets and the PEM text from options the module owns (see `ownOptions`), under their names and their
+ * deprecated aliases, once start-up has used them.
  */
-export function ownOptions(input: unknown): PlatformAuthOptions {
-  if (typeof input !== 'object' || input === null) return Object.create(null) as PlatformAuthOptions;
-  const options = copyOwn(input, OPTION_NAMES);
-  const { retry, tokenStoreTiming, allowedOrigins } = options;
-  if (typeof retry === 'object' && retry !== null) options.retry = copyOwn(retry, RETRY_NAMES);
-  if (typeof tokenStoreTiming === 'object' && tokenStoreTiming !== null)
-    options.tokenStoreTiming = copyOwn(tokenStoreTiming, TIMING_NAMES);
-  if (Array.isArray(allowedOrigins)) {
-    options.allowedOrigins = Array.from({ length: allowedOrigins.length }, (_, i) => own(allowedOrigins, String(i)));
+export function forgetCredentialText(options: object, table: OptionTable = PLATFORM_AUTH_OPTIONS): void {
+  for (const [name, row] of Object.entries(table)) {
+    if (row.secret !== true && row.kind !== 'pem') continue;
+    deleteAt(options, name);
+    if (row.alias !== undefined) deleteAt(options, row.alias);
   }
-  return options as unknown as PlatformAuthOptions;
-}
-
-/**
- * `options` with the text of every `Secret` in it (`platformAuthConfig` puts secrets into its namespace as `Secret`s),
- * for the resolver only: the options provider keeps the `Secret`s until start-up drops them.
- */
-export function revealSecrets(options: PlatformAuthOptions): PlatformAuthOptions {
-  const revealed = copyOwn(options, OPTION_NAMES);
-  for (const name of SECRET_OPTIONS) if (isSecret(revealed[name])) revealed[name] = reveal(revealed[name]);
-  return revealed as unknown as PlatformAuthOptions;
-}
-
-/** Drops the secrets and the PEM text from options the module owns (see `ownOptions`), once start-up has used them. */
-export function forgetCredentialText(options: PlatformAuthOptions): void {
-  for (const name of FORGOTTEN_AFTER_STARTUP) delete options[name];
 }

@@ -1,28 +1,12 @@
 import { registerAs } from '@nestjs/config';
 import { PLATFORM_AUTH_CONFIG_NAMESPACE } from './options.constants.js';
-import {
-  FORGOTTEN_AFTER_STARTUP,
-  PLATFORM_AUTH_ENV,
-  PLATFORM_AUTH_OPTIONS,
-  type OptionName,
-  type OptionRow,
-} from './options.table.js';
+import { PLATFORM_AUTH_OPTIONS, type OptionRow, type OptionTable } from './options.table.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { integrationEnvName, integrationName } from './integration-name.util.js';
+import { ownAt, setAt } from './own-options.util.js';
 import { secret } from '../util/secret.util.js';
 
 type Env = Record<string, string | undefined>;
-
-/** How a variable's text becomes an option value; the ones not listed are taken as text. */
-export type EnvValueKind = 'number' | 'boolean' | 'list';
-
-/** From the option table: the variables whose text is parsed as a number, a boolean or a list. */
-const ENV_KINDS: Readonly<Record<string, EnvValueKind | undefined>> = Object.fromEntries(
-  Object.keys(PLATFORM_AUTH_ENV).map((name) => {
-    const { kind } = PLATFORM_AUTH_OPTIONS[name as OptionName] as OptionRow;
-    return [name, kind === 'number' || kind === 'boolean' || kind === 'list' ? kind : undefined];
-  }),
-);
 
 function read(env: Env, name: string): string | undefined {
   const value = env[name];
@@ -33,7 +17,7 @@ function read(env: Env, name: string): string | undefined {
  * A variable's text as the option's type. Text that is not a value of that type is passed on as it is, so start-up
  * validation refuses it naming the variable, instead of a wrong value slipping through (`'flase'` as true, say).
  */
-function parseValue(kind: EnvValueKind | undefined, text: string): unknown {
+function parseValue(kind: OptionRow['kind'], text: string): unknown {
   const trimmed = text.trim();
   switch (kind) {
     case 'number':
@@ -51,32 +35,24 @@ function parseValue(kind: EnvValueKind | undefined, text: string): unknown {
 }
 
 /**
- * The options that `variables` (option name → environment variable) describe, each parsed as `kinds` says (text
- * otherwise); `retry.maxTotalMs` fills a nested option. Unset and empty variables are left out, so defaults apply and
- * start-up validation names the variable that is missing. For a named integration the variables carry its name:
- * `PLATFORM_BILLING_BASE_URL`, `PLATFORM_BILLING_MACHINE_ID`, …
+ * The options the environment variables of `table` describe, in the options' current shape (`PLATFORM_PRIVATE_KEY_PATH`
+ * fills `key.privateKeyPath`), each parsed as its row's kind says. Unset and empty variables are left out, so defaults
+ * apply and start-up validation names the variable that is missing. For a named integration the variables carry its
+ * name: `PLATFORM_BILLING_BASE_URL`, `PLATFORM_BILLING_MACHINE_ID`, …
  */
-export function readEnvOptions(
-  variables: Readonly<Record<string, string>>,
-  env: Env,
-  integration?: string,
-  kinds: Readonly<Record<string, EnvValueKind | undefined>> = {},
-): Record<string, unknown> {
+export function readTableEnv(table: OptionTable, env: Env, integration?: string): Record<string, unknown> {
   const options: Record<string, unknown> = {};
-  for (const [option, variable] of Object.entries(variables)) {
-    const text = read(env, integrationEnvName(variable, integration));
-    if (text === undefined) continue;
-    const value = parseValue(kinds[option], text);
-    const [parent, child] = option.split('.');
-    if (child === undefined) options[parent] = value;
-    else options[parent] = { ...(options[parent] as object | undefined), [child]: value };
+  for (const [name, row] of Object.entries(table)) {
+    if (row.env === undefined) continue;
+    const text = read(env, integrationEnvName(row.env, integration));
+    if (text !== undefined) setAt(options, name, parseValue(row.kind, text));
   }
   return options;
 }
 
 /** The options the environment variables of the options table describe. */
 export function readPlatformAuthEnv(env: Env = process.env, integration?: string): PlatformAuthOptions {
-  return readEnvOptions(PLATFORM_AUTH_ENV, env, integration, ENV_KINDS) as unknown as PlatformAuthOptions;
+  return readTableEnv(PLATFORM_AUTH_OPTIONS, env, integration) as unknown as PlatformAuthOptions;
 }
 
 /**
@@ -85,16 +61,20 @@ export function readPlatformAuthEnv(env: Env = process.env, integration?: string
  * `ConfigService`, `JSON.stringify` and `util.inspect`; other PEM text becomes a getter that reads its variable when
  * used. Spreading the namespace into options still works.
  */
-function namespaceOptions(integration?: string): PlatformAuthOptions {
-  const options = readPlatformAuthEnv(process.env, integration);
-  for (const option of FORGOTTEN_AFTER_STARTUP) {
-    if (!Object.hasOwn(options, option)) continue;
-    const variable = integrationEnvName(PLATFORM_AUTH_ENV[option], integration);
+export function namespaceOptions(table: OptionTable, integration?: string): Record<string, unknown> {
+  const options = readTableEnv(table, process.env, integration);
+  for (const [name, row] of Object.entries(table)) {
+    if (row.env === undefined || (row.secret !== true && row.kind !== 'pem')) continue;
+    const steps = name.split('.');
+    const parent = steps.length === 1 ? options : ownAt(options, steps.slice(0, -1).join('.'));
+    const last = steps.at(-1)!;
+    if (typeof parent !== 'object' || parent === null || !Object.hasOwn(parent, last)) continue;
+    const variable = integrationEnvName(row.env, integration);
     const readVariable = () => read(process.env, variable);
     Object.defineProperty(
-      options,
-      option,
-      (PLATFORM_AUTH_OPTIONS[option] as OptionRow).secret
+      parent,
+      last,
+      row.secret
         ? { value: secret(readVariable), enumerable: true, configurable: true, writable: true }
         : { get: readVariable, enumerable: true, configurable: true },
     );
@@ -108,13 +88,18 @@ function namespaceOptions(integration?: string): PlatformAuthOptions {
  * it is `PlatformAuthModule.forRootAsync({ name: 'billing', ...platformAuthConfig.forIntegration('billing').asProvider() })`.
  */
 export const platformAuthConfig = Object.assign(
-  registerAs(PLATFORM_AUTH_CONFIG_NAMESPACE, (): PlatformAuthOptions => namespaceOptions()),
+  registerAs(
+    PLATFORM_AUTH_CONFIG_NAMESPACE,
+    (): PlatformAuthOptions => namespaceOptions(PLATFORM_AUTH_OPTIONS) as unknown as PlatformAuthOptions,
+  ),
   {
     /** The `@nestjs/config` namespace of a named integration, filled from its `PLATFORM_<NAME>_*` variables. */
     forIntegration: (name: string) => {
       const integration = integrationName(name);
-      return registerAs(`${PLATFORM_AUTH_CONFIG_NAMESPACE}:${integration}`, (): PlatformAuthOptions =>
-        namespaceOptions(integration),
+      return registerAs(
+        `${PLATFORM_AUTH_CONFIG_NAMESPACE}:${integration}`,
+        (): PlatformAuthOptions =>
+          namespaceOptions(PLATFORM_AUTH_OPTIONS, integration) as unknown as PlatformAuthOptions,
       );
     },
   },

@@ -12,6 +12,28 @@ export function baseUrlPathProblem(url: URL): string {
 }
 
 /**
+ * The one transport rule for every URL the library calls or sends a browser to: `https:`, or `http:` to a loopback
+ * host (a local emulator or test server), where nothing crosses a network. `undefined` when `url` keeps it, else
+ * the problem, worded to follow the URL's name.
+ */
+export function transportProblem(url: URL): string | undefined {
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol !== 'http:') return `uses ${url.protocol}; only https: is accepted`;
+  if (isLoopbackHost(url.hostname)) return undefined;
+  return `'${url.origin}' uses http: off loopback; tokens and assertions would travel in clear text, use https:`;
+}
+
+/** `value` as an absolute URL that keeps the transport rule; else the problem (never quoting a long or odd value). */
+export function httpUrlProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return 'is not an absolute URL';
+  try {
+    return transportProblem(new URL(value));
+  } catch {
+    return 'is not an absolute URL';
+  }
+}
+
+/**
  * An `http:`/`https:` URL checked into `report`: absolute, no userinfo, `http:` only on loopback. `isBase`: the
  * platform's base URL, which must also be an origin only (no path, query or fragment). `undefined` after a problem.
  */
@@ -32,15 +54,9 @@ export function parseHttpUrl(value: unknown, option: string, report: ConfigRepor
     report.problem(option, 'must not contain credentials (user:password@)');
     return undefined;
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    report.problem(option, `uses ${url.protocol}; only https: is accepted`);
-    return undefined;
-  }
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    report.problem(
-      option,
-      `'${url.origin}' uses http: off loopback; the token and assertion would travel in clear text, use https:`,
-    );
+  const transport = transportProblem(url);
+  if (transport !== undefined) {
+    report.problem(option, transport);
     return undefined;
   }
   if (isBase && (url.search || url.hash)) {

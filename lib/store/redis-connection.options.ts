@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isLoopbackHost } from '../util/loopback.util.js';
 import { secretText, type Secret } from '../util/secret.util.js';
 import { quotable, type ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
 
 /** How the module reaches Redis: one server, a cluster through its seed nodes, or the master the sentinels name. */
 export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
@@ -47,7 +47,7 @@ export const CONNECTION_OPTIONS = [
 ] as const;
 
 /** Whether `options` configure a Redis the module connects to (any mode, or only half of one). */
-export function configuresConnection(options: PlatformAuthOptions): boolean {
+export function configuresConnection(options: FlatPlatformAuthOptions): boolean {
   return MODE_OPTIONS.some((name) => options[name] !== undefined) || options.tokenStoreSentinelMaster !== undefined;
 }
 
@@ -57,7 +57,7 @@ export function configuresConnection(options: PlatformAuthOptions): boolean {
  * kind. `undefined` when there is a problem. Never quotes a URL (it may hold a password) or a file's content.
  */
 export function resolveRedisConnection(
-  options: PlatformAuthOptions,
+  options: FlatPlatformAuthOptions,
   report: ConfigReport,
 ): RedisConnectionSettings | undefined {
   const before = report.problems.length;
@@ -168,7 +168,7 @@ function clusterTarget(
 }
 
 function sentinelTarget(
-  options: PlatformAuthOptions,
+  options: FlatPlatformAuthOptions,
   tls: RedisTlsFiles | undefined,
   report: ConfigReport,
 ): Omit<RedisConnectionSettings, 'username' | 'password'> | undefined {
@@ -199,7 +199,7 @@ function sentinelTarget(
   return { mode: 'sentinel', nodes: nodes as RedisEndpoint[], sentinelMaster: master, tls };
 }
 
-function resolveTlsFiles(options: PlatformAuthOptions, report: ConfigReport): RedisTlsFiles | undefined {
+function resolveTlsFiles(options: FlatPlatformAuthOptions, report: ConfigReport): RedisTlsFiles | undefined {
   const { tokenStoreTlsCaPath: caPath, tokenStoreTlsCertPath: certPath, tokenStoreTlsKeyPath: keyPath } = options;
   if (caPath === undefined && certPath === undefined && keyPath === undefined) return undefined;
   if ((certPath === undefined) !== (keyPath === undefined)) {

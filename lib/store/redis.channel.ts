@@ -22,25 +22,18 @@ export interface RedisChannel {
   close(): Promise<void>;
 }
 
-/** A standalone client from node-redis `createClient`, or an adapter you write for another client. */
-export interface RedisCommandClient {
-  sendCommand(args: string[]): Promise<unknown>;
-}
+import type {
+  RedisClusterCommandClient,
+  RedisCommandClient,
+  RedisSentinelCommandClient,
+} from '../options/token-store.interface.js';
 
-/** A client from node-redis `createCluster`. */
-export interface RedisClusterCommandClient {
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  getSlotMaster(slot: number): unknown;
-}
-
-/** A client from node-redis `createSentinel`. */
-export interface RedisSentinelCommandClient {
-  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  getMasterNode(): unknown;
-}
-
-/** Any node-redis client, or `{ sendCommand(args) }` written by hand for another client (ioredis, say). */
-export type RedisTokenStoreClient = RedisCommandClient | RedisClusterCommandClient | RedisSentinelCommandClient;
+export type {
+  RedisClusterCommandClient,
+  RedisCommandClient,
+  RedisSentinelCommandClient,
+  RedisTokenStoreClient,
+} from '../options/token-store.interface.js';
 
 type Members = Record<string, unknown>;
 

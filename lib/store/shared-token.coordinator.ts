@@ -172,7 +172,7 @@ export class SharedTokenCoordinator {
         // A holder that lives has written a token within its lease, or its lock has lapsed and been taken here.
         this.health.entryProblem('lock-held');
         this.context.logger.warn(
-          `No replica shared a token within ${this.timing.waitTimeoutMs} ms (tokenStoreTiming.waitTimeoutMs); exchanging locally.`,
+          `No replica shared a token within ${this.timing.waitTimeoutMs} ms (tokenStore.waitTimeoutMs); exchanging locally.`,
         );
         return undefined;
       }

@@ -1,6 +1,7 @@
 import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, type CompactDecryptGetKey } from 'jose';
 import type { IssuedToken } from '../token/token.cache.js';
+import { repeatsTooFewBytes } from '../util/key-strength.util.js';
 
 /** A failed exchange, shared so the fleet fails fast together until `retryAtMs`. Only non-secret fields. */
 export interface SharedFailure {
@@ -23,11 +24,6 @@ export interface EncryptionKey {
 }
 
 export const ENCRYPTION_KEY_BYTES = 32;
-/**
- * A random 32-byte key has about 30 distinct byte values; fewer than 16 happens by chance with a probability far
- * below 1e-12, and marks a key made by hand (all zero, a repeated pattern, a counter).
- */
-const MIN_DISTINCT_KEY_BYTES = 16;
 /** Any even run of hex digits is read as hex (32 bytes of base64 is 43 or 44 characters, so never mistaken). */
 const HEX_KEY = /^(?:[0-9a-f]{2})+$/i;
 const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;
@@ -48,7 +44,7 @@ export function parseEncryptionKeys(value: string | readonly string[]): Encrypti
     if (bytes.length !== ENCRYPTION_KEY_BYTES) {
       return `${which}decodes to ${bytes.length} bytes; it must be ${ENCRYPTION_KEY_BYTES} random bytes (e.g. \`openssl rand -base64 32\`)`;
     }
-    if (new Set(bytes).size < MIN_DISTINCT_KEY_BYTES) {
+    if (repeatsTooFewBytes(bytes)) {
       return `${which}repeats too few distinct bytes to be random (all zero, a pattern); use \`openssl rand -base64 32\``;
     }
     keys.push({ kid: hashOf('platform-auth token-store key', bytes).slice(0, 11), key: createSecretKey(bytes) });

@@ -13,9 +13,9 @@ import { OwnedRedisChannel } from './redis.channel.js';
 
 /** The option that configured the store's connection, for the message when the `redis` package is missing. */
 const MODE_OPTION = {
-  standalone: 'tokenStoreUrl',
-  cluster: 'tokenStoreClusterNodes',
-  sentinel: 'tokenStoreSentinelNodes',
+  standalone: ['tokenStoreUrl', 'tokenStore.url'],
+  cluster: ['tokenStoreClusterNodes', 'tokenStore.clusterNodes'],
+  sentinel: ['tokenStoreSentinelNodes', 'tokenStore.sentinel.nodes'],
 } as const;
 
 export interface TokenStoreHostInput {
@@ -66,9 +66,9 @@ export class TokenStoreHost {
   /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
   async connect(): Promise<void> {
     await this.owned?.connect().catch((error: Error) => {
-      const option = MODE_OPTION[this.mode as keyof typeof MODE_OPTION];
-      const setting = settingName(option, this.integration);
-      throw new PlatformAuthConfigError([{ option, setting, message: error.message }], this.integration);
+      const [option, shown] = MODE_OPTION[this.mode as keyof typeof MODE_OPTION];
+      const setting = settingName(option, this.integration, undefined, shown);
+      throw new PlatformAuthConfigError([{ option: shown, setting, message: error.message }], this.integration);
     });
   }
 

@@ -1,8 +1,10 @@
 import { definedOnly, type ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
 import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
+import { RedisTokenStore } from './token-store.redis.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
 import {
   CONNECTION_OPTIONS,
@@ -45,28 +47,37 @@ const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 're
  * or the key.
  */
 export function resolveTokenStoreOptions(
-  options: PlatformAuthOptions,
+  options: FlatPlatformAuthOptions,
   report: ConfigReport,
 ): ResolvedTokenStoreConfig | undefined {
-  const { tokenStore: store, tokenStoreEncryptionKey: key } = options;
+  const { tokenStoreEncryptionKey: key, tokenStoreClient: client } = options;
   const connects = configuresConnection(options);
-  if (store === undefined && !connects) {
+  if (options.tokenStore === undefined && client === undefined && !connects) {
     for (const name of ['tokenStoreEncryptionKey', ...CONNECTION_OPTIONS] as const) {
       if (options[name] !== undefined) report.warn(name, 'is set, but no token store is configured');
     }
     return undefined;
   }
   const problemsBefore = report.problems.length;
+  const maxResponseBytes = options.maxResponseBytes ?? optionDefault<number>('maxResponseBytes');
+  const store =
+    options.tokenStore ?? (client === undefined ? undefined : storeOnClient(client, maxResponseBytes, report));
   let connection: RedisConnectionSettings | undefined;
-  if (store !== undefined) {
+  if (options.tokenStore !== undefined || client !== undefined) {
+    const given = options.tokenStore !== undefined ? 'tokenStore' : 'tokenStoreClient';
+    if (options.tokenStore !== undefined && client !== undefined)
+      report.problem('tokenStoreClient', `is set together with ${report.name('tokenStore')}; pass one store`);
     const misplaced = CONNECTION_OPTIONS.filter((name) => options[name] !== undefined);
     for (const name of misplaced) {
       report.problem(
         name,
-        `is set together with tokenStore; configure the client of the store you pass instead (set either tokenStore or the Redis settings, not both)`,
+        `is set together with ${report.name(given)}; configure the client of the store you pass instead (set either that or the Redis settings, not both)`,
       );
     }
-    if (!STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')) {
+    if (
+      options.tokenStore !== undefined &&
+      !STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')
+    ) {
       report.problem('tokenStore', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
     }
   } else {
@@ -92,6 +103,16 @@ export function resolveTokenStoreOptions(
       'is not above lockTtlMs: when a replica dies mid-exchange, the others exchange on their own instead of one taking over',
     );
   }
-  const maxResponseBytes = options.maxResponseBytes ?? optionDefault<number>('maxResponseBytes');
   return { store, connection, keys, keyPrefix: prefix, timing, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) };
+}
+
+/** A `RedisTokenStore` on the application's client (`tokenStore.client`); the client stays the application's. */
+function storeOnClient(client: unknown, maxResponseBytes: number, report: ConfigReport): TokenStore | undefined {
+  try {
+    return new RedisTokenStore({ client: client as never, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) });
+  } catch (error) {
+    if (!(error instanceof PlatformAuthConfigError)) throw error;
+    for (const problem of error.problems) report.problem('tokenStoreClient', problem.message);
+    return undefined;
+  }
 }

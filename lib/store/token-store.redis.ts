@@ -1,6 +1,6 @@
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
 import { resolveRedisConnection } from './redis-connection.options.js';
 import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
@@ -139,7 +139,7 @@ export class RedisTokenStore implements TokenStore {
     let channel: RedisChannel;
     if (options.url !== undefined) {
       const report = new ConfigReport(undefined, { tokenStoreUrl: 'url' });
-      const connection = resolveRedisConnection({ tokenStoreUrl: options.url } as PlatformAuthOptions, report);
+      const connection = resolveRedisConnection({ tokenStoreUrl: options.url } as FlatPlatformAuthOptions, report);
       if (!connection) throw problem('url', report.problems[0]?.message ?? 'is not a Redis URL');
       channel = new OwnedRedisChannel(connection, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
     } else {

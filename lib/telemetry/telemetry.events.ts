@@ -62,7 +62,7 @@ export type PlatformAuthDiagnosticsEventBody =
       readonly reason?: TokenExchangeFailure | 'signing_failed';
       readonly status?: number;
       readonly attempts: number;
-      readonly durationSeconds: number;
+      readonly durationMs: number;
     }
   | { readonly event: 'reauthentication' }
   | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }

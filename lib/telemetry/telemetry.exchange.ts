@@ -20,8 +20,8 @@ export function reauthenticationErrorType(error: unknown, status: unknown): stri
 }
 
 /** One exchange in one line, for `debug`: never the token, the assertion or the machineId. */
-export function describeExchange(result: ExchangeResult, durationSeconds: number): string {
-  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${durationSeconds.toFixed(3)} s`;
+export function describeExchange(result: ExchangeResult, durationMs: number): string {
+  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${(durationMs / 1000).toFixed(3)} s`;
   if (result.ok) {
     return result.attempts === 0
       ? `Token taken from the shared token store (valid for ${result.lifetimeSeconds} s)`

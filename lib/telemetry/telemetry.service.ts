@@ -179,7 +179,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   }
 
   private exchangeEnded(span: OtelSpan | undefined, startedAt: number, result: ExchangeResult): void {
-    const durationSeconds = Math.max(0, this.clock.now() - startedAt) / 1000;
+    const durationMs = Math.max(0, this.clock.now() - startedAt);
     const outcome = result.ok ? 'success' : 'failure';
     const otel = this.instruments;
     if (otel) {
@@ -190,7 +190,8 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
         ...(result.status === undefined ? {} : { [ATTR.statusCode]: result.status }),
       };
       otel.exchanges.add(1, attributes);
-      otel.exchangeDuration.record(durationSeconds, attributes);
+      // OpenTelemetry's convention for durations is seconds; every other surface says milliseconds.
+      otel.exchangeDuration.record(durationMs / 1000, attributes);
     }
     if (span) {
       span.setAttribute(ATTR.attempts, result.attempts);
@@ -208,9 +209,9 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
       reason: result.reason,
       status: result.status,
       attempts: result.attempts,
-      durationSeconds,
+      durationMs,
     });
-    this.identity.logger?.debug?.(describeExchange(result, durationSeconds));
+    this.identity.logger?.debug?.(describeExchange(result, durationMs));
   }
 
   private reauthenticationEnded(span: OtelSpan, end: { status?: number; errorType?: string }): void {

@@ -43,10 +43,10 @@ const ERROR_HINTS = new Map<string, string>(
     invalid_grant:
       'The platform refused the assertion: check the audience (aud), the local clock (an expired or not-yet-valid JWT), and the claims.',
     invalid_request:
-      'The platform found the request malformed: check the token endpoint URL (baseUrl, tokenPath) and tokenEncoding.',
+      'The platform found the request malformed: check the token endpoint URL (baseUrl, exchange.path) and exchange.encoding.',
     unauthorized_client: 'The system integration may not authenticate: check that it is Active in the portal.',
     unsupported_grant_type:
-      'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, tokenPath).',
+      'The endpoint does not support the clientcertificate grant: check the token endpoint URL (baseUrl, exchange.path).',
     invalid_scope: "The platform refused the requested scope: check the integration's permissions in the portal.",
     access_denied: "The platform denied access: check the integration's status and permissions in the portal.",
     server_error: 'The platform failed while issuing the token; retry later.',
@@ -82,11 +82,11 @@ export function hintForRejection(
     : undefined;
   if (fromDescription) parts.push(fromDescription);
   else if (oauthError !== undefined && ERROR_HINTS.has(oauthError)) parts.push(ERROR_HINTS.get(oauthError)!);
-  else if (status === 404) parts.push('The token endpoint was not found: check baseUrl and tokenPath.');
+  else if (status === 404) parts.push('The token endpoint was not found: check baseUrl and exchange.path.');
   else if (status === 401 || status === 403) parts.push(ERROR_HINTS.get('invalid_client')!);
   else
     parts.push(
-      `The token endpoint answered HTTP ${status}: check baseUrl and tokenPath point at the platform's token endpoint.`,
+      `The token endpoint answered HTTP ${status}: check baseUrl and exchange.path point at the platform's token endpoint.`,
     );
   return parts.join(' ');
 }
@@ -114,7 +114,7 @@ export function exchangeError(outcome: AttemptFailure, attempts: number, context
     attempts,
     retried: attempts > 1,
     hint: hintForFailure(outcome, attempts, clockOffsetSeconds, context),
-    clockOffsetSeconds,
+    clockOffsetMs: outcome.clockOffsetMs,
     networkCode: outcome.networkCode,
     retryAfterSeconds: outcome.retryAfterMs === undefined ? undefined : Math.ceil(outcome.retryAfterMs / 1000),
   });
@@ -139,7 +139,7 @@ function hintForFailure(
             tolerance,
           );
     case 'redirect':
-      return 'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and tokenPath.';
+      return 'The token endpoint redirected; redirects are not followed so the assertion is never re-posted elsewhere. Check baseUrl (scheme, host) and exchange.path.';
     case 'invalid_response':
       return hintForInvalidResponse(outcome.answeredJson);
     case 'timeout':
@@ -157,8 +157,8 @@ function hintForFailure(
  */
 export function hintForInvalidResponse(answeredJson: boolean | undefined): string {
   return answeredJson
-    ? "The token endpoint answered JSON that is not a valid token response (see the summary for the field); the URL reached a JSON service, so check with the platform's operators what it returns, or tokenPath if it points at another JSON endpoint."
-    : "The answer was not a JSON token response the client could read: typically something other than the token endpoint answered (a proxy, a web page); check that baseUrl and tokenPath point at the platform's token endpoint.";
+    ? "The token endpoint answered JSON that is not a valid token response (see the summary for the field); the URL reached a JSON service, so check with the platform's operators what it returns, or exchange.path if it points at another JSON endpoint."
+    : "The answer was not a JSON token response the client could read: typically something other than the token endpoint answered (a proxy, a web page); check that baseUrl and exchange.path point at the platform's token endpoint.";
 }
 
 /** The host named, and for a name that does not resolve, DNS rather than firewalls as the first suspect. */

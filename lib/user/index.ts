@@ -9,7 +9,10 @@ export type {
   PlatformUserAuthModuleExtras,
   PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
-export type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
+export type {
+  PlatformUserAuthDeprecatedOptions,
+  PlatformUserAuthOptions,
+} from './platform-user-auth-options.interface.js';
 export {
   PlatformUserAuth,
   type AuthorizationRequest,
@@ -32,5 +35,5 @@ export { USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-au
 export { UserAuthError, isUserAuthError, type UserAuthErrorDetails, type UserAuthFailure } from './user-auth.errors.js';
 // Types the classes above use, from the main entry point, so this one is complete on its own.
 export type { Clock } from '../platform-auth.clock.js';
-export type { PlatformAuthSigner } from '../options/platform-auth-options.interface.js';
+export type { KeySource, PlatformAuthSigner } from '../options/key-source.interface.js';
 export { PlatformAuthError } from '../platform-auth.errors.js';

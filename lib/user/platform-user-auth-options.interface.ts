@@ -1,11 +1,11 @@
 import type { Clock } from '../platform-auth.clock.js';
-import type { PlatformAuthSigner } from '../options/platform-auth-options.interface.js';
+import type { KeySource, PlatformAuthSigner } from '../options/key-source.interface.js';
 
 /** How the client authenticates at the token endpoint (and the revocation endpoint). */
 export type UserClientAuthentication = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
 /** Options of `PlatformUserAuthModule`: user sign-in with the Authorization Code flow and PKCE (S256). */
-export interface PlatformUserAuthOptions {
+export interface PlatformUserAuthOptions extends PlatformUserAuthDeprecatedOptions {
   /** `https://{platform_domain}`; plain `http:` only on loopback (`PLATFORM_BASE_URL`). */
   baseUrl: string;
   /** The client registered for user sign-in (`PLATFORM_USER_CLIENT_ID`). */
@@ -40,27 +40,14 @@ export interface PlatformUserAuthOptions {
   clientAuthentication?: UserClientAuthentication;
   /** The client secret, for `client_secret_basic` and `client_secret_post` (`PLATFORM_USER_CLIENT_SECRET`). A secret. */
   clientSecret?: string;
-  /** `private_key_jwt`: the client's RSA key as PEM text (`PLATFORM_USER_PRIVATE_KEY`). Dropped after start-up. */
-  privateKey?: string;
-  /** `private_key_jwt`: a PEM key file (`PLATFORM_USER_PRIVATE_KEY_PATH`). */
-  privateKeyPath?: string;
-  /** `private_key_jwt`: the passphrase of an encrypted PEM key (`PLATFORM_USER_PRIVATE_KEY_PASSPHRASE`). A secret. */
-  privateKeyPassphrase?: string;
   /**
-   * `private_key_jwt`: an RFC 7512 `pkcs11:` URI of a key in a PKCS#11 token (`PLATFORM_USER_PRIVATE_KEY_URI`), as
-   * for machine authentication (docs/key-custody.md); needs the certificate. A secret: it may hold `pin-value`.
+   * `private_key_jwt`: the key client assertions are signed with and its certificate, from the same sources and
+   * through the same checks as machine authentication's `key` (`PLATFORM_USER_PRIVATE_KEY[_PATH|_URI]`,
+   * `PLATFORM_USER_PRIVATE_KEY_PASSPHRASE`, `PLATFORM_USER_CERTIFICATE[_PATH]`). The certificate is required with
+   * `privateKeyUri` or `signer` (every signature is checked against it), optional with a PEM key, which it must then
+   * match.
    */
-  privateKeyUri?: string;
-  /** `private_key_jwt`: the application's signer (a KMS, say), as for machine authentication; needs the certificate. */
-  signer?: PlatformAuthSigner;
-  /**
-   * `private_key_jwt`: the key's certificate as PEM text (`PLATFORM_USER_CERTIFICATE`), or `certificatePath`. Required
-   * with `privateKeyUri` or `signer` (every signature is checked against it); optional with a PEM key, which it must
-   * then match.
-   */
-  certificate?: string;
-  /** `private_key_jwt`: a PEM certificate file (`PLATFORM_USER_CERTIFICATE_PATH`). */
-  certificatePath?: string;
+  key?: KeySource;
   /** Default `/loginservice/connect/authorize` (docs/platform-contract.md#user-sign-in). Not with `discovery`. */
   authorizePath?: string;
   /** Default `/loginservice/connect/token`: an assumption, see docs/platform-contract.md#user-sign-in. Not with `discovery`. */
@@ -92,3 +79,24 @@ export interface PlatformUserAuthOptions {
   /** Source of time for expiry checks. Default the system clock. */
   clock?: Clock;
 }
+
+/** The flat key names of earlier releases, still read this release (one start-up warning names them). */
+export interface PlatformUserAuthDeprecatedOptions {
+  /** @deprecated Use `key.privateKey`. */
+  privateKey?: string;
+  /** @deprecated Use `key.privateKeyPath`. */
+  privateKeyPath?: string;
+  /** @deprecated Use `key.passphrase`. */
+  privateKeyPassphrase?: string;
+  /** @deprecated Use `key.privateKeyUri`. */
+  privateKeyUri?: string;
+  /** @deprecated Use `key.signer`. */
+  signer?: PlatformAuthSigner;
+  /** @deprecated Use `key.certificate`. */
+  certificate?: string;
+  /** @deprecated Use `key.certificatePath`. */
+  certificatePath?: string;
+}
+
+/** The options as the resolver reads them: `key`'s settings under the flat names of earlier releases. Internal. */
+export type FlatUserAuthOptions = Omit<PlatformUserAuthOptions, 'key'>;

@@ -1,15 +1,12 @@
 /** Defaults, limits and environment variables of user sign-in (see docs/user-sign-in.md). */
 import { sharedToken } from '../platform-auth.constants.js';
+import { internalEnv } from '../options/options.table.js';
+import { PLATFORM_USER_AUTH_OPTIONS } from '../options/options.table.user.js';
 
 export const PLATFORM_USER_AUTH_CONFIG_NAMESPACE = 'platformUserAuth';
 
-export const DEFAULT_AUTHORIZE_PATH = '/loginservice/connect/authorize';
-export const DEFAULT_USER_TOKEN_PATH = '/loginservice/connect/token';
-/** RFC 9700 §4.7: a transaction should not outlive the sign-in it protects; ten minutes at the most. */
-export const MAX_TRANSACTION_LIFETIME_SECONDS = 600;
-export const DEFAULT_TRANSACTION_LIFETIME_SECONDS = 600;
-export const DEFAULT_SESSION_LIFETIME_SECONDS = 8 * 60 * 60;
-export const DEFAULT_USER_REQUEST_TIMEOUT_MS = 10_000;
+export const DEFAULT_AUTHORIZE_PATH: string = PLATFORM_USER_AUTH_OPTIONS.authorizePath.default;
+export const DEFAULT_USER_TOKEN_PATH: string = PLATFORM_USER_AUTH_OPTIONS.tokenPath.default;
 /** Used when a token response has no `expires_in`: the platform's stated token lifetime, "about ten minutes". */
 export const DEFAULT_USER_TOKEN_LIFETIME_SECONDS = 600;
 export const MIN_STATE_SECRET_BYTES = 32;
@@ -34,36 +31,10 @@ export const HOST_COOKIE_PREFIX = '__Host-';
 /** Injection token of the resolved configuration. Never exported: it holds the derived keys. */
 export const PLATFORM_USER_AUTH_CONFIG = Symbol('PLATFORM_USER_AUTH_CONFIG');
 
-/** Environment variables read by `platformUserAuthConfig`, keyed by the option they fill. */
-export const PLATFORM_USER_AUTH_ENV = {
-  baseUrl: 'PLATFORM_BASE_URL',
-  clientId: 'PLATFORM_USER_CLIENT_ID',
-  redirectUri: 'PLATFORM_USER_REDIRECT_URI',
-  scope: 'PLATFORM_USER_SCOPE',
-  stateSecret: 'PLATFORM_USER_STATE_SECRET',
-  discovery: 'PLATFORM_USER_DISCOVERY',
-  clientAuthentication: 'PLATFORM_USER_CLIENT_AUTH',
-  clientSecret: 'PLATFORM_USER_CLIENT_SECRET',
-  privateKey: 'PLATFORM_USER_PRIVATE_KEY',
-  privateKeyPath: 'PLATFORM_USER_PRIVATE_KEY_PATH',
-  privateKeyPassphrase: 'PLATFORM_USER_PRIVATE_KEY_PASSPHRASE',
-  privateKeyUri: 'PLATFORM_USER_PRIVATE_KEY_URI',
-  certificate: 'PLATFORM_USER_CERTIFICATE',
-  certificatePath: 'PLATFORM_USER_CERTIFICATE_PATH',
-} as const;
-/** Variables whose text is parsed (the others are taken as text). */
-export const PLATFORM_USER_AUTH_ENV_KINDS = { discovery: 'boolean' } as const;
-/** Secrets: held as `Secret`s by `platformUserAuthConfig`, dropped from the module's options after start-up. */
-export const USER_SECRET_OPTIONS = ['stateSecret', 'clientSecret', 'privateKeyPassphrase', 'privateKeyUri'] as const;
-/** PEM text: read from its variable when used, dropped from the module's options after start-up. */
-export const USER_PEM_OPTIONS = ['privateKey', 'certificate'] as const;
+/** The environment variable of each setting, by its name inside the resolver, for the names in messages. */
+export const PLATFORM_USER_AUTH_ENV: Readonly<Record<string, string>> = internalEnv(PLATFORM_USER_AUTH_OPTIONS);
 /** The client authentication methods of the token endpoint (RFC 8414 `token_endpoint_auth_methods_supported`). */
-export const USER_CLIENT_AUTHENTICATIONS = [
-  'none',
-  'client_secret_basic',
-  'client_secret_post',
-  'private_key_jwt',
-] as const;
+export const USER_CLIENT_AUTHENTICATIONS = PLATFORM_USER_AUTH_OPTIONS.clientAuthentication.values;
 /** Injection token of user sign-in's composition root (`platform-user-auth.wiring.ts`). */
 export const PLATFORM_USER_AUTH_RUNTIME = Symbol('PLATFORM_USER_AUTH_RUNTIME');
 /** Injection token of the clock expiry checks read; shared by both builds (see `sharedToken`), for the guard. */

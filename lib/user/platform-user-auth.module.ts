@@ -1,4 +1,4 @@
-import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Logger, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { withOwnedOptions } from '../platform-auth.module-helpers.js';
 import {
   CONFIGURATION_REPORTER,
@@ -57,6 +57,8 @@ import { PlatformUserSessions } from './user-session.service.js';
       ): Promise<ResolvedUserAuthConfig> => {
         try {
           const config = await resolveUserAuthOptions(options, clock.now());
+          const logger = new Logger('PlatformUserAuth');
+          for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
           await problems.settle(reporter);
           return config;
         } catch (error) {

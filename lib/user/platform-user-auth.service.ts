@@ -1,6 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../platform-auth.clock.js';
 import { sanitizeRemoteText } from '../util/remote-text.util.js';
+import { httpUrlProblem } from '../options/url.rules.js';
 import { DEFAULT_USER_TOKEN_LIFETIME_SECONDS } from './platform-user-auth.constants.js';
 import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
@@ -240,8 +241,8 @@ export class PlatformUserAuth {
       url.searchParams.set('client_id', this.config.clientId);
       if (tokens.idToken) url.searchParams.set('id_token_hint', tokens.idToken);
       if (options.postLogoutRedirectUri !== undefined) {
-        if (!isHttpUrl(options.postLogoutRedirectUri))
-          throw new TypeError('logout: postLogoutRedirectUri must be an absolute http(s) URL');
+        const problem = httpUrlProblem(options.postLogoutRedirectUri);
+        if (problem !== undefined) throw new TypeError(`logout: postLogoutRedirectUri ${problem}`);
         url.searchParams.set('post_logout_redirect_uri', options.postLogoutRedirectUri);
       }
       endSessionUrl = url.href;
@@ -346,15 +347,6 @@ export class PlatformUserAuth {
     if (result.scope !== undefined) tokens.scope = result.scope;
     if (result.id_token) tokens.idToken = result.id_token;
     return tokens;
-  }
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'https:' || url.protocol === 'http:';
-  } catch {
-    return false;
   }
 }
 

@@ -1,22 +1,27 @@
-import { copyOwn } from '../options/own-options.util.js';
+import { forgetCredentialText, ownOptions } from '../options/own-options.util.js';
+import { flattenOptions } from '../options/options.flatten.js';
+import type { OptionRow } from '../options/options.table.js';
+import { PLATFORM_USER_AUTH_OPTIONS } from '../options/options.table.user.js';
+import type { KeySource } from '../options/key-source.interface.js';
 import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { AssertionKey } from '../credentials/assertion-key.interface.js';
 import { ConfigReport } from '../options/config.report.js';
+import type { ConfigProblem } from '../platform-auth.errors.js';
 import { parseHttpUrl } from '../options/url.rules.js';
-import { isSecret, reveal, secretText, type Secret } from '../util/secret.util.js';
+import { secretText, type Secret } from '../util/secret.util.js';
+import { repeatsTooFewBytes } from '../util/key-strength.util.js';
 import {
   DEFAULT_AUTHORIZE_PATH,
-  DEFAULT_SESSION_LIFETIME_SECONDS,
-  DEFAULT_TRANSACTION_LIFETIME_SECONDS,
-  DEFAULT_USER_REQUEST_TIMEOUT_MS,
   DEFAULT_USER_TOKEN_PATH,
-  MAX_TRANSACTION_LIFETIME_SECONDS,
   MIN_STATE_SECRET_BYTES,
   PLATFORM_USER_AUTH_ENV,
-  USER_PEM_OPTIONS,
-  USER_SECRET_OPTIONS,
 } from './platform-user-auth.constants.js';
-import type { PlatformUserAuthOptions, UserClientAuthentication } from './platform-user-auth-options.interface.js';
+import type {
+  FlatUserAuthOptions,
+  PlatformUserAuthDeprecatedOptions,
+  PlatformUserAuthOptions,
+  UserClientAuthentication,
+} from './platform-user-auth-options.interface.js';
 import { checkClientAuthentication, openClientKey } from './user-client-auth.js';
 import { discoverServer, type UserServerMetadata } from './user-server.metadata.js';
 
@@ -40,52 +45,40 @@ export interface ResolvedUserAuthConfig {
   readonly clientSecret?: Secret;
   /** `private_key_jwt`: the key client assertions are signed with (closed when the module shuts down). */
   readonly clientKey?: AssertionKey;
+  /** What start-up found worth a warning (deprecated option names, say); the module logs each once. */
+  readonly warnings: readonly ConfigProblem[];
 }
 
 /** RFC 6749 §3.3: scope tokens are printable ASCII without space, `"` or `\\`. */
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
-/** Every option, so that the compiler fails here when one is added to the interface but not here. */
-const USER_OPTION_NAMES = Object.keys({
-  baseUrl: true,
-  clientId: true,
-  redirectUri: true,
-  scope: true,
-  stateSecret: true,
-  discovery: true,
-  clientAuthentication: true,
-  clientSecret: true,
-  privateKey: true,
-  privateKeyPath: true,
-  privateKeyPassphrase: true,
-  privateKeyUri: true,
-  signer: true,
-  certificate: true,
-  certificatePath: true,
-  authorizePath: true,
-  tokenPath: true,
-  revocationPath: true,
-  endSessionPath: true,
-  issuer: true,
-  transactionLifetimeSeconds: true,
-  sessionLifetimeSeconds: true,
-  requestTimeoutMs: true,
-  secureCookies: true,
-  clock: true,
-} satisfies Record<keyof PlatformUserAuthOptions, true>);
+type UserOptionPath =
+  Exclude<keyof PlatformUserAuthOptions, keyof PlatformUserAuthDeprecatedOptions> | `key.${keyof KeySource}`;
+
+/** The compiler fails here when an option is added to the interface but not to the option table. */
+PLATFORM_USER_AUTH_OPTIONS satisfies Record<UserOptionPath, OptionRow>;
 
 /**
  * The options as the caller set them, own properties only: a polluted `Object.prototype` (`secureCookies: false`,
  * a `stateSecret` an attacker knows) must not fill settings the caller never set.
  */
 export function ownUserOptions(input: unknown): PlatformUserAuthOptions {
-  if (typeof input !== 'object' || input === null) return Object.create(null) as PlatformUserAuthOptions;
-  return copyOwn(input, USER_OPTION_NAMES) as unknown as PlatformUserAuthOptions;
+  return ownOptions(input, PLATFORM_USER_AUTH_OPTIONS) as unknown as PlatformUserAuthOptions;
 }
 
 /** Drops the secrets and PEM text from options the module owns (see `ownUserOptions`), once start-up has used them. */
 export function forgetUserSecrets(options: PlatformUserAuthOptions): void {
-  for (const name of [...USER_SECRET_OPTIONS, ...USER_PEM_OPTIONS]) delete options[name];
+  forgetCredentialText(options, PLATFORM_USER_AUTH_OPTIONS);
+}
+
+/** A default of the option table, by the option's name. */
+function defaultOf<T>(name: keyof typeof PLATFORM_USER_AUTH_OPTIONS): T {
+  return (PLATFORM_USER_AUTH_OPTIONS[name] as OptionRow).default as T;
+}
+
+function bounds(name: keyof typeof PLATFORM_USER_AUTH_OPTIONS): [number, number] {
+  const row: OptionRow = PLATFORM_USER_AUTH_OPTIONS[name];
+  return [row.min ?? 0, row.max ?? Number.MAX_SAFE_INTEGER];
 }
 
 /**
@@ -96,8 +89,8 @@ export async function resolveUserAuthOptions(
   input: PlatformUserAuthOptions,
   nowMs: number,
 ): Promise<ResolvedUserAuthConfig> {
-  const options = revealUserSecrets(ownUserOptions(input));
   const report = new ConfigReport(undefined, PLATFORM_USER_AUTH_ENV);
+  const options = flattenOptions(input, report, PLATFORM_USER_AUTH_OPTIONS) as unknown as FlatUserAuthOptions;
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   const baseUrl = base?.href.replace(/\/+$/, '');
   // Compared to `iss` as a string (RFC 9207 §2.4), so kept exactly as configured rather than normalised by URL.
@@ -126,12 +119,13 @@ export async function resolveUserAuthOptions(
       report.problem(option, "is not used with discovery: the server's metadata names its endpoints");
     else checkPath(path, option, report);
   }
-  const transactionLifetimeSeconds = options.transactionLifetimeSeconds ?? DEFAULT_TRANSACTION_LIFETIME_SECONDS;
-  checkWhole(transactionLifetimeSeconds, 'transactionLifetimeSeconds', 30, MAX_TRANSACTION_LIFETIME_SECONDS, report);
-  const sessionLifetimeSeconds = options.sessionLifetimeSeconds ?? DEFAULT_SESSION_LIFETIME_SECONDS;
-  checkWhole(sessionLifetimeSeconds, 'sessionLifetimeSeconds', 60, 30 * 24 * 60 * 60, report);
-  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_USER_REQUEST_TIMEOUT_MS;
-  checkWhole(requestTimeoutMs, 'requestTimeoutMs', 1, 10 * 60 * 1000, report);
+  const transactionLifetimeSeconds =
+    options.transactionLifetimeSeconds ?? defaultOf<number>('transactionLifetimeSeconds');
+  checkWhole(transactionLifetimeSeconds, 'transactionLifetimeSeconds', bounds('transactionLifetimeSeconds'), report);
+  const sessionLifetimeSeconds = options.sessionLifetimeSeconds ?? defaultOf<number>('sessionLifetimeSeconds');
+  checkWhole(sessionLifetimeSeconds, 'sessionLifetimeSeconds', bounds('sessionLifetimeSeconds'), report);
+  const requestTimeoutMs = options.requestTimeoutMs ?? defaultOf<number>('requestTimeoutMs');
+  checkWhole(requestTimeoutMs, 'requestTimeoutMs', bounds('requestTimeoutMs'), report);
 
   const clientKey =
     clientAuthentication === 'private_key_jwt' ? await openClientKey(options, nowMs, report) : undefined;
@@ -166,14 +160,8 @@ export async function resolveUserAuthOptions(
       ? { clientSecret: secretText(options.clientSecret!) }
       : {}),
     ...(clientKey ? { clientKey } : {}),
+    warnings: report.warnings,
   };
-}
-
-/** `options` with the text of every `Secret` in it (`platformUserAuthConfig` holds secrets as `Secret`s). */
-function revealUserSecrets(options: PlatformUserAuthOptions): PlatformUserAuthOptions {
-  const revealed = copyOwn(options, USER_OPTION_NAMES);
-  for (const name of USER_SECRET_OPTIONS) if (isSecret(revealed[name])) revealed[name] = reveal(revealed[name]);
-  return revealed as unknown as PlatformUserAuthOptions;
 }
 
 /** RFC 6749 §3.1.2 and RFC 9700 §2.1: absolute, no fragment; https, or http only back to this machine. */
@@ -207,7 +195,7 @@ function checkSecret(value: unknown, report: ConfigReport): Uint8Array | undefin
     );
     return undefined;
   }
-  if (new Set(bytes).size < 8) {
+  if (repeatsTooFewBytes(typeof value === 'string' ? value : bytes)) {
     report.problem('stateSecret', 'repeats too few distinct bytes to be random; use openssl rand -base64 32');
     return undefined;
   }
@@ -219,7 +207,7 @@ function checkPath(path: unknown, option: string, report: ConfigReport): void {
     report.problem(option, "must be a path starting with '/', without query or fragment");
 }
 
-function checkWhole(value: unknown, option: string, min: number, max: number, report: ConfigReport): void {
+function checkWhole(value: unknown, option: string, [min, max]: [number, number], report: ConfigReport): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
     report.problem(option, `must be a whole number from ${min} to ${max}`);
 }

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import { quotable, type ConfigReport } from '../options/config.report.js';
-import { isLoopbackHost } from '../util/loopback.util.js';
+import { httpUrlProblem } from '../options/url.rules.js';
 import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import type { UserClientAuthentication } from './platform-user-auth-options.interface.js';
 import { ResponseTooLargeError, requestOptions } from './user-http.util.js';
@@ -107,16 +107,7 @@ function checkMetadata(
 }
 
 function endpointProblem(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value === '') return 'is missing';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'is not an absolute URL';
-  }
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && isLoopbackHost(url.hostname)) return undefined;
-  return `uses ${url.protocol} off loopback; only https: is accepted`;
+  return typeof value !== 'string' || value === '' ? 'is missing' : httpUrlProblem(value);
 }
 
 function requestFailure(error: unknown): string {

@@ -60,11 +60,18 @@ function sourceFiles(dir: string): string[] {
 /** A statement `import … from '…'` / `export … from '…'` / `import '…'`, one at a time (never across a `;`). */
 const STATEMENT = /^\s*(import|export)\s+(type\s+)?([^;]*?)\s*(?:from\s+)?'(\.[^']+)';/gm;
 
-/** The relative imports of `file` that exist at run time: not `import type`, and not a list of `type` names only. */
-function runtimeImports(file: string): string[] {
+/**
+ * The relative imports of `file` that exist at run time (not `import type`, and not a list of `type` names only), or
+ * with `withTypes` every relative import.
+ */
+function runtimeImports(file: string, withTypes = false): string[] {
   const text = readFileSync(file, 'utf8');
   const targets: string[] = [];
   for (const [, , typeOnly, clause, specifier] of text.matchAll(STATEMENT)) {
+    if (withTypes) {
+      targets.push(resolve(dirname(file), specifier.replace(/\.js$/, '.ts')));
+      continue;
+    }
     if (typeOnly) continue;
     const names = /^\{([\s\S]*)\}$/.exec(clause.trim())?.[1];
     const allTypes =
@@ -117,6 +124,17 @@ describe('the import graph of lib/', () => {
           upward.push(`${relative(lib, file)} -> ${relative(lib, target)}`);
       }
     }
+    expect(upward).toEqual([]);
+  });
+
+  it('lets options/ import nothing above it, not even a type: every layer reads the options', () => {
+    const options = files.filter((file) => layerOf(file).name === 'options');
+    expect(options.length).toBeGreaterThan(5);
+    const upward = options.flatMap((file) =>
+      runtimeImports(file, true)
+        .filter((target) => layerOf(target).rank > layerOf(file).rank)
+        .map((target) => `${relative(lib, file)} -> ${relative(lib, target)}`),
+    );
     expect(upward).toEqual([]);
   });
 });

@@ -273,7 +273,7 @@ describe.concurrent('platform-auth assertion', () => {
     const result = await runCli(['assertion'], env({ PLATFORM_PRIVATE_KEY_PATH: join(files.dir, 'missing.pem') }));
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(
-      /^✗ Configuration +privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): cannot read private key file/m,
+      /^✗ Configuration +key\.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): cannot read private key file/m,
     );
   });
 });

@@ -218,7 +218,7 @@ describe('platform-auth doctor', () => {
     const { result, report } = await doctor({ PLATFORM_PRIVATE_KEY_PATH: `${files.dir}/missing.pem` });
     expect(result.code).toBe(1);
     const line = failure(report, 'private-key');
-    expect(line.setting).toBe('privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)');
+    expect(line.setting).toBe('key.privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)');
     expect(line.detail).toMatch(/cannot read private key file .*missing\.pem.*no such file/);
     expect(statusOf(report, 'certificate')).toBe('pass');
     expect(statusOf(report, 'key-pair')).toBe('skip');
@@ -249,7 +249,7 @@ describe('platform-auth doctor', () => {
     const { result, report } = await doctor({ PLATFORM_CERTIFICATE_PATH: paths.otherCertificate });
     expect(result.code).toBe(1);
     const line = failure(report, 'certificate');
-    expect(line.setting).toBe('certificatePath (PLATFORM_CERTIFICATE_PATH)');
+    expect(line.setting).toBe('key.certificatePath (PLATFORM_CERTIFICATE_PATH)');
     expect(line.detail).toMatch(/does not match the private key/);
     expect(statusOf(report, 'private-key')).toBe('pass');
     expect(checksOf(report, 'key-pair')).toEqual([]);

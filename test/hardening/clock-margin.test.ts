@@ -23,7 +23,12 @@ async function exchangeWithPlatformClock(
   const integration = await platform.createIntegration();
   const moduleRef = await Test.createTestingModule({
     imports: [
-      PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 }, ...module }),
+      PlatformAuthModule.forRoot({
+        ...integration.moduleOptions,
+        clock,
+        exchange: { retry: { maxAttempts: 1 } },
+        ...module,
+      }),
     ],
   }).compile();
   closing.push(() => moduleRef.close());

@@ -68,8 +68,7 @@ describe('leak sweep over logs', () => {
       imports: [
         PlatformAuthModule.forRoot({
           ...integration.moduleOptions,
-          privateKey: encrypted,
-          privateKeyPassphrase: `${TEST_PASSPHRASE}!`,
+          key: { ...integration.moduleOptions.key, privateKey: encrypted, passphrase: `${TEST_PASSPHRASE}!` },
         }),
       ],
     })
@@ -112,7 +111,13 @@ describe('leak sweep over logs', () => {
     const skewed = await PlatformEmulator.start({ now: () => clock.now() });
     const skewedIntegration = await skewed.createIntegration();
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot({ ...skewedIntegration.moduleOptions, clock, retry: { maxAttempts: 2 } })],
+      imports: [
+        PlatformAuthModule.forRoot({
+          ...skewedIntegration.moduleOptions,
+          clock,
+          exchange: { retry: { maxAttempts: 2 } },
+        }),
+      ],
     })
       .setLogger(new ConsoleLogger({ logLevels: ['warn', 'error', 'fatal'] }))
       .compile();
@@ -204,9 +209,7 @@ describe('leak sweep over the next pair', () => {
       imports: [
         PlatformAuthModule.forRoot({
           ...integration.moduleOptions,
-          nextPrivateKey: nextEncrypted,
-          nextCertificate: next.certificatePem,
-          privateKeyPassphrase: `${TEST_PASSPHRASE}!`,
+          next: { privateKey: nextEncrypted, certificate: next.certificatePem, passphrase: `${TEST_PASSPHRASE}!` },
         }),
       ],
     })
@@ -260,8 +263,10 @@ describe('leak sweep over key-custody errors', () => {
     const error = await loadPlatformAuthConfig(
       {
         ...integration.moduleOptions,
-        privateKey: undefined,
-        privateKeyUri: `pkcs11:token=t;object=k?module-path=/nonexistent/libp11.so&pin-value=${PIN}`,
+        key: {
+          certificate: integration.certificatePem,
+          privateKeyUri: `pkcs11:token=t;object=k?module-path=/nonexistent/libp11.so&pin-value=${PIN}`,
+        },
       },
       Date.now(),
     ).then(
@@ -277,8 +282,10 @@ describe('leak sweep over key-custody errors', () => {
     const config = await loadPlatformAuthConfig(
       {
         ...integration.moduleOptions,
-        privateKey: undefined,
-        signer: { sign: (input) => Promise.resolve(sign('sha256', input, key)) },
+        key: {
+          certificate: integration.certificatePem,
+          signer: { sign: (input) => Promise.resolve(sign('sha256', input, key)) },
+        },
       },
       Date.now(),
     );

@@ -123,7 +123,12 @@ describe('property: the provider never hands out an expired token and never runs
         server.replies = steps.map((s) => reply(s.reply));
         server.fallback = reply({ kind: 'token', expiresIn: 600 });
         server.maxConcurrent = 0;
-        const { tokens, destroy } = createProvider(credentials, server.url, { failureBackoffMs: 500 }, clock);
+        const { tokens, destroy } = createProvider(
+          credentials,
+          server.url,
+          { exchange: { failureBackoffMs: 500 } },
+          clock,
+        );
         try {
           for (const step of steps) {
             clock.advance(step.advanceMs);

@@ -34,7 +34,10 @@ afterEach(async () => {
 async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Promise<ProviderHarness> {
   server = await startScriptedTokenServer();
   // A busy machine can take more than the harness's 500 ms to read a 10 MB answer; only the timeout tests set one.
-  harness = createProvider(credentials, server.url, { exchangeTimeoutMs: 60_000, ...overrides });
+  harness = createProvider(credentials, server.url, {
+    ...overrides,
+    exchange: { timeoutMs: 60_000, ...overrides.exchange },
+  });
   return harness;
 }
 
@@ -102,7 +105,7 @@ describe('transient failures are retried, bounded', () => {
   });
 
   it('a hung server times out per attempt; the whole exchange stays bounded', async () => {
-    const h = await setUp({ exchangeTimeoutMs: 200, retry: { maxAttempts: 2, baseDelayMs: 10 } });
+    const h = await setUp({ exchange: { timeoutMs: 200, retry: { maxAttempts: 2, baseDelayMs: 10 } } });
     const unanswered: boolean[] = [];
     // Never answers; records, when the connection ends, that it ended with no answer.
     server.fallback = (res) => void res.on('close', () => unanswered.push(!res.writableEnded));
@@ -115,7 +118,7 @@ describe('transient failures are retried, bounded', () => {
   });
 
   it('a body that drips in slowly is cut off by the attempt timeout', async () => {
-    const h = await setUp({ exchangeTimeoutMs: 300, retry: { maxAttempts: 1 } });
+    const h = await setUp({ exchange: { timeoutMs: 300, retry: { maxAttempts: 1 } } });
     server.fallback = (res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       const drip = setInterval(() => res.write(' '), 50);
@@ -271,7 +274,7 @@ describe('redirects and refusals', () => {
   });
 
   it('with tokenEncoding base64, an echoed (encoded) assertion is sanitised too', async () => {
-    const h = await setUp({ tokenEncoding: 'base64' });
+    const h = await setUp({ exchange: { encoding: 'base64' } });
     server.fallback = (res) =>
       json(res, 400, { error: 'invalid_request', error_description: `cannot read ${server.assertions.at(-1)}` });
     const error = await exchangeFailure(h);

@@ -53,8 +53,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     const stranger = await createTestCredentials();
     const { url, logger } = await appFor(adapter, {
       ...integration.moduleOptions,
-      privateKey: stranger.privateKeyPem,
-      certificate: stranger.certificatePem,
+      key: { privateKey: stranger.privateKeyPem, certificate: stranger.certificatePem },
     });
 
     const response = await fetch(`${url}/billing`);
@@ -103,7 +102,10 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     const platform = await PlatformEmulator.start();
     const integration = await platform.createIntegration();
     await platform.close();
-    const { url, logger } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxAttempts: 1 } });
+    const { url, logger } = await appFor(adapter, {
+      ...integration.moduleOptions,
+      exchange: { retry: { maxAttempts: 1 } },
+    });
 
     const response = await fetch(`${url}/billing`);
     expect(response.status).toBe(503);
@@ -116,7 +118,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     closing.push(() => platform.close());
     const integration = await platform.createIntegration();
     platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '7' } });
-    const { url } = await appFor(adapter, { ...integration.moduleOptions, retry: { maxDelayMs: 1_000 } });
+    const { url } = await appFor(adapter, { ...integration.moduleOptions, exchange: { retry: { maxDelayMs: 1_000 } } });
 
     const response = await fetch(`${url}/billing`);
     expect(response.status).toBe(503);

@@ -66,9 +66,10 @@ function signer(kind: keyof typeof SIGNATURES, name = 'TestKms'): PlatformAuthSi
   return { name, sign: (input) => Promise.resolve(SIGNATURES[kind](input) as Uint8Array) };
 }
 
-function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
-  const { privateKey: _pem, ...rest } = integration.moduleOptions;
-  return { ...rest, signer: signer('good'), clock, ...overrides };
+/** The integration with a good signer as its key; `key` overrides the key's settings one at a time. */
+function options({ key, ...overrides }: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
+  const { certificate } = integration.moduleOptions.key;
+  return { ...integration.moduleOptions, key: { certificate, signer: signer('good'), ...key }, clock, ...overrides };
 }
 
 describe('one encoding for every key source', () => {
@@ -127,10 +128,10 @@ describe('a signer', () => {
       string: /returned a string instead of the signature's bytes/,
     };
     for (const [kind, cause] of Object.entries(expected)) {
-      const lines = problemLines(await startupError(options({ signer: signer(kind) })));
+      const lines = problemLines(await startupError(options({ key: { signer: signer(kind) } })));
       expect(lines, kind).toEqual([
         expect.stringMatching(
-          /^signer: test signature: the signer \(TestKms\) returned a signature that does not verify/,
+          /^key.signer: test signature: the signer \(TestKms\) returned a signature that does not verify/,
         ),
       ]);
       expect(lines[0], kind).toMatch(cause);
@@ -147,7 +148,7 @@ describe('a signer', () => {
     let mode: keyof typeof SIGNATURES = 'good';
     const switching: PlatformAuthSigner = { sign: (input) => Promise.resolve(SIGNATURES[mode](input) as Uint8Array) };
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot(options({ signer: switching }))],
+      imports: [PlatformAuthModule.forRoot(options({ key: { signer: switching } }))],
     }).compile();
     await moduleRef.init();
     try {
@@ -180,9 +181,9 @@ describe('a signer', () => {
       name: 'AwsKms',
       sign: () => Promise.reject(new KmsAccessDenied(secretMessage)),
     };
-    const error = await startupError(options({ signer: throwing }));
+    const error = await startupError(options({ key: { signer: throwing } }));
     expect(problemLines(error)).toEqual([
-      'signer: test signature: the signer (AwsKms) failed to sign (AccessDeniedException)',
+      'key.signer: test signature: the signer (AwsKms) failed to sign (AccessDeniedException)',
     ]);
     expect(JSON.stringify(error)).not.toContain('secret-looking');
     const direct = await new SignerAssertionKey(throwing, keyPublic()).sign(new Uint8Array(1)).catch((e: unknown) => e);
@@ -254,14 +255,14 @@ describe('a signer', () => {
   });
 
   it('needs the certificate, an object with sign(), and no PEM key beside it', async () => {
-    expect(problemLines(await startupError(options({ certificate: undefined, thumbprint: 'AB'.repeat(20) })))).toEqual([
-      expect.stringMatching(/^certificate \(PLATFORM_CERTIFICATE\): is required with signer/),
+    expect(
+      problemLines(await startupError(options({ key: { certificate: undefined }, thumbprint: 'AB'.repeat(20) }))),
+    ).toEqual([expect.stringMatching(/^key.certificate \(PLATFORM_CERTIFICATE\): is required with signer/)]);
+    expect(problemLines(await startupError(options({ key: { signer: { sign: 'no' } as never } })))).toEqual([
+      'key.signer: must be an object with a sign(signingInput: Uint8Array): Promise<Uint8Array> method',
     ]);
-    expect(problemLines(await startupError(options({ signer: { sign: 'no' } as never })))).toEqual([
-      'signer: must be an object with a sign(signingInput: Uint8Array): Promise<Uint8Array> method',
-    ]);
-    expect(problemLines(await startupError(options({ privateKey: integration.privateKeyPem })))).toEqual([
-      expect.stringMatching(/^signer: set only one of privateKey, signer/),
+    expect(problemLines(await startupError(options({ key: { privateKey: integration.privateKeyPem } })))).toEqual([
+      expect.stringMatching(/^key.signer: set only one of privateKey, signer/),
     ]);
   });
 });

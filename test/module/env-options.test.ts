@@ -51,8 +51,7 @@ describe('production options from the environment', () => {
       correctClockSkew: true,
       clockMarginSeconds: 90,
       startupCheck: 'fail',
-      exchangeTimeoutMs: 2500,
-      retry: { maxTotalMs: 8000 },
+      exchange: { timeoutMs: 2500, retry: { maxTotalMs: 8000 } },
       refreshBeforeExpirySeconds: 30,
       allowedOrigins: ['https://files.example.com', 'https://cdn.example.com'],
     });
@@ -88,7 +87,7 @@ describe('production options from the environment', () => {
       (error as PlatformAuthConfigError).problems.map((problem) => `${problem.setting}: ${problem.message}`),
     ).toEqual(
       expect.arrayContaining([
-        "exchangeTimeoutMs (PLATFORM_EXCHANGE_TIMEOUT_MS): must be a finite number, at least 1, got '10s'",
+        "exchange.timeoutMs (PLATFORM_EXCHANGE_TIMEOUT_MS): must be a finite number, at least 1, got '10s'",
         "correctClockSkew (PLATFORM_CORRECT_CLOCK_SKEW): must be true or false, got 'flase'",
         'clockMarginSeconds (PLATFORM_CLOCK_MARGIN_SECONDS): must be a number of seconds from 0 to 120',
         "startupCheck (PLATFORM_STARTUP_CHECK): must be 'off', 'warn' or 'fail', got 'always'",
@@ -122,7 +121,10 @@ describe('production options from the environment', () => {
         PlatformAuthModule.forRootAsync({
           imports: [ConfigModule.forFeature(platformAuthConfig)],
           inject: [platformAuthConfig.KEY],
-          useFactory: (env: ConfigType<typeof platformAuthConfig>) => ({ ...env, exchangeTimeoutMs: 300 }),
+          useFactory: (env: ConfigType<typeof platformAuthConfig>) => ({
+            ...env,
+            exchange: { ...env.exchange, timeoutMs: 300 },
+          }),
         }),
       ],
     }).compile();

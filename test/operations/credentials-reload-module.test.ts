@@ -26,10 +26,7 @@ async function startWithVolume(): Promise<{ f: PlatformFixture; volume: SecretVo
       volume = createSecretVolume({ key: integration.privateKeyPem, certificate: integration.certificatePem });
       volumes.push(volume);
       return {
-        privateKey: undefined,
-        certificate: undefined,
-        privateKeyPath: volume.keyPath,
-        certificatePath: volume.certificatePath,
+        key: { privateKeyPath: volume.keyPath, certificatePath: volume.certificatePath },
         credentialsReloadIntervalMs: INTERVAL,
       };
     },

@@ -64,7 +64,12 @@ async function startHealthApp(
   @Module({
     imports: [
       TerminusModule.forRoot({ logger: false }),
-      PlatformAuthModule.forRoot({ ...integration.moduleOptions, clock, retry: { maxAttempts: 1 }, ...module }),
+      PlatformAuthModule.forRoot({
+        ...integration.moduleOptions,
+        clock,
+        exchange: { retry: { maxAttempts: 1 } },
+        ...module,
+      }),
     ],
     controllers: [HealthController],
     providers: [PlatformAuthHealthIndicator],
@@ -219,8 +224,12 @@ describe('PlatformAuthHealthIndicator with named integrations', () => {
     @Module({
       imports: [
         TerminusModule.forRoot({ logger: false }),
-        PlatformAuthModule.forRoot({ ...main.moduleOptions, retry: { maxAttempts: 1 } }),
-        PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions, retry: { maxAttempts: 1 } }),
+        PlatformAuthModule.forRoot({ ...main.moduleOptions, exchange: { retry: { maxAttempts: 1 } } }),
+        PlatformAuthModule.forRoot({
+          name: 'billing',
+          ...billing.moduleOptions,
+          exchange: { retry: { maxAttempts: 1 } },
+        }),
       ],
       controllers: [HealthController],
       providers: [PlatformAuthHealthIndicator],
@@ -353,7 +362,7 @@ describe('the health module of docs/operations.md', () => {
       const { HealthModule } = await importBlock<{ HealthModule: Type }>(block, scratch.dir);
       @Module({
         imports: [
-          PlatformAuthModule.forRoot({ ...integration.moduleOptions, retry: { maxAttempts: 1 } }),
+          PlatformAuthModule.forRoot({ ...integration.moduleOptions, exchange: { retry: { maxAttempts: 1 } } }),
           HealthModule,
         ],
       })

@@ -87,7 +87,12 @@ async function emitEverything(): Promise<Emitted> {
     imports: [
       PlatformAuthModule.forRoot({ ...main.moduleOptions, clock }),
       PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions, clock }),
-      PlatformAuthModule.forRoot({ name: 'audit', ...audit.moduleOptions, clock, retry: { maxAttempts: 1 } }),
+      PlatformAuthModule.forRoot({
+        name: 'audit',
+        ...audit.moduleOptions,
+        clock,
+        exchange: { retry: { maxAttempts: 1 } },
+      }),
     ],
   }).compile();
   await moduleRef.init();

@@ -210,7 +210,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
         reason: 'http_error',
         status: 503,
         attempts: 3,
-        durationSeconds: 0,
+        durationMs: 0,
       },
       { integration, event: 'reauthentication' },
       { integration, event: 'credentials', outcome: 'rejected' },

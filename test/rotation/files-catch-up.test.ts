@@ -29,12 +29,8 @@ describe('file reload with a next pair: the files catch up without interrupting 
       moduleFor: (integration) => {
         current = volume(integration);
         return {
-          privateKey: undefined,
-          certificate: undefined,
-          privateKeyPath: current.keyPath,
-          certificatePath: current.certificatePath,
-          nextPrivateKeyPath: next.keyPath,
-          nextCertificatePath: next.certificatePath,
+          key: { privateKeyPath: current.keyPath, certificatePath: current.certificatePath },
+          next: { privateKeyPath: next.keyPath, certificatePath: next.certificatePath },
           credentialsReloadIntervalMs: INTERVAL,
         };
       },
@@ -109,12 +105,8 @@ describe('file reload with a next pair: the files catch up without interrupting 
       moduleFor: (integration) => {
         current = volume(integration);
         return {
-          privateKey: undefined,
-          certificate: undefined,
-          privateKeyPath: current.keyPath,
-          certificatePath: current.certificatePath,
-          nextPrivateKeyPath: next.keyPath,
-          nextCertificatePath: next.certificatePath,
+          key: { privateKeyPath: current.keyPath, certificatePath: current.certificatePath },
+          next: { privateKeyPath: next.keyPath, certificatePath: next.certificatePath },
           credentialsReloadIntervalMs: INTERVAL,
         };
       },

@@ -165,31 +165,40 @@ describe('the next pair at start-up', () => {
 
   it('is checked like the current pair, with problems named by the next options and variables', async () => {
     const error = await loadPlatformAuthConfig(
-      { ...base(), nextPrivateKey: next.privateKeyPem, nextCertificate: current.certificatePem },
+      { ...base(), next: { privateKey: next.privateKeyPem, certificate: current.certificatePem } },
       Date.now(),
     ).catch((e: unknown) => e);
     expect(isPlatformAuthConfigError(error)).toBe(true);
     const problems = (error as { problems: { setting: string; message: string }[] }).problems;
-    expect(problems.map((p) => p.setting)).toContain('nextCertificate (PLATFORM_NEXT_CERTIFICATE)');
+    expect(problems.map((p) => p.setting)).toContain('next.certificate (PLATFORM_NEXT_CERTIFICATE)');
     expect(problems.map((p) => p.message).join('\n')).toMatch(/does not match the private key/);
     expectNoSecrets(error, [next.privateKeyPem, current.privateKeyPem]);
 
-    const keyOnly = await loadPlatformAuthConfig({ ...base(), nextPrivateKey: next.privateKeyPem }, Date.now()).catch(
-      (e: unknown) => e,
-    );
+    // Under the deprecated flat name, a problem of the next pair is named as the caller wrote it.
+    const keyOnly = await loadPlatformAuthConfig(
+      { ...base(), nextPrivateKey: next.privateKeyPem, nextCertificate: current.certificatePem },
+      Date.now(),
+    ).catch((e: unknown) => e);
     expect((keyOnly as { problems: { setting: string }[] }).problems.map((p) => p.setting)).toContain(
       'nextCertificate (PLATFORM_NEXT_CERTIFICATE)',
+    );
+    const certificateMissing = await loadPlatformAuthConfig(
+      { ...base(), next: { privateKey: next.privateKeyPem } },
+      Date.now(),
+    ).catch((e: unknown) => e);
+    expect((certificateMissing as { problems: { setting: string }[] }).problems.map((p) => p.setting)).toContain(
+      'next.certificate (PLATFORM_NEXT_CERTIFICATE)',
     );
   });
 
   it('must differ from the current pair', async () => {
     const error = await loadPlatformAuthConfig(
-      { ...base(), nextPrivateKey: current.privateKeyPem, nextCertificate: current.certificatePem },
+      { ...base(), next: { privateKey: current.privateKeyPem, certificate: current.certificatePem } },
       Date.now(),
     ).catch((e: unknown) => e);
     expect((error as { problems: { setting: string; message: string }[] }).problems).toEqual([
       expect.objectContaining({
-        setting: 'nextCertificate (PLATFORM_NEXT_CERTIFICATE)',
+        setting: 'next.certificate (PLATFORM_NEXT_CERTIFICATE)',
         message: expect.stringMatching(/is the current pair/),
       }),
     ]);
@@ -208,18 +217,19 @@ describe('the next pair at start-up', () => {
       PLATFORM_NEXT_CERTIFICATE_PATH: '/run/secrets/next.crt',
     };
     expect(readPlatformAuthEnv(env)).toMatchObject({
-      nextPrivateKey: next.privateKeyPem,
-      nextCertificate: next.certificatePem,
-      nextPrivateKeyPath: '/run/secrets/next.key',
-      nextPrivateKeyUri: 'pkcs11:token=t;object=next',
-      nextCertificatePath: '/run/secrets/next.crt',
+      next: {
+        privateKey: next.privateKeyPem,
+        certificate: next.certificatePem,
+        privateKeyPath: '/run/secrets/next.key',
+        privateKeyUri: 'pkcs11:token=t;object=next',
+        certificatePath: '/run/secrets/next.crt',
+      },
     });
     const named = Object.fromEntries(
       Object.entries(env).map(([name, value]) => [name.replace(/^PLATFORM_/, 'PLATFORM_BILLING_'), value]),
     );
     expect(readPlatformAuthEnv(named, 'billing')).toMatchObject({
-      nextPrivateKey: next.privateKeyPem,
-      nextCertificatePath: '/run/secrets/next.crt',
+      next: { privateKey: next.privateKeyPem, certificatePath: '/run/secrets/next.crt' },
     });
     const resolved = await loadPlatformAuthConfig(
       readPlatformAuthEnv({

@@ -41,7 +41,7 @@ async function startFleet(options: {
       tokenStoreKeyPrefix: `fleet-${randomBytes(4).toString('hex')}:`,
       // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
       tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000, ...options.timing },
-      retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 },
+      exchange: { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 } },
       ...options.module,
     },
   });

@@ -11,6 +11,7 @@ import {
   useStoreFleets,
   startStorePlatform,
   storeReplica,
+  storeOf,
 } from '../support/store-fleet.js';
 import { restoreEnv } from '../support/environment.js';
 
@@ -72,12 +73,12 @@ describe('Redis with an ACL user of least privilege (+get +set +del +eval on pla
     Object.assign(process.env, {
       PLATFORM_BASE_URL: shared.baseUrl,
       PLATFORM_MACHINE_ID: shared.machineId,
-      PLATFORM_PRIVATE_KEY: shared.privateKey,
-      PLATFORM_CERTIFICATE: shared.certificate,
+      PLATFORM_PRIVATE_KEY: shared.key!.privateKey,
+      PLATFORM_CERTIFICATE: shared.key!.certificate,
       PLATFORM_TOKEN_STORE_URL: redis().url,
       PLATFORM_TOKEN_STORE_USERNAME: 'platform-auth',
       PLATFORM_TOKEN_STORE_PASSWORD: STORE_PASSWORD,
-      PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: shared.tokenStoreEncryptionKey as string,
+      PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: storeOf(shared).encryptionKey as string,
     });
     try {
       const replica = async () => {

@@ -11,6 +11,8 @@ import {
   storeReplica,
   tokensOf,
   untilSharedAgain,
+  storeOf,
+  withStore,
 } from '../support/store-fleet.js';
 
 const startStoreFleet = useStoreFleets();
@@ -31,7 +33,7 @@ describe('Redis Cluster (3 masters)', () => {
     const fleet = await startStoreFleet(track, setup, 2, 2);
     tokensOf(await fleet.getAll());
     expect(platform.counters.exchanges.total).toBe(1);
-    const owner = await cluster().ownerOf(shared.tokenStoreKeyPrefix!);
+    const owner = await cluster().ownerOf(storeOf(shared).keyPrefix!);
     const survivor = cluster().nodes.find((node) => node !== owner)!;
 
     await owner.kill();
@@ -42,7 +44,7 @@ describe('Redis Cluster (3 masters)', () => {
       // A replica pointed at a surviving node is told the cluster is down.
       const pointed = await storeReplica(
         track,
-        { ...shared, tokenStoreClusterNodes: undefined, tokenStoreUrl: survivor.url },
+        withStore(shared, { clusterNodes: undefined, url: survivor.url }),
         clock,
       );
       expect(await pointed.tokens.getAccessToken()).toEqual(expect.any(String));
@@ -99,11 +101,11 @@ describe('Redis Cluster (3 masters)', () => {
   it('a standalone URL to a node that does not own the slot: degraded with MOVED', async () => {
     const { shared, clock } = await startStorePlatform(track, { tokenStoreClusterNodes: cluster().urls });
     await (await storeReplica(track, shared, clock)).tokens.getAccessToken();
-    const owner = await cluster().ownerOf(shared.tokenStoreKeyPrefix!);
+    const owner = await cluster().ownerOf(storeOf(shared).keyPrefix!);
     const other = cluster().nodes.find((node) => node !== owner)!;
     const { tokens, logger } = await storeReplica(
       track,
-      { ...shared, tokenStoreClusterNodes: undefined, tokenStoreUrl: other.url },
+      withStore(shared, { clusterNodes: undefined, url: other.url }),
       clock,
     );
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
@@ -117,7 +119,7 @@ describe('Redis Cluster (3 masters)', () => {
     client.on('error', () => undefined);
     await client.connect();
     try {
-      const options = { ...shared, tokenStore: new RedisTokenStore({ client }) };
+      const options = withStore(shared, { instance: new RedisTokenStore({ client }) });
       const a = await storeReplica(track, options, clock);
       const b = await storeReplica(track, options, clock);
       expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());

@@ -11,6 +11,7 @@ import {
   storeReplica,
   tokensOf,
   untilSharedAgain,
+  withStore,
 } from '../support/store-fleet.js';
 
 const startStoreFleet = useStoreFleets();
@@ -81,7 +82,7 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
     client.on('error', () => undefined);
     await client.connect();
     try {
-      const options = { ...shared, tokenStore: new RedisTokenStore({ client }) };
+      const options = withStore(shared, { instance: new RedisTokenStore({ client }) });
       const a = await storeReplica(track, options, clock);
       const b = await storeReplica(track, options, clock);
       expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());

@@ -13,6 +13,7 @@ import {
   useStoreFleets,
   startStorePlatform,
   storeReplica,
+  storeOf,
 } from '../support/store-fleet.js';
 import { createTestCertificateAuthority, type TestCertificateAuthority } from '../support/test-ca.js';
 import { restoreEnv } from '../support/environment.js';
@@ -99,10 +100,10 @@ describe('Redis with mutual TLS', () => {
     Object.assign(process.env, {
       PLATFORM_BASE_URL: shared.baseUrl,
       PLATFORM_MACHINE_ID: shared.machineId,
-      PLATFORM_PRIVATE_KEY: shared.privateKey,
-      PLATFORM_CERTIFICATE: shared.certificate,
+      PLATFORM_PRIVATE_KEY: shared.key!.privateKey,
+      PLATFORM_CERTIFICATE: shared.key!.certificate,
       PLATFORM_TOKEN_STORE_URL: mutual.url,
-      PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: shared.tokenStoreEncryptionKey as string,
+      PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: storeOf(shared).encryptionKey as string,
       PLATFORM_TOKEN_STORE_TLS_CA_PATH: ca.caPath,
       PLATFORM_TOKEN_STORE_TLS_CERT_PATH: ca.client.certPath,
       PLATFORM_TOKEN_STORE_TLS_KEY_PATH: ca.client.keyPath,

@@ -10,6 +10,7 @@ import { packageRoot } from '../support/built-package.js';
 import { useCleanup } from '../support/cleanup.js';
 import { startHoldingProxy } from '../support/holding-proxy.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { storeOf, withStore } from '../support/store-fleet.js';
 import { eventually } from '../support/eventually.js';
 
 const redis = useRedisServer();
@@ -43,11 +44,15 @@ async function startPlatform(): Promise<Platform> {
   const shared: PlatformAuthOptions = {
     ...integration.moduleOptions,
     clock,
-    tokenStoreUrl: redis().url,
-    tokenStoreEncryptionKey: randomBytes(32).toString('hex'),
-    tokenStoreKeyPrefix: `shared-${randomBytes(4).toString('hex')}:`,
-    // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
-    tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000 },
+    tokenStore: {
+      url: redis().url,
+      encryptionKey: randomBytes(32).toString('hex'),
+      keyPrefix: `shared-${randomBytes(4).toString('hex')}:`,
+      // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
+      operationTimeoutMs: 2_000,
+      lockTtlMs: 10_000,
+      waitTimeoutMs: 20_000,
+    },
   };
   return { clock, emulator, integration, shared };
 }
@@ -97,7 +102,7 @@ describe('the shared token store at rest', () => {
     const { shared, integration } = await startPlatform();
     const { tokens } = await replica(shared);
     const token = await tokens.getAccessToken();
-    const keys = await storedKeys(shared.tokenStoreKeyPrefix!);
+    const keys = await storedKeys(storeOf(shared).keyPrefix!);
     expect(keys).toHaveLength(1);
     const [key] = keys as [string];
     expect(key).toMatch(/^shared-[0-9a-f]{8}:\{[A-Za-z0-9_-]{32}\}:token$/);
@@ -116,7 +121,7 @@ describe('the shared token store at rest', () => {
   it('reads a tampered entry (one flipped byte) as a miss and exchanges instead', async () => {
     const { shared, emulator } = await startPlatform();
     const first = await (await replica(shared)).tokens.getAccessToken();
-    const [key] = (await storedKeys(shared.tokenStoreKeyPrefix!)) as [string];
+    const [key] = (await storedKeys(storeOf(shared).keyPrefix!)) as [string];
     const raw = (await redis().command('GET', key)) as string;
     // A byte in the middle of the ciphertext, not the version or tag the store compares.
     const at = raw.length - 40;
@@ -131,14 +136,14 @@ describe('the shared token store at rest', () => {
 
   it('reads an entry sealed with another key as a miss, and one sealed with a previous key (rotation) as a hit', async () => {
     const { shared, emulator } = await startPlatform();
-    const oldKey = shared.tokenStoreEncryptionKey as string;
+    const oldKey = storeOf(shared).encryptionKey as string;
     const first = await (await replica(shared)).tokens.getAccessToken();
 
-    const rotated = await replica({ ...shared, tokenStoreEncryptionKey: [randomBytes(32).toString('base64'), oldKey] });
+    const rotated = await replica(withStore(shared, { encryptionKey: [randomBytes(32).toString('base64'), oldKey] }));
     expect(await rotated.tokens.getAccessToken()).toBe(first);
     expect(emulator.counters.exchanges.total).toBe(1);
 
-    const stranger = await replica({ ...shared, tokenStoreEncryptionKey: randomBytes(32).toString('base64url') });
+    const stranger = await replica(withStore(shared, { encryptionKey: randomBytes(32).toString('base64url') }));
     expect(await stranger.tokens.getAccessToken()).not.toBe(first);
     expect(emulator.counters.exchanges.total).toBe(2);
   });
@@ -148,7 +153,7 @@ describe('the shared token store protocol', () => {
   it('never lets a holder whose lock lapsed replace the newer token another replica wrote', async () => {
     const platform = await startPlatform();
     const { emulator, clock } = platform;
-    const shared = { ...platform.shared, tokenStoreTiming: { ...platform.shared.tokenStoreTiming, lockTtlMs: 300 } };
+    const shared = withStore(platform.shared, { lockTtlMs: 300 });
     // The slow replica reaches the platform through a proxy that holds its exchange until the fast one is done.
     const proxy = track(await startHoldingProxy(emulator.url));
     const slow = await replica({ ...shared, baseUrl: proxy.url, audience: emulator.audience });
@@ -221,7 +226,7 @@ describe('the shared token store protocol', () => {
     const { shared } = await startPlatform();
     // A call that asked the frozen store would wait a minute for it.
     const patient = { operationTimeoutMs: 60_000, lockTtlMs: 60_000, waitTimeoutMs: 90_000 };
-    const { tokens } = await replica({ ...shared, tokenStoreTiming: patient });
+    const { tokens } = await replica(withStore(shared, patient));
     const token = await tokens.getAccessToken();
     redis().pause();
     try {
@@ -241,7 +246,7 @@ describe('the shared token store protocol', () => {
     const closedPort = `redis://127.0.0.1:${redis().port + 1}`;
     // Waiting for the store, rather than giving up on the refused connection at once, would take a minute.
     const patient = { operationTimeoutMs: 60_000, lockTtlMs: 60_000, waitTimeoutMs: 90_000 };
-    const { tokens } = await replica({ ...shared, tokenStoreUrl: closedPort, tokenStoreTiming: patient }, logger);
+    const { tokens } = await replica(withStore(shared, { url: closedPort, ...patient }), logger);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
     // Given up on because the connection was refused, not because the minute-long operation timeout ran out.
     expect(tokens.status().sharedStore).toMatchObject({ state: 'degraded', problem: 'ECONNREFUSED' });
@@ -277,8 +282,10 @@ describe('the shared token store at shutdown', () => {
       `;
       const options = {
         ...integration.moduleOptions,
-        tokenStoreUrl: state === 'reachable' ? redis().url : `redis://127.0.0.1:${redis().port + 1}`,
-        tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
+        tokenStore: {
+          url: state === 'reachable' ? redis().url : `redis://127.0.0.1:${redis().port + 1}`,
+          encryptionKey: randomBytes(32).toString('base64'),
+        },
       };
       const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
         cwd: packageRoot,
@@ -311,7 +318,7 @@ describe('without the redis package installed', () => {
       };
       const options = JSON.parse(process.env.MODULE_OPTIONS);
       const plain = await run(options);
-      const withStore = await run({ ...options, tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreEncryptionKey: '${randomBytes(32).toString('hex')}' })
+      const withStore = await run({ ...options, tokenStore: { url: 'redis://127.0.0.1:6379', encryptionKey: '${randomBytes(32).toString('hex')}' } })
         .catch((error) => error.name + ': ' + error.message);
       console.log(JSON.stringify({ plain, withStore }));
     `;
@@ -322,7 +329,7 @@ describe('without the redis package installed', () => {
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { plain: string; withStore: string };
     expect(result.plain).toBe('string');
     expect(result.withStore).toMatch(
-      /^PlatformAuthConfigError: .*tokenStoreUrl \(PLATFORM_TOKEN_STORE_URL\): RedisTokenStore needs the `redis` package .*npm install redis/s,
+      /^PlatformAuthConfigError: .*tokenStore\.url \(PLATFORM_TOKEN_STORE_URL\): RedisTokenStore needs the `redis` package .*npm install redis/s,
     );
   });
 });

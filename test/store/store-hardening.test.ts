@@ -11,13 +11,13 @@ import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { useCleanup } from '../support/cleanup.js';
 import { startHoldingProxy } from '../support/holding-proxy.js';
 import { useRedisServer } from '../support/redis-server.js';
-import { startStorePlatform, storeReplica, type StorePlatform } from '../support/store-fleet.js';
+import { startStorePlatform, storeReplica, type StorePlatform, storeOf } from '../support/store-fleet.js';
 
 const redis = useRedisServer();
 const track = useCleanup();
 
 async function tokenKey({ shared }: StorePlatform): Promise<string> {
-  const keys = (await redis().command('KEYS', `${shared.tokenStoreKeyPrefix}*:token`)) as string[];
+  const keys = (await redis().command('KEYS', `${storeOf(shared).keyPrefix}*:token`)) as string[];
   expect(keys).toHaveLength(1);
   return keys[0];
 }

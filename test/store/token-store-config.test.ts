@@ -6,7 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import {
+  PlatformAuthConfigError,
+  RedisTokenStore,
+  type PlatformAuthOptions,
+  type TokenStoreOptions,
+} from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
@@ -26,17 +31,21 @@ function resolve(options: Partial<PlatformAuthOptions>) {
     {
       baseUrl: 'https://platform.example',
       machineId: 'machine',
-      privateKey: credentials.privateKeyPem,
-      certificate: credentials.certificatePem,
+      key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
       ...options,
     },
     Date.now(),
   );
 }
 
-function problemsOf(options: Partial<PlatformAuthOptions>): PlatformAuthConfigError {
+/** The configuration with `tokenStore` set to `store`. */
+function withStore(store: TokenStoreOptions) {
+  return resolve({ tokenStore: store });
+}
+
+function problemsOf(store: TokenStoreOptions): PlatformAuthConfigError {
   try {
-    resolve(options);
+    withStore(store);
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return error;
     throw error;
@@ -49,14 +58,11 @@ const URL_WITH_PASSWORD = 'rediss://app:s3cret-pass@redis.internal:6380/0';
 describe('token store configuration', () => {
   it('warns about redis:// with a password to a host off loopback, never quoting the URL', () => {
     const key = randomBytes(32).toString('base64');
-    const warnings = resolve({
-      tokenStoreUrl: 'redis://app:s3cret-pass@redis.internal:6379',
-      tokenStoreEncryptionKey: key,
-    }).warnings;
-    expect(warnings.map((w) => w.option)).toEqual(['tokenStoreUrl']);
+    const warnings = withStore({ url: 'redis://app:s3cret-pass@redis.internal:6379', encryptionKey: key }).warnings;
+    expect(warnings.map((w) => w.setting)).toEqual(['tokenStore.url (PLATFORM_TOKEN_STORE_URL)']);
     expect(JSON.stringify(warnings)).not.toContain('s3cret-pass');
     for (const url of [URL_WITH_PASSWORD, 'redis://app:s3cret-pass@127.0.0.1:6379', 'redis://redis.internal:6379']) {
-      expect(resolve({ tokenStoreUrl: url, tokenStoreEncryptionKey: key }).warnings).toEqual([]);
+      expect(withStore({ url, encryptionKey: key }).warnings).toEqual([]);
     }
   });
 
@@ -71,7 +77,7 @@ describe('token store configuration', () => {
       PLATFORM_TOKEN_STORE_URL: URL_WITH_PASSWORD,
       PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: `${current}, ${previous}`,
     });
-    expect(fromEnv).toMatchObject({ tokenStoreUrl: URL_WITH_PASSWORD });
+    expect(fromEnv).toMatchObject({ tokenStore: { url: URL_WITH_PASSWORD } });
     const store = resolve(fromEnv).tokenStore!;
     expect(store.connection).toMatchObject({
       mode: 'standalone',
@@ -97,15 +103,17 @@ describe('token store configuration', () => {
       },
       'billing',
     );
-    expect(fromEnv.tokenStoreUrl).toBe('redis://billing-store:6379');
-    expect(fromEnv.tokenStoreEncryptionKey).toMatch(/^[0-9a-f]{64}$/);
+    expect(fromEnv.tokenStore).toEqual({
+      url: 'redis://billing-store:6379',
+      encryptionKey: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
   });
 
   it('refuses a URL without a key, naming the variable', () => {
-    const error = problemsOf({ tokenStoreUrl: 'redis://127.0.0.1:6379' });
+    const error = problemsOf({ url: 'redis://127.0.0.1:6379' });
     expect(error.problems).toEqual([
       expect.objectContaining({
-        setting: 'tokenStoreEncryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
+        setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
         message: 'is required with a token store',
       }),
     ]);
@@ -121,9 +129,9 @@ describe('token store configuration', () => {
       /^entry 2 /,
     ],
   ])('refuses a key that is %s, never echoing it', (_, key, message) => {
-    const error = problemsOf({ tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreEncryptionKey: key });
+    const error = problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: key });
     expect(error.problems).toHaveLength(1);
-    expect(error.problems[0].setting).toBe('tokenStoreEncryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)');
+    expect(error.problems[0].setting).toBe('tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)');
     expect(error.problems[0].message).toMatch(message);
     for (const part of key.split(',')) {
       expect(error.message).not.toContain(part);
@@ -134,10 +142,10 @@ describe('token store configuration', () => {
 
   it('refuses a URL that is not redis:// or rediss:// without quoting it (it may hold a password)', () => {
     const url = 'https://app:s3cret-pass@redis.internal:6380';
-    const error = problemsOf({ tokenStoreUrl: url, tokenStoreEncryptionKey: randomBytes(32).toString('base64') });
+    const error = problemsOf({ url, encryptionKey: randomBytes(32).toString('base64') });
     expect(error.problems).toEqual([
       expect.objectContaining({
-        setting: 'tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)',
+        setting: 'tokenStore.url (PLATFORM_TOKEN_STORE_URL)',
         message: 'must be a redis:// or rediss:// URL with a host; the value is not shown',
       }),
     ]);
@@ -147,45 +155,43 @@ describe('token store configuration', () => {
   it('refuses both a store and a URL, an object that is not a TokenStore, and timings that are not positive', () => {
     const key = randomBytes(32).toString('base64');
     const both = problemsOf({
-      tokenStore: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }),
-      tokenStoreUrl: 'redis://127.0.0.1:6379',
-      tokenStoreEncryptionKey: key,
+      instance: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }),
+      url: 'redis://127.0.0.1:6379',
+      encryptionKey: key,
     });
-    expect(both.problems.map((p) => p.setting)).toEqual(['tokenStoreUrl (PLATFORM_TOKEN_STORE_URL)']);
-    expect(both.problems[0].message).toMatch(/^is set together with tokenStore; .*not both/);
-    const notAStore = problemsOf({ tokenStore: {} as never, tokenStoreEncryptionKey: key });
+    expect(both.problems.map((p) => p.setting)).toEqual(['tokenStore.url (PLATFORM_TOKEN_STORE_URL)']);
+    expect(both.problems[0].message).toMatch(/^is set together with tokenStore.instance; .*not both/);
+    const notAStore = problemsOf({ instance: {} as never, encryptionKey: key });
     expect(notAStore.problems[0].message).toMatch(/must implement TokenStore/);
     const timing = problemsOf({
-      tokenStoreUrl: 'redis://127.0.0.1:6379',
-      tokenStoreEncryptionKey: key,
-      tokenStoreTiming: { lockTtlMs: 0, waitTimeoutMs: Number.NaN },
+      url: 'redis://127.0.0.1:6379',
+      encryptionKey: key,
+      lockTtlMs: 0,
+      waitTimeoutMs: Number.NaN,
     });
-    expect(timing.problems.map((p) => p.option)).toEqual([
-      'tokenStoreTiming.lockTtlMs',
-      'tokenStoreTiming.waitTimeoutMs',
-    ]);
+    expect(timing.problems.map((p) => p.setting)).toEqual(['tokenStore.lockTtlMs', 'tokenStore.waitTimeoutMs']);
   });
 
   it('warns about a key with no store, and about a wait that cannot outlast the lock', () => {
-    expect(resolve({ tokenStoreEncryptionKey: randomBytes(32).toString('base64') }).warnings).toEqual([
+    expect(withStore({ encryptionKey: randomBytes(32).toString('base64') }).warnings).toEqual([
       expect.objectContaining({
-        option: 'tokenStoreEncryptionKey',
+        setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
         message: 'is set, but no token store is configured',
       }),
     ]);
-    const short = resolve({
-      tokenStoreUrl: 'redis://127.0.0.1:6379',
-      tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
-      tokenStoreTiming: { lockTtlMs: 5_000, waitTimeoutMs: 5_000 },
+    const short = withStore({
+      url: 'redis://127.0.0.1:6379',
+      encryptionKey: randomBytes(32).toString('base64'),
+      lockTtlMs: 5_000,
+      waitTimeoutMs: 5_000,
     });
-    expect(short.warnings.map((w) => w.option)).toEqual(['tokenStoreTiming.waitTimeoutMs']);
+    expect(short.warnings.map((w) => w.setting)).toEqual(['tokenStore.waitTimeoutMs']);
   });
 });
 
 describe('Redis modes, credentials and TLS files', () => {
   const key = () => randomBytes(32).toString('base64');
-  const settings = (options: Partial<PlatformAuthOptions>) =>
-    resolve({ tokenStoreEncryptionKey: key(), ...options }).tokenStore!.connection!;
+  const settings = (store: TokenStoreOptions) => withStore({ encryptionKey: key(), ...store }).tokenStore!.connection!;
 
   it('reads every mode and its settings from the environment alone', () => {
     const env = readPlatformAuthEnv({
@@ -195,16 +201,18 @@ describe('Redis modes, credentials and TLS files', () => {
       PLATFORM_TOKEN_STORE_TLS_CA_PATH: __filename,
     });
     expect(env).toMatchObject({
-      tokenStoreClusterNodes: ['rediss://10.0.0.1:6379', 'rediss://10.0.0.2:6379'],
-      tokenStoreUsername: 'platform-auth',
-      tokenStorePassword: 'cluster-pass',
-      tokenStoreTlsCaPath: __filename,
+      tokenStore: {
+        clusterNodes: ['rediss://10.0.0.1:6379', 'rediss://10.0.0.2:6379'],
+        username: 'platform-auth',
+        password: 'cluster-pass',
+        tls: { caPath: __filename },
+      },
     });
     const sentinel = readPlatformAuthEnv({
       PLATFORM_TOKEN_STORE_SENTINEL_NODES: '10.0.0.1:26379,[::1]:26380',
       PLATFORM_TOKEN_STORE_SENTINEL_MASTER: 'mymaster',
     });
-    expect(settings(sentinel)).toEqual({
+    expect(settings(sentinel.tokenStore as TokenStoreOptions)).toEqual({
       mode: 'sentinel',
       nodes: [
         { host: '10.0.0.1', port: 26379 },
@@ -222,8 +230,8 @@ describe('Redis modes, credentials and TLS files', () => {
     writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     expect(
       settings({
-        tokenStoreClusterNodes: ['rediss://a.internal:7000', 'rediss://b.internal'],
-        tokenStoreTlsCaPath: ca,
+        clusterNodes: ['rediss://a.internal:7000', 'rediss://b.internal'],
+        tls: { caPath: ca },
       }),
     ).toMatchObject({
       mode: 'cluster',
@@ -234,77 +242,77 @@ describe('Redis modes, credentials and TLS files', () => {
       tls: { caPath: ca },
     });
     const standalone = settings({
-      tokenStoreUrl: 'redis://url-user:url-pass@127.0.0.1:6379/2',
-      tokenStoreUsername: 'acl-user',
-      tokenStorePassword: 'acl-pass',
+      url: 'redis://url-user:url-pass@127.0.0.1:6379/2',
+      username: 'acl-user',
+      password: 'acl-pass',
     });
     expect(standalone).toMatchObject({ mode: 'standalone', database: 2, username: 'acl-user', tls: undefined });
     expect(reveal(standalone.password!)).toBe('acl-pass');
   });
 
-  it.each<[string, Partial<PlatformAuthOptions>, string, RegExp]>([
+  it.each<[string, TokenStoreOptions, string, RegExp]>([
     [
       'a URL and cluster nodes',
-      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreClusterNodes: ['redis://127.0.0.1:7000'] },
-      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
-      /is set together with tokenStoreUrl \(PLATFORM_TOKEN_STORE_URL\); configure exactly one Redis mode/,
+      { url: 'redis://127.0.0.1:6379', clusterNodes: ['redis://127.0.0.1:7000'] },
+      'tokenStore.clusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      /is set together with tokenStore.url \(PLATFORM_TOKEN_STORE_URL\); configure exactly one Redis mode/,
     ],
     [
       'sentinels without the master',
-      { tokenStoreSentinelNodes: ['127.0.0.1:26379'] },
-      'tokenStoreSentinelMaster (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
-      /is required with tokenStoreSentinelNodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
+      { sentinel: { nodes: ['127.0.0.1:26379'] } as never },
+      'tokenStore.sentinel.masterName (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
+      /is required with tokenStore.sentinel.nodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
     ],
     [
       'the master without sentinels',
-      { tokenStoreSentinelMaster: 'mymaster' },
-      'tokenStoreSentinelMaster (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
-      /is set without tokenStoreSentinelNodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
+      { sentinel: { masterName: 'mymaster' } as never },
+      'tokenStore.sentinel.masterName (PLATFORM_TOKEN_STORE_SENTINEL_MASTER)',
+      /is set without tokenStore.sentinel.nodes \(PLATFORM_TOKEN_STORE_SENTINEL_NODES\)/,
     ],
     [
       'a user without a password',
-      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreUsername: 'platform-auth' },
-      'tokenStoreUsername (PLATFORM_TOKEN_STORE_USERNAME)',
-      /is set without a password \(tokenStorePassword \(PLATFORM_TOKEN_STORE_PASSWORD\)\)/,
+      { url: 'redis://127.0.0.1:6379', username: 'platform-auth' },
+      'tokenStore.username (PLATFORM_TOKEN_STORE_USERNAME)',
+      /is set without a password \(tokenStore.password \(PLATFORM_TOKEN_STORE_PASSWORD\)\)/,
     ],
     [
       'a client certificate without its key',
-      { tokenStoreUrl: 'rediss://127.0.0.1:6379', tokenStoreTlsCertPath: __filename },
-      'tokenStoreTlsCertPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH)',
-      /is set without tokenStoreTlsKeyPath \(PLATFORM_TOKEN_STORE_TLS_KEY_PATH\)/,
+      { url: 'rediss://127.0.0.1:6379', tls: { certPath: __filename } },
+      'tokenStore.tls.certPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH)',
+      /is set without tokenStore.tls.keyPath \(PLATFORM_TOKEN_STORE_TLS_KEY_PATH\)/,
     ],
     [
       'TLS files with redis://',
-      { tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreTlsCaPath: '/no/such/ca.pem' },
-      'tokenStoreTlsCaPath (PLATFORM_TOKEN_STORE_TLS_CA_PATH)',
+      { url: 'redis://127.0.0.1:6379', tls: { caPath: '/no/such/ca.pem' } },
+      'tokenStore.tls.caPath (PLATFORM_TOKEN_STORE_TLS_CA_PATH)',
       /cannot read the file '\/no\/such\/ca.pem' \(ENOENT\)/,
     ],
     [
       'cluster nodes with credentials',
-      { tokenStoreClusterNodes: ['redis://app:s3cret-pass@127.0.0.1:7000'] },
-      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
-      /holds credentials in a URL; set tokenStoreUsername .* instead \(the value is not shown\)/,
+      { clusterNodes: ['redis://app:s3cret-pass@127.0.0.1:7000'] },
+      'tokenStore.clusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      /holds credentials in a URL; set tokenStore.username .* instead \(the value is not shown\)/,
     ],
     [
       'cluster nodes mixing redis:// and rediss://',
-      { tokenStoreClusterNodes: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] },
-      'tokenStoreClusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
+      { clusterNodes: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] },
+      'tokenStore.clusterNodes (PLATFORM_TOKEN_STORE_CLUSTER_NODES)',
       /mixes redis:\/\/ and rediss:\/\//,
     ],
     [
       'a sentinel that is not host:port',
-      { tokenStoreSentinelNodes: ['127.0.0.1'], tokenStoreSentinelMaster: 'mymaster' },
-      'tokenStoreSentinelNodes (PLATFORM_TOKEN_STORE_SENTINEL_NODES)',
+      { sentinel: { nodes: ['127.0.0.1'], masterName: 'mymaster' } },
+      'tokenStore.sentinel.nodes (PLATFORM_TOKEN_STORE_SENTINEL_NODES)',
       /entry 1 \('127.0.0.1'\) is not host:port/,
     ],
     [
       'Redis settings beside a tokenStore',
-      { tokenStore: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }), tokenStorePassword: 's3cret-pass' },
-      'tokenStorePassword (PLATFORM_TOKEN_STORE_PASSWORD)',
-      /is set together with tokenStore/,
+      { instance: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }), password: 's3cret-pass' },
+      'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
+      /is set together with tokenStore.instance/,
     ],
   ])('refuses %s at start-up, naming the variables', (_, options, setting, message) => {
-    const error = problemsOf({ tokenStoreEncryptionKey: key(), ...options });
+    const error = problemsOf({ encryptionKey: key(), ...options });
     expect(error.problems).toContainEqual(
       expect.objectContaining({ setting, message: expect.stringMatching(message) }),
     );
@@ -315,22 +323,24 @@ describe('Redis modes, credentials and TLS files', () => {
     const notPem = join(dir, 'not-pem.txt');
     writeFileSync(notPem, 'hello');
     const error = problemsOf({
-      tokenStoreEncryptionKey: key(),
-      tokenStoreUrl: 'redis://127.0.0.1:6379',
-      tokenStoreTlsCaPath: notPem,
-      tokenStoreTlsKeyPath: notPem,
+      encryptionKey: key(),
+      url: 'redis://127.0.0.1:6379',
+      tls: { caPath: notPem, keyPath: notPem },
     });
-    expect(error.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
-      'tokenStoreTlsKeyPath: is set without tokenStoreTlsCertPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH): mutual TLS needs the certificate and its key',
-      `tokenStoreTlsCaPath: the file '${notPem}' holds no PEM certificate`,
-      `tokenStoreTlsKeyPath: the file '${notPem}' holds no PEM private key`,
-      'tokenStoreUrl: is redis:// but TLS files are set; use rediss://',
+    expect(error.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
+      'tokenStore.tls.keyPath (PLATFORM_TOKEN_STORE_TLS_KEY_PATH): is set without tokenStore.tls.certPath (PLATFORM_TOKEN_STORE_TLS_CERT_PATH): mutual TLS needs the certificate and its key',
+      `tokenStore.tls.caPath (PLATFORM_TOKEN_STORE_TLS_CA_PATH): the file '${notPem}' holds no PEM certificate`,
+      `tokenStore.tls.keyPath (PLATFORM_TOKEN_STORE_TLS_KEY_PATH): the file '${notPem}' holds no PEM private key`,
+      'tokenStore.url (PLATFORM_TOKEN_STORE_URL): is redis:// but TLS files are set; use rediss://',
     ]);
   });
 
   it('warns about Redis settings without a store', () => {
-    expect(resolve({ tokenStorePassword: 's3cret-pass' }).warnings).toEqual([
-      expect.objectContaining({ option: 'tokenStorePassword', message: 'is set, but no token store is configured' }),
+    expect(withStore({ password: 's3cret-pass' }).warnings).toEqual([
+      expect.objectContaining({
+        setting: 'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
+        message: 'is set, but no token store is configured',
+      }),
     ]);
   });
 
@@ -338,10 +348,10 @@ describe('Redis modes, credentials and TLS files', () => {
     ['all zero', Buffer.alloc(32).toString('base64')],
     ['a repeated pattern', Buffer.alloc(32, 'abcd').toString('hex')],
   ])('refuses an encryption key that is %s', (_, weak) => {
-    const error = problemsOf({ tokenStoreUrl: 'redis://127.0.0.1:6379', tokenStoreEncryptionKey: weak });
+    const error = problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: weak });
     expect(error.problems).toEqual([
       expect.objectContaining({
-        setting: 'tokenStoreEncryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
+        setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
         message: expect.stringMatching(/^repeats too few distinct bytes to be random/),
       }),
     ]);

@@ -43,7 +43,7 @@ export async function startPlatformFixture(
       PlatformAuthModule.forRoot({
         ...integration.moduleOptions,
         clock,
-        retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 },
+        exchange: { retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 } },
         ...options.module,
         ...options.moduleFor?.(integration),
       }),

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { expect } from 'vitest';
-import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import {
+  PlatformAuthModule,
+  TokenProvider,
+  type PlatformAuthOptions,
+  type TokenStoreOptions,
+} from 'nestjs-platform-auth';
+import { PLATFORM_AUTH_OPTIONS, type OptionRow } from '../../lib/options/options.table.js';
+import { ownAt, setAt } from '../../lib/options/own-options.util.js';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
 import type { Closable } from './cleanup.js';
@@ -28,13 +35,35 @@ export async function startStorePlatform(
   const integration = await platform.createIntegration();
   const shared: PlatformAuthOptions = {
     ...integration.moduleOptions,
-    tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
-    tokenStoreKeyPrefix: `t-${randomBytes(4).toString('hex')}:`,
-    tokenStoreTiming: QUICK_STORE_TIMING,
-    retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 },
-    ...store,
+    tokenStore: {
+      encryptionKey: randomBytes(32).toString('base64'),
+      keyPrefix: `t-${randomBytes(4).toString('hex')}:`,
+      ...QUICK_STORE_TIMING,
+      ...currentStoreShape(store),
+    },
+    exchange: { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 } },
   };
   return { clock, platform, integration, shared };
+}
+
+/** Store settings written under their flat names (`tokenStoreUrl`, …) in the `tokenStore` group (`url`, …). */
+function currentStoreShape(flat: Partial<PlatformAuthOptions>): TokenStoreOptions {
+  const store: Record<string, unknown> = {};
+  for (const [name, row] of Object.entries<OptionRow>(PLATFORM_AUTH_OPTIONS)) {
+    const value = row.alias === undefined ? undefined : ownAt(flat, row.alias);
+    if (name.startsWith('tokenStore.') && value !== undefined) setAt(store, name.slice('tokenStore.'.length), value);
+  }
+  return store;
+}
+
+/** The store settings of `options`. */
+export function storeOf(options: PlatformAuthOptions): TokenStoreOptions {
+  return options.tokenStore as TokenStoreOptions;
+}
+
+/** `options` with some of its store settings replaced. */
+export function withStore(options: PlatformAuthOptions, store: TokenStoreOptions): PlatformAuthOptions {
+  return { ...options, tokenStore: { ...storeOf(options), ...store } };
 }
 
 /**

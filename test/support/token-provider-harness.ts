@@ -42,9 +42,12 @@ export function createProvider(
       machineId: 'hardening-machine',
       privateKey: credentials.privateKeyPem,
       certificate: credentials.certificatePem,
-      exchangeTimeoutMs: 500,
-      retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2_000, maxTotalMs: 10_000 },
       ...overrides,
+      exchange: {
+        timeoutMs: 500,
+        retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2_000, maxTotalMs: 10_000 },
+        ...overrides.exchange,
+      },
     },
     clock.now(),
   );

@@ -31,8 +31,10 @@ describe('a base URL whose host does not resolve', () => {
   it('is retried once at most, and the error names the host, never a secret', async () => {
     const credentials = await createTestCredentials();
     const h = createProvider(credentials, 'https://platform-auth-test.invalid', {
-      exchangeTimeoutMs: 10_000,
-      retry: { maxAttempts: 4, baseDelayMs: 10, maxDelayMs: 10, maxTotalMs: 20_000 },
+      exchange: {
+        timeoutMs: 10_000,
+        retry: { maxAttempts: 4, baseDelayMs: 10, maxDelayMs: 10, maxTotalMs: 20_000 },
+      },
     });
     try {
       const error = (await h.tokens.getAccessToken().catch((e: unknown) => e)) as TokenExchangeError;

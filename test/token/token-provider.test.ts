@@ -149,8 +149,11 @@ describe('TokenProvider: failures', () => {
     const error = (await skewed.tokens.getAccessToken().catch((e: unknown) => e)) as TokenExchangeError;
     expect(error).toBeInstanceOf(TokenExchangeError);
     expect(error.oauthError).toBe('invalid_grant');
-    expect(error.clockOffsetSeconds).toBeGreaterThanOrEqual(599);
-    expect(error.clockOffsetSeconds).toBeLessThanOrEqual(601);
+    expect(error.clockOffsetMs).toBeGreaterThanOrEqual(599_000);
+    expect(error.clockOffsetMs).toBeLessThanOrEqual(601_000);
+    // The name of earlier releases, in whole seconds, still reads; it is no field of the serialised error.
+    expect(error.clockOffsetSeconds).toBe(Math.round(error.clockOffsetMs! / 1000));
+    expect(JSON.parse(JSON.stringify(error))).not.toHaveProperty('clockOffsetSeconds');
     expect(error.hint).toMatch(/60\d s ahead of the local clock/);
     await skewed.close();
 

@@ -74,8 +74,8 @@ describe('troubleshooting: each documented cause gets its own hint', () => {
   });
 
   it('wrong token endpoint URL', async () => {
-    const error = await failureWith({ tokenPath: '/connect/token' });
+    const error = await failureWith({ exchange: { path: '/connect/token' } });
     expect(error.status).toBe(404);
-    expect(error.hint).toMatch(/baseUrl and tokenPath/);
+    expect(error.hint).toMatch(/baseUrl and exchange.path/);
   });
 });

@@ -1,6 +1,7 @@
 import { flag, type Command, type CommandContext } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
 import { effectiveClockMargin } from '../../token/assertion.signer.js';
+import { offsetSeconds } from '../../token/token-exchange.hints.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { exchangeOnce, type ExchangeFailure, type ExchangeSuccess } from '../cli.exchange.js';
 import { printFields, signedSeconds, type Output } from '../cli.output.js';
@@ -97,7 +98,7 @@ function printFailure(out: Output, tokenUrl: string, result: ExchangeFailure, wa
         description: error.oauthErrorDescription ?? null,
         hint: error.hint,
         attempts: error.attempts,
-        clockOffsetSeconds: error.clockOffsetSeconds ?? null,
+        clockOffsetSeconds: offsetSeconds(error.clockOffsetMs) ?? null,
         networkCode: error.networkCode ?? null,
         message: error.message,
       },
@@ -116,8 +117,8 @@ function printFailure(out: Output, tokenUrl: string, result: ExchangeFailure, wa
   if (error.oauthError) rows.push(['error', error.oauthError]);
   if (error.oauthErrorDescription) rows.push(['description', error.oauthErrorDescription]);
   if (error.networkCode) rows.push(['network code', error.networkCode]);
-  if (error.clockOffsetSeconds !== undefined)
-    rows.push(['clock offset', `${signedSeconds(error.clockOffsetSeconds)} (platform minus local)`]);
+  const offset = offsetSeconds(error.clockOffsetMs);
+  if (offset !== undefined) rows.push(['clock offset', `${signedSeconds(offset)} (platform minus local)`]);
   rows.push(
     ['timing', `${result.durationMs} ms, ${error.attempts} attempt${error.attempts === 1 ? '' : 's'}`],
     ['token endpoint', tokenUrl],

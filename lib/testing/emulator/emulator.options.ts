@@ -27,8 +27,7 @@ export function emulatedIntegration(
   const moduleOptions: EmulatedModuleOptions = {
     baseUrl: settings.url,
     machineId: integration.machineId,
-    privateKey: credentials.privateKeyPem,
-    certificate: credentials.certificatePem,
+    key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
   };
   const env: EmulatedEnvironment = {
     PLATFORM_BASE_URL: settings.url,
@@ -41,7 +40,7 @@ export function emulatedIntegration(
     moduleOptions.audience = settings.audience;
     env.PLATFORM_AUDIENCE = settings.audience;
   }
-  if (!settings.acceptCompactJwt) moduleOptions.tokenEncoding = 'base64';
+  if (!settings.acceptCompactJwt) moduleOptions.exchange = { encoding: 'base64' };
 
   // Accessors, so that status and permissions stay those of the live registry entry.
   return {

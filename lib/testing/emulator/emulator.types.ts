@@ -74,14 +74,14 @@ export interface RegisteredIntegration {
 export interface EmulatedModuleOptions {
   baseUrl: string;
   machineId: string;
-  privateKey: string;
-  certificate: string;
+  /** The integration's throwaway key and certificate, as PEM text. */
+  key: { privateKey: string; certificate: string };
   /** Present only when the emulator does not use the library's default (`sha1`). */
   thumbprintAlgorithm?: ThumbprintAlgorithm;
   /** Present only when the emulator expects an audience other than the library's default. */
   audience?: string;
   /** Present only when the emulator does not accept the library's default encoding (`jwt`). */
-  tokenEncoding?: 'base64';
+  exchange?: { encoding: 'base64' };
 }
 
 export type EmulatedEnvironment = Record<

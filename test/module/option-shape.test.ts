@@ -1,0 +1,234 @@
+import { Test } from '@nestjs/testing';
+import { createClient } from 'redis';
+import { randomBytes } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  PlatformAuthConfigError,
+  PlatformAuthModule,
+  RedisTokenStore,
+  TokenProvider,
+  type PlatformAuthOptions,
+} from 'nestjs-platform-auth';
+import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { ConfigReport } from '../../lib/options/config.report.js';
+import { flattenOptions } from '../../lib/options/options.flatten.js';
+import { PLATFORM_AUTH_OPTIONS, internalName, type OptionTable } from '../../lib/options/options.table.js';
+import { PLATFORM_USER_AUTH_OPTIONS } from '../../lib/options/options.table.user.js';
+import { forgetCredentialText, ownAt, ownOptions, setAt } from '../../lib/options/own-options.util.js';
+import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
+import { httpUrlProblem } from '../../lib/options/url.rules.js';
+import { CapturingLogger } from '../support/capturing-logger.js';
+
+let credentials: TestCredentials;
+beforeAll(async () => {
+  credentials = await createTestCredentials();
+});
+
+function base(): PlatformAuthOptions {
+  return {
+    baseUrl: 'https://platform.example.com',
+    machineId: 'machine-1',
+    key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
+  };
+}
+
+function problemsOf(options: PlatformAuthOptions): PlatformAuthConfigError {
+  try {
+    resolvePlatformAuthOptions(options, Date.now());
+  } catch (error) {
+    if (error instanceof PlatformAuthConfigError) return error;
+    throw error;
+  }
+  return expect.fail('expected a PlatformAuthConfigError');
+}
+
+/** Every option of `table` that keeps a deprecated alias: [alias, current name]. */
+function aliases(table: OptionTable): [string, string][] {
+  return Object.entries(table).flatMap(([name, row]) => (row.alias === undefined ? [] : [[row.alias, name]]));
+}
+
+/** `value` at `path` of a fresh object: the options a caller writes under one name. */
+function at(path: string, value: unknown): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  setAt(options, path, value);
+  return options;
+}
+
+describe('the option shape', () => {
+  it('resolves key, exchange and tokenStore groups into the settings, with no warning', () => {
+    const store = { url: 'redis://127.0.0.1:6379', encryptionKey: randomBytes(32).toString('base64'), lockTtlMs: 7 };
+    const config = resolvePlatformAuthOptions(
+      {
+        ...base(),
+        exchange: { path: '/oauth/token', timeoutMs: 1_234, encoding: 'base64', retry: { maxAttempts: 2 } },
+        tokenStore: { ...store, waitTimeoutMs: 9 },
+      },
+      Date.now(),
+    );
+    expect(config).toMatchObject({
+      tokenUrl: 'https://platform.example.com/oauth/token',
+      exchangeTimeoutMs: 1_234,
+      tokenEncoding: 'base64',
+      retry: { maxAttempts: 2, maxTotalMs: 30_000 },
+    });
+    expect(config.tokenStore).toMatchObject({ connection: { mode: 'standalone' }, timing: { lockTtlMs: 7 } });
+    expect(config.credentials.thumbprint).toMatch(/^[0-9A-F]{40}$/);
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('reads a TokenStore given as tokenStore as { instance }, and builds a store on a Redis client of yours', () => {
+    const encryptionKey = randomBytes(32).toString('base64');
+    const instance = new RedisTokenStore({ url: 'redis://127.0.0.1:6379' });
+    // As earlier releases wrote it: the store itself, and its key under the key's deprecated name.
+    const direct = resolvePlatformAuthOptions(
+      { ...base(), tokenStore: instance, tokenStoreEncryptionKey: encryptionKey },
+      Date.now(),
+    );
+    expect(direct.tokenStore?.store).toBe(instance);
+    expect(direct.warnings.map((warning) => warning.option)).toEqual(['tokenStoreEncryptionKey']);
+    const grouped = resolvePlatformAuthOptions({ ...base(), tokenStore: { instance, encryptionKey } }, Date.now());
+    expect(grouped.tokenStore?.store).toBe(instance);
+    const client = createClient({ url: 'redis://127.0.0.1:6379' });
+    const onClient = resolvePlatformAuthOptions({ ...base(), tokenStore: { client, encryptionKey } }, Date.now());
+    expect(onClient.tokenStore?.store).toBeInstanceOf(RedisTokenStore);
+    expect(onClient.tokenStore?.connection).toBeUndefined();
+    const both = problemsOf({ ...base(), tokenStore: { client, instance, encryptionKey } });
+    expect(both.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
+      'tokenStore.client: is set together with tokenStore.instance; pass one store',
+    ]);
+  });
+
+  it('refuses a top-level retry, naming exchange.retry', () => {
+    const error = problemsOf({ ...base(), retry: { maxAttempts: 1 } } as PlatformAuthOptions);
+    expect(error.problems).toEqual([expect.objectContaining({ option: 'retry' })]);
+    expect(error.problems[0].message).toMatch(/^has moved to exchange\.retry/);
+  });
+
+  it('refuses a group that is not an object', () => {
+    const error = problemsOf({ ...base(), exchange: 5 } as unknown as PlatformAuthOptions);
+    expect(error.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
+      'exchange: must be an object (its settings are the exchange.* options)',
+    ]);
+  });
+
+  it('copies own properties only, in every group: an inherited key path is never read', () => {
+    const key = Object.create({ privateKeyPath: '/etc/attacker.pem' }) as Record<string, unknown>;
+    key.privateKey = 'pem';
+    const owned = ownOptions({ key, exchange: Object.create({ path: '/elsewhere' }) });
+    expect(ownAt(owned, 'key.privateKey')).toBe('pem');
+    expect(ownAt(owned, 'key.privateKeyPath')).toBeUndefined();
+    expect(ownAt(owned, 'exchange.path')).toBeUndefined();
+  });
+
+  it('forgets secrets and PEM text under their names and their aliases once start-up used them', () => {
+    const owned = ownOptions({
+      ...base(),
+      next: { privateKeyPath: '/keys/next.pem', passphrase: 'next-pass' },
+      privateKeyPassphrase: 'old-name-pass',
+      tokenStore: { url: 'redis://u:p@127.0.0.1', encryptionKey: 'k', keyPrefix: 'p:' },
+    });
+    forgetCredentialText(owned);
+    expect(JSON.parse(JSON.stringify(owned))).toEqual({
+      baseUrl: 'https://platform.example.com',
+      machineId: 'machine-1',
+      key: {},
+      next: { privateKeyPath: '/keys/next.pem' },
+      tokenStore: { keyPrefix: 'p:' },
+    });
+  });
+});
+
+describe.each([
+  ['machine authentication', PLATFORM_AUTH_OPTIONS],
+  ['user sign-in', PLATFORM_USER_AUTH_OPTIONS],
+])('the deprecated names of %s', (_, table) => {
+  it.each(aliases(table))('%s is read as %s, with one warning naming both', (alias, name) => {
+    const value = `value-of-${name}`;
+    const report = new ConfigReport();
+    const flat = flattenOptions(at(alias, value), report, table);
+    expect(flattenOptions(at(name, value), new ConfigReport(), table)).toEqual(flat);
+    expect(ownAt(flat, internalName(name, (table as OptionTable)[name]))).toBe(value);
+    expect(report.problems).toEqual([]);
+    expect(report.warnings).toEqual([
+      expect.objectContaining({ option: alias, message: expect.stringContaining(`use ${name} for ${alias}`) }),
+    ]);
+  });
+
+  it.each(aliases(table))('%s beside %s is a problem naming both', (alias, name) => {
+    const both = at(alias, 'old');
+    setAt(both, name, 'new');
+    const report = new ConfigReport();
+    flattenOptions(both, report, table);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ option: name, message: expect.stringContaining(`is set together with ${alias}`) }),
+    ]);
+  });
+});
+
+describe('deprecated names in a module', () => {
+  it('work, and start-up logs one warning listing each old name with its new one', async () => {
+    const logger = new CapturingLogger();
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        PlatformAuthModule.forRoot({
+          baseUrl: 'https://platform.example.com',
+          machineId: 'machine-1',
+          privateKey: credentials.privateKeyPem,
+          certificate: credentials.certificatePem,
+          tokenPath: '/oauth/token',
+          exchangeTimeoutMs: 2_000,
+          logger,
+        }),
+      ],
+    }).compile();
+    try {
+      expect(moduleRef.get(TokenProvider)).toBeInstanceOf(TokenProvider);
+      expect(logger.messages('warn')).toEqual([
+        'privateKey, certificate, exchangeTimeoutMs, tokenPath: deprecated option names, still read this release: use key.privateKey for privateKey, key.certificate for certificate, exchange.timeoutMs for exchangeTimeoutMs, exchange.path for tokenPath',
+      ]);
+    } finally {
+      await moduleRef.close();
+    }
+  });
+});
+
+describe('the environment', () => {
+  it('fills the current shape: every variable lands on its option', () => {
+    for (const [name, row] of Object.entries(PLATFORM_AUTH_OPTIONS)) {
+      if (!('env' in row)) continue;
+      const options = readPlatformAuthEnv({ [row.env]: '1' });
+      expect(ownAt(options, name), row.env).toBeDefined();
+    }
+    expect(
+      readPlatformAuthEnv({
+        PLATFORM_PRIVATE_KEY_PATH: '/keys/key.pem',
+        PLATFORM_NEXT_CERTIFICATE_PATH: '/keys/next.cer',
+        PLATFORM_EXCHANGE_TIMEOUT_MS: '500',
+        PLATFORM_RETRY_MAX_TOTAL_MS: '900',
+        PLATFORM_TOKEN_STORE_SENTINEL_NODES: 'a:26379,b:26379',
+        PLATFORM_TOKEN_STORE_SENTINEL_MASTER: 'mymaster',
+        PLATFORM_TOKEN_STORE_TLS_CA_PATH: '/ca.pem',
+      }),
+    ).toEqual({
+      key: { privateKeyPath: '/keys/key.pem' },
+      next: { certificatePath: '/keys/next.cer' },
+      exchange: { timeoutMs: 500, retry: { maxTotalMs: 900 } },
+      tokenStore: { sentinel: { nodes: ['a:26379', 'b:26379'], masterName: 'mymaster' }, tls: { caPath: '/ca.pem' } },
+    });
+  });
+});
+
+describe('the transport rule', () => {
+  it.each([
+    ['https://platform.example.com/cb', undefined],
+    ['http://127.0.0.1:3000/cb', undefined],
+    ['http://[::1]/cb', undefined],
+    ['http://app.example.com/cb', /uses http: off loopback/],
+    ['ftp://app.example.com/cb', /only https: is accepted/],
+    ['/relative', /is not an absolute URL/],
+  ])('%s', (url, problem) => {
+    if (problem === undefined) expect(httpUrlProblem(url)).toBeUndefined();
+    else expect(httpUrlProblem(url)).toMatch(problem);
+  });
+});

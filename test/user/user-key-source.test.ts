@@ -1,0 +1,108 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { PlatformAuthConfigError } from 'nestjs-platform-auth';
+import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
+import type { PlatformUserAuthOptions } from 'nestjs-platform-auth/user';
+import { resolveUserAuthOptions } from '../../lib/user/user-options.resolver.js';
+import { readPlatformUserAuthEnv } from '../../lib/user/platform-user-auth.config.js';
+
+let credentials: TestCredentials;
+beforeAll(async () => {
+  credentials = await createTestCredentials();
+});
+
+function options(overrides: Partial<PlatformUserAuthOptions>): PlatformUserAuthOptions {
+  return {
+    baseUrl: 'https://platform.example.com',
+    clientId: 'web-app',
+    redirectUri: 'https://app.example.com/callback',
+    stateSecret: 'uP4g0cF8vJm2Qx7Rz1Kd9Wn3Ys6Tb5Ha',
+    clientAuthentication: 'private_key_jwt',
+    ...overrides,
+  };
+}
+
+async function problemsOf(overrides: Partial<PlatformUserAuthOptions>): Promise<PlatformAuthConfigError> {
+  const error = await resolveUserAuthOptions(options(overrides), Date.now()).then(
+    (config) => config.clientKey?.close(),
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(PlatformAuthConfigError);
+  return error as PlatformAuthConfigError;
+}
+
+describe("user sign-in's private_key_jwt takes a KeySource", () => {
+  it('opens key: { privateKey, certificate } with no warning', async () => {
+    const key = { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem };
+    const config = await resolveUserAuthOptions(options({ key }), Date.now());
+    try {
+      expect(config.clientKey?.source).toBe('pem');
+      expect(config.warnings).toEqual([]);
+    } finally {
+      await config.clientKey?.close();
+    }
+  });
+
+  it('still reads the flat names, with one warning naming each new one', async () => {
+    const config = await resolveUserAuthOptions(
+      options({ privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem }),
+      Date.now(),
+    );
+    try {
+      expect(config.clientKey?.source).toBe('pem');
+      expect(config.warnings.map((warning) => `${warning.setting}: ${warning.message}`)).toEqual([
+        'privateKey, certificate: deprecated option names, still read this release: use key.privateKey for privateKey, key.certificate for certificate',
+      ]);
+    } finally {
+      await config.clientKey?.close();
+    }
+  });
+
+  it('refuses a key under both names, and names a missing key by its current name and variable', async () => {
+    const both = await problemsOf({
+      privateKey: credentials.privateKeyPem,
+      key: { privateKey: credentials.privateKeyPem },
+    });
+    expect(both.problems.map((p) => `${p.option}: ${p.message}`)).toContainEqual(
+      'key.privateKey: is set together with privateKey, its deprecated name: one setting, set it once (key.privateKey)',
+    );
+    expect(JSON.stringify(both)).not.toContain('PRIVATE KEY-----');
+    const missing = await problemsOf({});
+    expect(missing.problems.map((p) => p.setting)).toContainEqual('key.privateKey (PLATFORM_USER_PRIVATE_KEY)');
+  });
+
+  it('is filled from the PLATFORM_USER_* key variables', () => {
+    expect(
+      readPlatformUserAuthEnv({
+        PLATFORM_USER_PRIVATE_KEY_PATH: '/keys/client.pem',
+        PLATFORM_USER_PRIVATE_KEY_PASSPHRASE: 'pass',
+        PLATFORM_USER_CERTIFICATE_PATH: '/keys/client.cer',
+        PLATFORM_USER_CLIENT_AUTH: 'private_key_jwt',
+      }),
+    ).toEqual({
+      clientAuthentication: 'private_key_jwt',
+      key: { privateKeyPath: '/keys/client.pem', passphrase: 'pass', certificatePath: '/keys/client.cer' },
+    });
+  });
+});
+
+describe('the state secret passes the one key-strength check', () => {
+  it('accepts a random hex secret whose text happens to use fewer than 16 symbols', async () => {
+    // 32 distinct bytes written with the digits 0-9 and a-e only: random-looking bytes, 15 symbols of text.
+    const hex = Array.from({ length: 32 }, (_, i) =>
+      (((i % 15) << 4) | ((i + Math.floor(i / 15)) % 15)).toString(16).padStart(2, '0'),
+    ).join('');
+    expect(new Set(hex).size).toBeLessThan(16);
+    const config = await resolveUserAuthOptions(
+      options({ clientAuthentication: 'none', stateSecret: hex }),
+      Date.now(),
+    );
+    expect(config.clientAuthentication).toBe('none');
+  });
+
+  it('refuses a secret with fewer than 16 distinct bytes', async () => {
+    const patterned = 'abcdefghijkl'.repeat(3);
+    const error = await problemsOf({ clientAuthentication: 'none', stateSecret: patterned });
+    expect(error.problems.map((p) => p.message)).toEqual([expect.stringMatching(/distinct bytes/)]);
+    expect(error.message).not.toContain(patterned);
+  });
+});
