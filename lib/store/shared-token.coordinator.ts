@@ -3,20 +3,15 @@ import type { LoggerService } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
 import type { TokenExchangeError } from '../platform-auth.errors.js';
-import {
-  backoffError,
-  type ExchangeOutcome,
-  type ExchangePolicy,
-  type IssuedToken,
-  type TokenSource,
-} from '../token/token.cache.js';
+import { backoffError } from '../token/token-backoff.error.js';
+import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
 import { isNotRegisteredRefusal } from '../token/next-pair.switch.js';
-import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
+import { fingerprintOf, sharedFailureOf, type TokenStoreCodec } from './token-store.codec.js';
+import { StoreUnavailable, boundedStoreOperation } from './store-operation.bounded.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { SharedStoreStatus } from '../token/token-status.types.js';
 import { SharedStoreHealth } from './shared-store.health.js';
-import { describeStoreError } from './token-store.errors.js';
 
 export interface SharedTokenTiming {
   /** Bound on every store operation; past it the store counts as unavailable. */
@@ -48,17 +43,6 @@ export interface SharedTokenContext {
   /** A stored payload longer than this is not opened: an unreadable entry. */
   readonly maxEntryBytes: number;
   readonly mode: SharedStoreStatus['mode'];
-}
-
-/** The store did not answer in time, or failed: the caller carries on without it. Never leaves this file. */
-class StoreUnavailable extends Error {
-  /** `problem`: the short name for `status()`; `said`: the words for the log line. */
-  constructor(
-    readonly problem: string,
-    readonly said: string = problem,
-  ) {
-    super(said);
-  }
 }
 
 const FIRST_POLL_MS = 10;
@@ -262,18 +246,8 @@ export class SharedTokenCoordinator {
   private async writeFailure(error: TokenExchangeError, retryAtMs: number): Promise<void> {
     const ttlMs = retryAtMs - this.clock.now();
     if (ttlMs <= 0) return;
-    const failure: SharedFailure = {
-      retryAtMs,
-      summary: error.summary,
-      reason: error.reason,
-      transient: error.transient,
-      status: error.status,
-      oauthError: error.oauthError,
-      oauthErrorDescription: error.oauthErrorDescription,
-      hint: error.hint,
-    };
     const version = Math.round(retryAtMs);
-    const payload = await this.codec.seal({ kind: 'failure', failure }, version);
+    const payload = await this.codec.seal({ kind: 'failure', failure: sharedFailureOf(error, retryAtMs) }, version);
     await this.attempt(() => this.store.setIfNewer(this.keys.failure, { version, tag: 'failure', payload }, ttlMs));
   }
 
@@ -290,26 +264,9 @@ export class SharedTokenCoordinator {
 
   /** One store operation, bounded by the operation timeout; any failure becomes `StoreUnavailable`. */
   private async attempt<T>(operation: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const pending = Promise.resolve().then(operation);
-    // A late failure of an operation that lost the race must not surface as an unhandled rejection.
-    pending.catch(() => undefined);
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailable('timeout', `no answer within ${this.timing.operationTimeoutMs} ms`)),
-        this.timing.operationTimeoutMs,
-      );
-      timer.unref();
-    });
-    try {
-      const result = await Promise.race([pending, timeout]);
-      this.health.answered();
-      return result;
-    } catch (error) {
-      throw error instanceof StoreUnavailable ? error : new StoreUnavailable(describeStoreError(error));
-    } finally {
-      clearTimeout(timer);
-    }
+    const result = await boundedStoreOperation(operation, this.timing.operationTimeoutMs);
+    this.health.answered();
+    return result;
   }
 
   /** Work that helps the fleet but must not fail the caller: skipped while the store is unavailable. */
@@ -331,19 +288,4 @@ export class SharedTokenCoordinator {
   close(): void {
     this.health.close();
   }
-}
-
-/**
- * `inner` with the fleet around it: a token another replica shared is used instead of exchanging, one replica
- * exchanges for all, and a 401 removes the shared copy too. Applied by the composition root; the token core knows
- * nothing of it.
- */
-export function sharedTokenSource(inner: TokenSource, coordinator: SharedTokenCoordinator): TokenSource {
-  return {
-    exchange: (signal, policy) => coordinator.obtain(inner, policy, signal),
-    refused: (accessToken) => {
-      coordinator.invalidate(accessToken);
-      inner.refused?.(accessToken);
-    },
-  };
 }

@@ -1,5 +1,6 @@
 import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, type CompactDecryptGetKey } from 'jose';
+import type { TokenExchangeError } from '../platform-auth.errors.js';
 import type { IssuedToken } from '../token/token.cache.js';
 import { repeatsTooFewBytes } from '../util/key-strength.util.js';
 
@@ -14,6 +15,20 @@ export interface SharedFailure {
   readonly oauthError?: string;
   readonly oauthErrorDescription?: string;
   readonly hint: string;
+}
+
+/** What the fleet keeps of a failed exchange: its verdict and the words for callers, never the response body. */
+export function sharedFailureOf(error: TokenExchangeError, retryAtMs: number): SharedFailure {
+  return {
+    retryAtMs,
+    summary: error.summary,
+    reason: error.reason,
+    transient: error.transient,
+    status: error.status,
+    oauthError: error.oauthError,
+    oauthErrorDescription: error.oauthErrorDescription,
+    hint: error.hint,
+  };
 }
 
 export interface EncryptionKey {

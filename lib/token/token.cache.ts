@@ -1,5 +1,6 @@
 import type { Clock } from '../platform-auth.clock.js';
-import { TokenExchangeError, type TokenExchangeErrorDetails } from '../platform-auth.errors.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import { backoffError } from './token-backoff.error.js';
 import { TokenRefusals } from './token-refusals.js';
 import type { TokenState } from './token-status.types.js';
 
@@ -281,24 +282,4 @@ export class TokenCache implements ExchangePolicy {
 /** How long before expiry renewal is due, before jitter: `refreshBeforeExpirySeconds`, at most half the lifetime. */
 export function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: number): number {
   return Math.min(refreshBeforeExpirySeconds * 1000, (token.expiresAtMs - token.issuedAtMs) / 2);
-}
-
-/**
- * The error of a caller held back for `waitMs` after `cause` failed, here or (`shared`) on another replica that
- * shared it through the token store. It keeps the cause's fields, `transient` among them: a refusal is still a
- * refusal to the callers held back after it.
- */
-export function backoffError(
-  cause: Omit<TokenExchangeErrorDetails, 'reason'>,
-  waitMs: number,
-  shared = false,
-): TokenExchangeError {
-  const where = shared ? 'on another replica' : 'recently';
-  const who = shared ? 'Shared by the token store: the fleet fails' : 'Failing';
-  return new TokenExchangeError(`token exchange failed ${where}; next attempt in ${Math.ceil(waitMs)} ms`, {
-    ...cause,
-    reason: 'backoff',
-    retryAfterSeconds: Math.ceil(waitMs / 1000),
-    hint: `${cause.hint} (${who} fast until the back-off ends, so the token endpoint is not hammered.)`,
-  });
 }

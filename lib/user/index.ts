@@ -13,14 +13,14 @@ export type {
   PlatformUserAuthDeprecatedOptions,
   PlatformUserAuthOptions,
 } from './platform-user-auth-options.interface.js';
-export {
-  PlatformUserAuth,
-  type AuthorizationRequest,
-  type AuthorizationRequestOptions,
-  type LogoutOptions,
-  type LogoutResult,
-  type UserTokens,
-} from './platform-user-auth.service.js';
+export { PlatformUserAuth } from './platform-user-auth.service.js';
+export type {
+  AuthorizationRequest,
+  AuthorizationRequestOptions,
+  LogoutOptions,
+  LogoutResult,
+  UserTokens,
+} from './platform-user-auth.types.js';
 export type { UserClientAuthentication } from './platform-user-auth-options.interface.js';
 export {
   PlatformUserSessions,

@@ -1,6 +1,5 @@
 import * as oauth from 'oauth4webapi';
 import type { Clock } from '../platform-auth.clock.js';
-import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import { httpUrlProblem } from '../options/url.rules.js';
 import { DEFAULT_USER_TOKEN_LIFETIME_SECONDS } from './platform-user-auth.constants.js';
 import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
@@ -10,54 +9,15 @@ import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
 import { PlatformUserTelemetry } from '../telemetry/user-telemetry.js';
 import { clientAuthenticationFor } from './user-client-auth.js';
 import { requestOptions } from './user-http.util.js';
+import { validateCallback } from './user-callback.validation.js';
 import type { EndedSessions } from './user-session.ended.js';
-
-export interface AuthorizationRequestOptions {
-  /** Scopes for this sign-in instead of the configured ones. */
-  scope?: string;
-  /** Further authorization request parameters (`prompt`, `login_hint`, …); the protocol's own cannot be replaced. */
-  parameters?: Readonly<Record<string, string>>;
-}
-
-export interface AuthorizationRequest {
-  /** Send the browser here (302). */
-  url: string;
-  /** Opaque, encrypted and authenticated; keep it in an HttpOnly, Secure, SameSite=Lax cookie until the callback. */
-  transaction: string;
-  /** When the transaction stops being accepted. */
-  expiresAt: Date;
-}
-
-/** The signed-in user's tokens. Secrets: keep them server-side or in the encrypted session, never in logs. */
-export interface UserTokens {
-  accessToken: string;
-  tokenType: 'Bearer';
-  expiresAt: Date;
-  refreshToken?: string;
-  /** The scopes granted, when the platform says. */
-  scope?: string;
-  /** The ID token (OpenID Connect), kept for logout's `id_token_hint`. */
-  idToken?: string;
-}
-
-export interface LogoutOptions {
-  /**
-   * Where the authorization server sends the browser after its logout (`post_logout_redirect_uri`); it must be
-   * registered with the client there.
-   */
-  postLogoutRedirectUri?: string;
-}
-
-export interface LogoutResult {
-  /**
-   * Send the browser here (302 or 303) to end the user's session at the authorization server too (OpenID Connect
-   * RP-Initiated Logout), when it has an end-session endpoint. Carries `id_token_hint` when the session has an ID
-   * token, and the post-logout redirect.
-   */
-  endSessionUrl?: string;
-  /** Whether the refresh token was revoked at the server (RFC 7009); false without a revocation endpoint or token. */
-  refreshTokenRevoked: boolean;
-}
+import type {
+  AuthorizationRequest,
+  AuthorizationRequestOptions,
+  LogoutOptions,
+  LogoutResult,
+  UserTokens,
+} from './platform-user-auth.types.js';
 
 interface Transaction {
   readonly state: string;
@@ -77,11 +37,6 @@ const PROTOCOL_PARAMETERS = new Set([
   'code_challenge_method',
   'nonce',
 ]);
-
-/** An `access_denied` description that says a person declined (the emulator's, oidc-provider's, Keycloak's, …). */
-const USER_DECLINED = /\b(declin|abort|cancel|reject|denied by (the )?(end-)?user)/i;
-const SERVER_REFUSED_HINT =
-  'No user declined: the authorization server refused the request itself. Likely causes: a scope the client may not ask for (an OpenID Provider needs at least openid), or a client not allowed this flow, grant or redirect URI; check scope and the client registration';
 
 /**
  * User sign-in with the Authorization Code flow and PKCE (RFC 6749 §4.1, RFC 7636 S256, RFC 9700), the protocol
@@ -161,7 +116,12 @@ export class PlatformUserAuth {
           );
     }
     const tx = opened.value;
-    const parameters = this.validateCallback(callbackUrl, tx);
+    const parameters = validateCallback(callbackUrl, {
+      redirectUri: this.config.redirectUri,
+      server: this.server,
+      client: this.client,
+      state: tx.state,
+    });
     return this.telemetry.record('authorization_code', () => this.exchangeCode(parameters, tx));
   }
 
@@ -261,62 +221,6 @@ export class PlatformUserAuth {
       }
     }
     return { ...(endSessionUrl ? { endSessionUrl } : {}), refreshTokenRevoked };
-  }
-
-  private validateCallback(callbackUrl: string | URL, tx: Transaction): URLSearchParams {
-    let url: URL;
-    try {
-      url = new URL(callbackUrl, this.config.redirectUri);
-    } catch {
-      throw new UserAuthError('Sign-in failed: the callback URL cannot be parsed', { reason: 'invalid_callback' });
-    }
-    let parameters: URLSearchParams;
-    try {
-      parameters = oauth.validateAuthResponse(this.server, this.client, url.searchParams, tx.state);
-    } catch (error) {
-      if (error instanceof oauth.AuthorizationResponseError) {
-        const oauthError = oauthErrorCode(error.error);
-        const oauthErrorDescription = sanitizeRemoteText(error.error_description);
-        const described = oauthErrorDescription ? `: ${oauthErrorDescription}` : '';
-        if (error.error === 'access_denied' && USER_DECLINED.test(oauthErrorDescription ?? ''))
-          throw new UserAuthError(`Sign-in was declined on the platform (access_denied${described})`, {
-            reason: 'access_denied',
-            oauthError,
-            oauthErrorDescription,
-          });
-        if (error.error === 'access_denied' || error.error === 'invalid_scope' || error.error === 'unauthorized_client')
-          throw new UserAuthError(
-            `Sign-in failed: the authorization server refused the request (${oauthError}${described})`,
-            {
-              reason: 'server_refused',
-              oauthError,
-              oauthErrorDescription,
-              hint: SERVER_REFUSED_HINT,
-            },
-          );
-        throw new UserAuthError(`Sign-in failed: the platform answered ${oauthError}${described}`, {
-          reason: 'authorization_error',
-          oauthError,
-          oauthErrorDescription,
-        });
-      }
-      const states = url.searchParams.getAll('state');
-      if (states.length !== 1 || states[0] !== tx.state) {
-        throw new UserAuthError(
-          'Sign-in failed: the callback does not carry the state this sign-in sent (a forged or crossed callback, or a second sign-in in another tab); start again',
-          { reason: 'state_mismatch' },
-        );
-      }
-      const detail = error instanceof Error ? error.message : 'unrecognised';
-      throw new UserAuthError(`Sign-in failed: the callback is not a valid authorization response: ${detail}`, {
-        reason: 'invalid_callback',
-      });
-    }
-    if (!parameters.get('code'))
-      throw new UserAuthError('Sign-in failed: the callback carries neither a code nor an error', {
-        reason: 'invalid_callback',
-      });
-    return parameters;
   }
 
   /** A timeout, answers bounded to 64 KiB, and plain http: only where start-up allowed it (loopback). */

@@ -14,7 +14,8 @@ import {
   PLATFORM_USER_REQUEST_KEY,
   PLATFORM_USER_SESSIONS_TOKEN,
 } from './platform-user-auth.constants.js';
-import type { PlatformUserAuth, UserTokens } from './platform-user-auth.service.js';
+import type { PlatformUserAuth } from './platform-user-auth.service.js';
+import type { UserTokens } from './platform-user-auth.types.js';
 import { isUserAuthError } from './user-auth.errors.js';
 import {
   setCookies,

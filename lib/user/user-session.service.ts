@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../platform-auth.clock.js';
 import { HOST_COOKIE_PREFIX, USER_SESSION_COOKIE, USER_TRANSACTION_COOKIE } from './platform-user-auth.constants.js';
-import type { UserTokens } from './platform-user-auth.service.js';
+import type { UserTokens } from './platform-user-auth.types.js';
 import { seal, stringClaim, unseal } from './user-auth.seal.js';
 import type { ResolvedUserAuthConfig } from './user-options.resolver.js';
 import type { EndedSessions } from './user-session.ended.js';
