@@ -88,8 +88,7 @@ describe('registry', () => {
     expect(created.moduleOptions).toEqual({
       baseUrl: platform.url,
       machineId: created.machineId,
-      privateKey: created.privateKeyPem,
-      certificate: created.certificatePem,
+      key: { privateKey: created.privateKeyPem, certificate: created.certificatePem },
     });
     expect(created.env).toEqual({
       PLATFORM_BASE_URL: platform.url,

@@ -209,14 +209,14 @@ describe('a signer', () => {
         failing ? Promise.reject(new HostileKmsError('denied')) : Promise.resolve(SIGNATURES.good(input) as Uint8Array),
     };
     failing = true;
-    const refused = await startupError(options({ signer: hostile }));
-    expect(problemLines(refused)).toEqual(['signer: test signature: the signer (HostileKms) failed to sign (Error)']);
+    const refused = await startupError(options({ key: { signer: hostile } }));
+    expect(problemLines(refused)).toEqual(['key.signer: test signature: the signer (HostileKms) failed to sign (Error)']);
     expectNoSecrets(refused, [hostileName, secret, 'forged line']);
 
     failing = false;
     const logger = new CapturingLogger();
     const moduleRef = await Test.createTestingModule({
-      imports: [PlatformAuthModule.forRoot(options({ signer: hostile, logger }))],
+      imports: [PlatformAuthModule.forRoot(options({ key: { signer: hostile }, logger }))],
     }).compile();
     await moduleRef.init();
     let error: unknown;

@@ -167,13 +167,9 @@ describe('PlatformAuthHealthIndicator across a switch to the next pair', () => {
     const h = await startHealthApp((integration) => {
       files = createSecretVolume({ key: integration.privateKeyPem, certificate: integration.certificatePem });
       return {
-        privateKey: undefined,
-        certificate: undefined,
-        privateKeyPath: files.keyPath,
-        certificatePath: files.certificatePath,
+        key: { privateKeyPath: files.keyPath, certificatePath: files.certificatePath },
         credentialsReloadIntervalMs: 30_000,
-        nextPrivateKey: next.privateKeyPem,
-        nextCertificate: next.certificatePem,
+        next: { privateKey: next.privateKeyPem, certificate: next.certificatePem },
       };
     });
     onTestFinished(() => files!.remove());

@@ -49,12 +49,8 @@ async function switchedToNext() {
     moduleFor: (integration) => {
       current = volume(integration);
       return {
-        privateKey: undefined,
-        certificate: undefined,
-        privateKeyPath: current.keyPath,
-        certificatePath: current.certificatePath,
-        nextPrivateKeyPath: next.keyPath,
-        nextCertificatePath: next.certificatePath,
+        key: { privateKeyPath: current.keyPath, certificatePath: current.certificatePath },
+        next: { privateKeyPath: next.keyPath, certificatePath: next.certificatePath },
         credentialsReloadIntervalMs: INTERVAL,
       };
     },

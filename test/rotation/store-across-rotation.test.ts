@@ -33,7 +33,7 @@ describe('the shared store across a certificate rotation', () => {
     // A replica restarted after the files were promoted: the next pair is its current pair, and it has no next.
     const restarted = await storeReplica(
       track,
-      { ...shared, privateKey: next.privateKeyPem, certificate: next.certificatePem },
+      { ...shared, key: { privateKey: next.privateKeyPem, certificate: next.certificatePem } },
       clock,
     );
     expect(await restarted.tokens.getAccessToken()).toBe(switched);
