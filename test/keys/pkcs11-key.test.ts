@@ -60,15 +60,16 @@ afterAll(async () => {
   hsm?.close();
 });
 
-function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOptions {
-  return {
-    baseUrl: platform.url,
-    machineId,
-    privateKeyUri: hsm.uri(TOKEN, 'platform-auth'),
-    certificate: certificatePem,
-    clock,
-    ...overrides,
-  };
+/** The module's options with the key in the token; `privateKeyUri` and `certificate` replace the key source's. */
+function options(
+  overrides: Omit<Partial<PlatformAuthOptions>, 'privateKeyUri' | 'certificate'> & {
+    privateKeyUri?: string;
+    certificate?: string;
+  } = {},
+): PlatformAuthOptions {
+  const { privateKeyUri = hsm.uri(TOKEN, 'platform-auth'), certificate: _, ...rest } = overrides;
+  const certificate = 'certificate' in overrides ? overrides.certificate : certificatePem;
+  return { baseUrl: platform.url, machineId, key: { privateKeyUri, certificate }, clock, ...rest };
 }
 
 describe('keygen inside a token', () => {
@@ -195,7 +196,7 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
   it('a library that is not there, or is not a PKCS#11 library', async () => {
     expect(await uriProblem(hsm.uri(TOKEN, 'platform-auth', { modulePath: '/nonexistent/libpkcs11.so' }))).toEqual([
       expect.stringMatching(
-        /^privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): module-path '\/nonexistent\/libpkcs11.so' does not exist/,
+        /^key\.privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): module-path '\/nonexistent\/libpkcs11.so' does not exist/,
       ),
     ]);
     expect(await uriProblem(hsm.uri(TOKEN, 'platform-auth', { modulePath: hsm.conf }))).toEqual([
@@ -231,7 +232,7 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     );
     expect(problemLines(error)).toEqual([
       expect.stringMatching(
-        /^privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): 'token' holds another attribute \(name=\) in its value/,
+        /^key\.privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): 'token' holds another attribute \(name=\) in its value/,
       ),
     ]);
     expectNoSecrets(error, [pin, `${TOKEN}&pin-value`]);
@@ -271,8 +272,8 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     );
     expect(problemLines(error)).toEqual([
       expect.stringMatching(/^baseUrl/),
-      expect.stringMatching(/^certificate .*is required with privateKeyUri: set certificate or certificatePath/),
-      expect.stringMatching(/^privateKeyUri .*the PIN is wrong/),
+      expect.stringMatching(/^key\.certificate .*is required with privateKeyUri: set certificate or certificatePath/),
+      expect.stringMatching(/^key\.privateKeyUri .*the PIN is wrong/),
     ]);
     expectNoSecrets(error, [WRONG_PIN]);
   });

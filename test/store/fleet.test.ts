@@ -35,12 +35,17 @@ async function startFleet(options: {
     clock,
     module: {
       ...integration.moduleOptions,
-      tokenStoreUrl: redis().url,
-      tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
-      // Each test its own namespace: entries left by an earlier test must not be found.
-      tokenStoreKeyPrefix: `fleet-${randomBytes(4).toString('hex')}:`,
-      // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
-      tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000, ...options.timing },
+      tokenStore: {
+        url: redis().url,
+        encryptionKey: randomBytes(32).toString('base64'),
+        // Each test its own namespace: entries left by an earlier test must not be found.
+        keyPrefix: `fleet-${randomBytes(4).toString('hex')}:`,
+        // Generous, so that a busy machine's slow Redis round trips and exchanges neither time out nor outlive a lock.
+        operationTimeoutMs: 2_000,
+        lockTtlMs: 10_000,
+        waitTimeoutMs: 20_000,
+        ...options.timing,
+      },
       exchange: { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 } },
       ...options.module,
     },
