@@ -64,6 +64,7 @@ export async function loadPlatformAuthConfig(
   input: PlatformAuthOptions,
   nowMs: number,
   integration?: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ResolvedPlatformAuthConfig> {
   const report = new ConfigReport(integration);
   const options = flattenOptions(input, report);
@@ -72,6 +73,7 @@ export async function loadPlatformAuthConfig(
   const nextSources = nextCredentialSources(options);
   const next = nextSources && (await openNextCredentials(nextSources, credentials, nowMs, report));
   const tokenStore = resolveTokenStoreOptions(options, report);
+  report.checkVariables(env);
   if (report.problems.length > 0) {
     await credentials?.key.close();
     await next?.key.close();

@@ -102,11 +102,12 @@ export type Configuration =
  */
 export async function resolveConfiguration(context: CommandContext, nowMs: number): Promise<Configuration> {
   const integration = integrationOption(context);
-  const fromEnv = readPlatformAuthEnv({ ...configurationEnv(context) }, integration);
+  const env = { ...configurationEnv(context) };
+  const fromEnv = readPlatformAuthEnv(env, integration);
   // The commands read single settings (which key source, which certificate file) under one name each.
   const options = flattenOptions(fromEnv, new ConfigReport(integration));
   try {
-    return { options, config: await loadPlatformAuthConfig(fromEnv, nowMs, integration) };
+    return { options, config: await loadPlatformAuthConfig(fromEnv, nowMs, integration, env) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;

@@ -1,6 +1,7 @@
 import { PLATFORM_AUTH_ENV } from './options.table.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 import { integrationEnvName } from './integration-name.util.js';
+import { unknownVariableWarnings, withNearMisses } from './env-variables.js';
 
 /**
  * Names a setting the way a user finds it: the option, and the environment variable that fills it (for a named
@@ -75,6 +76,15 @@ export class ConfigReport {
   private entry(option: string, message: string): ConfigProblem {
     const shown = Object.hasOwn(this.names, option) ? this.names[option] : option;
     return { option, setting: settingName(option, this.integration, this.variables, shown), message };
+  }
+
+  /**
+   * What the environment says about typos: a warning per `PLATFORM_*` variable the package does not read, and a
+   * required setting's problem naming the near-miss that is set. Call it once every problem is in.
+   */
+  checkVariables(env: Readonly<Record<string, string | undefined>>): void {
+    this.warnings.push(...unknownVariableWarnings(env));
+    this.problems.splice(0, this.problems.length, ...withNearMisses(this.problems, env));
   }
 
   throwIfProblems(): void {

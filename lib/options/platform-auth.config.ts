@@ -34,6 +34,24 @@ function parseValue(kind: OptionRow['kind'], text: string): unknown {
   }
 }
 
+const STORE_VARIABLE = /^PLATFORM_TOKEN_STORE_/;
+
+/**
+ * The variable each row of `table` is read from. A named integration reads its own `PLATFORM_<NAME>_*`, except that
+ * the store settings without a name (`PLATFORM_TOKEN_STORE_*`) apply to it when it sets none of its own: a fleet
+ * shares one store, and the store keeps integrations apart by their own key names.
+ */
+function tableVariables(table: OptionTable, env: Env, integration?: string): Map<string, string> {
+  const own = (variable: string) => integrationEnvName(variable, integration);
+  const rows = Object.entries(table).flatMap(([name, row]) =>
+    row.env === undefined ? [] : [[name, row.env] as const],
+  );
+  const ownStore = rows.some(([, variable]) => STORE_VARIABLE.test(variable) && read(env, own(variable)) !== undefined);
+  return new Map(
+    rows.map(([name, variable]) => [name, STORE_VARIABLE.test(variable) && !ownStore ? variable : own(variable)]),
+  );
+}
+
 /**
  * The options the environment variables of `table` describe, in the options' current shape (`PLATFORM_PRIVATE_KEY_PATH`
  * fills `key.privateKeyPath`), each parsed as its row's kind says. Unset and empty variables are left out, so defaults
@@ -42,10 +60,9 @@ function parseValue(kind: OptionRow['kind'], text: string): unknown {
  */
 export function readTableEnv(table: OptionTable, env: Env, integration?: string): Record<string, unknown> {
   const options: Record<string, unknown> = {};
-  for (const [name, row] of Object.entries(table)) {
-    if (row.env === undefined) continue;
-    const text = read(env, integrationEnvName(row.env, integration));
-    if (text !== undefined) setAt(options, name, parseValue(row.kind, text));
+  for (const [name, variable] of tableVariables(table, env, integration)) {
+    const text = read(env, variable);
+    if (text !== undefined) setAt(options, name, parseValue(table[name].kind, text));
   }
   return options;
 }
@@ -63,13 +80,14 @@ export function readPlatformAuthEnv(env: Env = process.env, integration?: string
  */
 export function namespaceOptions(table: OptionTable, integration?: string): Record<string, unknown> {
   const options = readTableEnv(table, process.env, integration);
+  const variables = tableVariables(table, process.env, integration);
   for (const [name, row] of Object.entries(table)) {
     if (row.env === undefined || (row.secret !== true && row.kind !== 'pem')) continue;
     const steps = name.split('.');
     const parent = steps.length === 1 ? options : ownAt(options, steps.slice(0, -1).join('.'));
     const last = steps.at(-1)!;
     if (typeof parent !== 'object' || parent === null || !Object.hasOwn(parent, last)) continue;
-    const variable = integrationEnvName(row.env, integration);
+    const variable = variables.get(name)!;
     const readVariable = () => read(process.env, variable);
     Object.defineProperty(
       parent,

@@ -88,6 +88,7 @@ function bounds(name: keyof typeof PLATFORM_USER_AUTH_OPTIONS): [number, number]
 export async function resolveUserAuthOptions(
   input: PlatformUserAuthOptions,
   nowMs: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ResolvedUserAuthConfig> {
   const report = new ConfigReport(undefined, PLATFORM_USER_AUTH_ENV);
   const options = flattenOptions(input, report, PLATFORM_USER_AUTH_OPTIONS) as unknown as FlatUserAuthOptions;
@@ -142,6 +143,7 @@ export async function resolveUserAuthOptions(
             ...(paths.endSessionPath ? { end_session_endpoint: baseUrl + paths.endSessionPath } : {}),
           };
   }
+  report.checkVariables(env);
   if (report.problems.length > 0) await clientKey?.close();
   report.throwIfProblems();
   return {

@@ -370,6 +370,40 @@ describe('platform-auth doctor', () => {
     expect(line.fix).toMatch(/not Active/);
   });
 
+  it('warns about a variable it does not read, naming the closest one, and passes with it', async () => {
+    const { result, report } = await doctor({ PLATFORM_STARTUPCHECK: 'fail-value-not-shown' });
+    expect(result.code).toBe(0);
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({
+        status: 'warn',
+        detail: 'PLATFORM_STARTUPCHECK: is not a variable this package reads; did you mean PLATFORM_STARTUP_CHECK?',
+      }),
+    );
+    expect(result.stdout).not.toContain('fail-value-not-shown');
+  });
+
+  it('names the near-miss of a missing required variable, and still warns about it when the configuration fails', async () => {
+    const { PLATFORM_MACHINE_ID: machineId, ...rest } = env();
+    const result = await runCli(['doctor', '--json'], { ...rest, PLATFORM_MACHINEID: machineId });
+    const report = parseJson<DoctorReport>(result);
+    expect(result.code).toBe(1);
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({
+        status: 'fail',
+        detail: expect.stringContaining(
+          'machineId (PLATFORM_MACHINE_ID): is required (the machineId shown in the portal; it becomes sub); PLATFORM_MACHINEID is set — did you mean PLATFORM_MACHINE_ID?',
+        ),
+      }),
+    );
+    expect(report.checks).toContainEqual(
+      expect.objectContaining({
+        status: 'warn',
+        detail: 'PLATFORM_MACHINEID: is not a variable this package reads; did you mean PLATFORM_MACHINE_ID?',
+      }),
+    );
+    expect(result.stdout).not.toContain(machineId);
+  });
+
   it('reports every problem of an empty configuration at once, with ✗ and the fix for a person', async () => {
     const result = await runCli(['doctor'], {});
     expect(result.code).toBe(1);

@@ -11,5 +11,7 @@ export const packageRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** The bin as `npm install` links it: `platform-auth` runs this file. */
 export const builtCliPath = join(packageRoot, 'dist/cli/main.js');
 
-/** Set by the global set-up: a directory of this test run, removed after it, where the packaging files' one pack is made. */
-export const SHARED_PACK_VARIABLE = 'PLATFORM_AUTH_TEST_PACK_DIR';
+/**
+ * Set by the global set-up: a directory of this test run, removed after it, where the packaging files' one pack is made.
+ * Not a `PLATFORM_*` name: the package warns at start-up about those it does not read. */
+export const SHARED_PACK_VARIABLE = 'NESTJS_PLATFORM_AUTH_TEST_PACK_DIR';

@@ -15,7 +15,8 @@ import {
 } from './doctor-configuration.checks.js';
 import { describeCertificate, validityText } from '../certificate-info.util.js';
 import { PROBE_METHOD, probeEndpoint, type ProbeResult } from '../endpoint-probe.util.js';
-import { ENV_FILE_OPTION, resolveConfiguration } from '../cli.environment.js';
+import { ENV_FILE_OPTION, configurationEnv, resolveConfiguration } from '../cli.environment.js';
+import { unknownVariableWarnings } from '../../options/env-variables.js';
 import { exchangeOnce } from '../cli.exchange.js';
 import { countChecks, printChecks, signedSeconds, summaryLine } from '../cli.output.js';
 import { isNotRegisteredRefusal, thumbprintPrefix } from '../../token/next-pair.switch.js';
@@ -39,6 +40,8 @@ const PROBE_TIMEOUT_MS = 5_000;
 async function run(context: CommandContext): Promise<number> {
   const now = context.now();
   const { options, config, problems = [] } = await resolveConfiguration(context, now);
+  // A resolved configuration's warnings include the typos; a refused one's error carries only problems.
+  const typos = config ? [] : unknownVariableWarnings(configurationEnv(context));
   // PlatformAuthConfigError carries only problems: load the credentials on their own for the warnings, and for
   // the details of the parts that are fine.
   const credentials = config
@@ -49,7 +52,7 @@ async function run(context: CommandContext): Promise<number> {
   const nextProblems = problems.filter(isNext);
   const findings: Findings = {
     problems: byGroup(problems.filter((problem) => !isNext(problem))),
-    warnings: byGroup(credentials.warnings),
+    warnings: byGroup([...typos, ...credentials.warnings]),
   };
   const checks = configurationChecks(options, config, credentials.loaded, findings, now);
   const nextCheck = nextPairCheck(options, config, nextProblems, now);
