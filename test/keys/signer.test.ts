@@ -210,7 +210,9 @@ describe('a signer', () => {
     };
     failing = true;
     const refused = await startupError(options({ key: { signer: hostile } }));
-    expect(problemLines(refused)).toEqual(['key.signer: test signature: the signer (HostileKms) failed to sign (Error)']);
+    expect(problemLines(refused)).toEqual([
+      'key.signer: test signature: the signer (HostileKms) failed to sign (Error)',
+    ]);
     expectNoSecrets(refused, [hostileName, secret, 'forged line']);
 
     failing = false;
