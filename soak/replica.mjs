@@ -18,10 +18,11 @@ const logger = {
   verbose: () => undefined,
 };
 
+const config = platformAuthConfig();
 const app = await NestFactory.createApplicationContext(
   PlatformAuthModule.forRoot({
-    ...platformAuthConfig(),
-    tokenStoreTiming: JSON.parse(process.env.SOAK_STORE_TIMING ?? '{}'),
+    ...config,
+    tokenStore: { ...config.tokenStore, ...JSON.parse(process.env.SOAK_STORE_TIMING ?? '{}') },
     logger,
   }),
   { logger },
