@@ -57,7 +57,11 @@ export class PlatformHttpService extends HttpService {
     return this.observe<T>((c) => this.axiosRef.postForm(url, data, c), config);
   }
 
-  override putForm<T = unknown>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override putForm<T = unknown>(
+    url: string,
+    data?: unknown,
+    config?: AxiosRequestConfig,
+  ): Observable<AxiosResponse<T>> {
     return this.observe<T>((c) => this.axiosRef.putForm(url, data, c), config);
   }
 
