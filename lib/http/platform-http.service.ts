@@ -20,58 +20,51 @@ export class PlatformHttpService extends HttpService {
     super(instance);
   }
 
-  override request<T = unknown>(config: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  /* eslint-disable @typescript-eslint/no-explicit-any -- the stock HttpService's default for T, so that
+     `response.data` types in apps exactly as it did */
+
+  override request<T = any>(config: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.observe<T>((c) => this.axiosRef.request(c), config);
   }
 
-  override get<T = unknown>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override get<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'get', url });
   }
 
-  override delete<T = unknown>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override delete<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'delete', url });
   }
 
-  override head<T = unknown>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override head<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'head', url });
   }
 
-  override post<T = unknown>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override post<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'post', url, data });
   }
 
-  override put<T = unknown>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override put<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'put', url, data });
   }
 
-  override patch<T = unknown>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+  override patch<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.request<T>({ ...config, method: 'patch', url, data });
   }
 
   // The form methods keep axios's own (it sets the multipart content type), with the same Observable around them.
-  override postForm<T = unknown>(
-    url: string,
-    data?: unknown,
-    config?: AxiosRequestConfig,
-  ): Observable<AxiosResponse<T>> {
+  override postForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.observe<T>((c) => this.axiosRef.postForm(url, data, c), config);
   }
 
-  override putForm<T = unknown>(
-    url: string,
-    data?: unknown,
-    config?: AxiosRequestConfig,
-  ): Observable<AxiosResponse<T>> {
+  override putForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.observe<T>((c) => this.axiosRef.putForm(url, data, c), config);
   }
 
-  override patchForm<T = unknown>(
-    url: string,
-    data?: unknown,
-    config?: AxiosRequestConfig,
-  ): Observable<AxiosResponse<T>> {
+  override patchForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
     return this.observe<T>((c) => this.axiosRef.patchForm(url, data, c), config);
   }
+
+  /* eslint-enable @typescript-eslint/no-explicit-any */
 
   /**
    * Cold: nothing is sent until a subscription, and each subscription sends once. Unsubscribing before the response
