@@ -12,6 +12,7 @@ import { recordingFetch } from './fetch-responding-url.util.js';
 import { REDACTED_BEARER, redactAxiosError, redactResponse } from './redaction.util.js';
 import {
   isAbsoluteUrl,
+  isAllowedUrl,
   isNonReplayable,
   parseUrl,
   resolveRequestUrl,
@@ -114,7 +115,7 @@ export class PlatformAuthInterceptor {
 
   /** Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, no userinfo. */
   isAllowed(url: URL | undefined): boolean {
-    return url !== undefined && !url.username && !url.password && this.allowedOrigins.has(url.origin);
+    return isAllowedUrl(url, this.allowedOrigins);
   }
 
   /**
