@@ -5,9 +5,8 @@ import type { BearerPolicy } from './bearer.policy.js';
  * brings): no import of the optional peer in the declarations.
  */
 export type PlatformDispatcher = NonNullable<RequestInit['dispatcher']>;
-type Dispatch = PlatformDispatcher['dispatch'];
 /** An interceptor for undici's `Dispatcher.compose`. */
-export type PlatformInterceptor = (dispatch: Dispatch) => Dispatch;
+export type PlatformInterceptor = (dispatch: PlatformDispatcher['dispatch']) => PlatformDispatcher['dispatch'];
 
 type Headers = Record<string, string | string[] | undefined> | readonly unknown[] | Iterable<unknown> | null;
 
