@@ -74,7 +74,7 @@ export class PlatformFetch {
     const { method, headers, body, signal, redirect } = request;
     const merged: RequestInit = { method, headers, signal, redirect };
     // Clients that wrap fetch (ky) pass an init with keys present but undefined: those do not override the Request.
-    for (const [key, value] of Object.entries(init ?? {}))
+    for (const [key, value] of Object.entries(init ?? {}) as [string, unknown][])
       if (value !== undefined) Object.assign(merged, { [key]: value });
     if (body !== null && init?.body === undefined) Object.assign(merged, { body, duplex: 'half' });
     return this.fetch(request.url, merged);
