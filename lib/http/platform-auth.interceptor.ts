@@ -9,7 +9,7 @@ import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import { AuthorizedSend } from './authorized-send.js';
 import { REDACTED_BEARER } from './redaction.util.js';
-import { isAbsoluteUrl, parseUrl, resolveRequestUrl, urlText } from './request-target.util.js';
+import { isAbsoluteUrl, isAllowedUrl, parseUrl, resolveRequestUrl, urlText } from './request-target.util.js';
 
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;
@@ -80,7 +80,7 @@ export class PlatformAuthInterceptor {
 
   /** Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, no userinfo. */
   isAllowed(url: URL | undefined): boolean {
-    return url !== undefined && !url.username && !url.password && this.allowedOrigins.has(url.origin);
+    return isAllowedUrl(url, this.allowedOrigins);
   }
 
   /**

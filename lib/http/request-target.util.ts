@@ -26,6 +26,14 @@ export function resolveRequestUrl(
   return parseUrl(full);
 }
 
+/**
+ * Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, and no userinfo
+ * (credentials of their own in a URL say it is meant for someone else, whatever its host).
+ */
+export function isAllowedUrl(url: URL | undefined, allowedOrigins: ReadonlySet<string>): boolean {
+  return url !== undefined && !url.username && !url.password && allowedOrigins.has(url.origin);
+}
+
 export function parseUrl(value: unknown, base?: URL): URL | undefined {
   if (typeof value !== 'string') return undefined;
   try {
