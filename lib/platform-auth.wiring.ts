@@ -118,14 +118,13 @@ export class PlatformAuthRuntime {
       status: () => tracker.snapshot(statusSources),
     });
 
-    const interceptor = new PlatformAuthInterceptor(this.tokens, config.allowedOrigins, telemetry);
+    // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
+    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry);
+    const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;
-    this.platformFetch = new PlatformFetch(
-      config.baseUrl,
-      new BearerPolicy(this.tokens, config.allowedOrigins, telemetry),
-    );
+    this.platformFetch = new PlatformFetch(config.baseUrl, policy);
     telemetry.observe({
       tokenExpiresAtMs: () => cache.current?.expiresAtMs,
       certificateNotAfterMs: () => certificateNotAfterMs(credentials.active.credentials),

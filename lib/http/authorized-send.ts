@@ -1,8 +1,7 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import type { TokenProvider } from '../token/token.provider.js';
 import { REDACTED_BEARER, detachedRequest, leavingError, leavingResponse, statusError } from './redaction.util.js';
-import { isNonReplayable, parseUrl, resolveRequestUrl } from './request-target.util.js';
+import { parseUrl, resolveRequestUrl } from './request-target.util.js';
+import type { BearerPolicy } from './transport/bearer.policy.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;
@@ -21,8 +20,8 @@ interface Outcome {
   readonly carried: boolean;
 }
 
+/** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
 export interface SendRules {
-  isAllowed(url: URL | undefined): boolean;
   targetsAllowedOrigin(config: InternalAxiosRequestConfig): boolean;
   /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
   readonly clearTextAllowed: boolean;
@@ -44,8 +43,7 @@ function discard(response: AxiosResponse): void {
  */
 export class AuthorizedSend {
   constructor(
-    private readonly tokens: TokenProvider,
-    private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
+    private readonly policy: BearerPolicy,
     private readonly rules: SendRules,
   ) {}
 
@@ -61,9 +59,9 @@ export class AuthorizedSend {
     }
     // What the config shows from now on, to interceptors, logs and a re-send of `error.config`.
     headers.set('Authorization', REDACTED_BEARER);
-    const cached = this.tokens.peekAccessToken();
+    const cached = this.policy.peekToken();
     if (cached !== undefined) return this.authorized(adapter, config, cached);
-    return this.tokens.getAccessToken().then((token) => this.authorized(adapter, config, token));
+    return this.policy.token().then((token) => this.authorized(adapter, config, token));
   }
 
   private async authorized(
@@ -72,12 +70,12 @@ export class AuthorizedSend {
     token: string,
   ): Promise<AxiosResponse> {
     const first = await this.follow(adapter, config, token, [token]);
-    if (first.response.status !== 401 || !first.carried || isNonReplayable(config.data))
+    // `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
+    // token again, so a 401 from an allowed hop after that is not the token's fault.
+    if (first.response.status !== 401 || !first.carried || !this.policy.isReplayable(config.data))
       return this.settle(first.response, config, [token]);
     discard(first.response);
-    this.tokens.invalidate(token);
-    return this.observer.reauthenticate(async () => {
-      const fresh = await this.tokens.getAccessToken();
+    return this.policy.renew(token, async (fresh) => {
       const again = await this.follow(adapter, config, fresh, [token, fresh]);
       return this.settle(again.response, config, [token, fresh]);
     });
@@ -123,7 +121,7 @@ export class AuthorizedSend {
         (status === 303 && method !== 'GET' && method !== 'HEAD')
       );
       // A stream is gone once sent: the redirect goes back to the caller, as with `maxRedirects: 0`.
-      if (keepsBody && isNonReplayable(hop.data)) return { response, carried };
+      if (keepsBody && !this.policy.isReplayable(hop.data)) return { response, carried };
       const from = url ?? parseUrl(axios.getUri(config));
       const next = from && parseUrl(location, from);
       if (!from || !next) return { response, carried };
@@ -137,7 +135,7 @@ export class AuthorizedSend {
         );
       }
       discard(response);
-      carried &&= this.rules.isAllowed(next);
+      carried &&= this.policy.isAllowed(next);
       crossed ||= next.origin !== from.origin;
       const headers = this.redirectHeaders(config, hop, response, from, next, { keepsBody, crossed, method });
       hop = this.hop(

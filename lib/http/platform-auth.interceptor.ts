@@ -5,11 +5,10 @@ import {
   type AxiosInstance,
   type InternalAxiosRequestConfig,
 } from 'axios';
-import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import type { TokenProvider } from '../token/token.provider.js';
 import { AuthorizedSend } from './authorized-send.js';
 import { REDACTED_BEARER } from './redaction.util.js';
-import { isAbsoluteUrl, isAllowedUrl, parseUrl, resolveRequestUrl, urlText } from './request-target.util.js';
+import { isAbsoluteUrl, resolveRequestUrl, urlText } from './request-target.util.js';
+import type { BearerPolicy } from './transport/bearer.policy.js';
 
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;
@@ -27,8 +26,6 @@ const CACHE_LIMIT = 64;
  */
 export class PlatformAuthInterceptor {
   private readonly registrations = new Map<AxiosInstance, number>();
-  /** Per `baseURL`: whether it is allowed. A relative URL always resolves to its base's origin (see `resolveRequestUrl`). */
-  private readonly allowedBases = new Map<string, boolean>();
   /** The adapter installed for each adapter setting (a name, a list or a function), so the hot path builds none. */
   private readonly wrappers = new Map<unknown, AxiosAdapter>();
   /** The setting each installed adapter stands for, so that a config sent again gets its own setting back. */
@@ -37,15 +34,16 @@ export class PlatformAuthInterceptor {
   private readonly allowedPrefixes: readonly string[];
   private readonly sender: AuthorizedSend;
 
-  /** @internal Only the composition root builds it; apps get it from the container. */
+  /**
+   * @internal Only the composition root builds it, with the integration's `BearerPolicy` (the rules `PlatformFetch`
+   * follows too); apps get it from the container.
+   */
   constructor(
-    tokens: TokenProvider,
-    private readonly allowedOrigins: ReadonlySet<string>,
-    observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
+    private readonly policy: BearerPolicy,
+    allowedOrigins: ReadonlySet<string>,
   ) {
     this.allowedPrefixes = [...allowedOrigins].map((origin) => `${origin}/`);
-    this.sender = new AuthorizedSend(tokens, observer, {
-      isAllowed: (url) => this.isAllowed(url),
+    this.sender = new AuthorizedSend(policy, {
       targetsAllowedOrigin: (config) => this.targetsAllowedOrigin(config),
       clearTextAllowed: [...allowedOrigins].some((origin) => origin.startsWith('http:')),
     });
@@ -80,7 +78,7 @@ export class PlatformAuthInterceptor {
 
   /** Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, no userinfo. */
   isAllowed(url: URL | undefined): boolean {
-    return isAllowedUrl(url, this.allowedOrigins);
+    return this.policy.isAllowed(url);
   }
 
   /**
@@ -127,11 +125,7 @@ export class PlatformAuthInterceptor {
       if (url && this.allowedPrefixes.some((prefix) => url.startsWith(prefix))) return true;
       return this.isAllowed(resolveRequestUrl(config));
     }
-    let allowed = this.allowedBases.get(baseURL);
-    if (allowed === undefined) {
-      allowed = this.isAllowed(parseUrl(baseURL));
-      if (this.allowedBases.size < CACHE_LIMIT) this.allowedBases.set(baseURL, allowed);
-    }
-    return allowed;
+    // A relative URL always resolves to its base's origin (see `resolveRequestUrl`): the base decides, cached per text.
+    return this.policy.isAllowedOrigin(baseURL);
   }
 }
