@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import ky from 'ky';
@@ -54,6 +55,25 @@ describe('PlatformFetch', () => {
     expect(manual.status).toBe(307);
     expect(manual.headers.get('location')).toBe('/api/billing');
     expect(f.platform.counters.apiCalls.ok).toBe(1);
+  });
+
+  it("drops the caller's cookie and proxy credentials on a redirect to another origin, as fetch does", async () => {
+    const f = await start();
+    const received: IncomingHttpHeaders[] = [];
+    const foreign = await server((req, res) => {
+      received.push(req.headers);
+      res.writeHead(200).end();
+    });
+    f.platform.injectFault({ kind: 'status', status: 307, headers: { location: `${foreign.url}/landing` } }, 'api');
+    const response = await f.moduleRef.get(PlatformFetch).fetch('/api/elsewhere', {
+      headers: { cookie: 'session=platform', 'proxy-authorization': 'Basic cHJveHk=', 'x-trace': 'kept' },
+    });
+    expect(response.status).toBe(200);
+    expect(received).toHaveLength(1);
+    expect(received[0]['x-trace']).toBe('kept');
+    expect(received[0]).not.toHaveProperty('cookie');
+    expect(received[0]).not.toHaveProperty('proxy-authorization');
+    expect(received[0]).not.toHaveProperty('authorization');
   });
 
   it('gives openapi-fetch and ky the token and the one re-send after a 401', async () => {

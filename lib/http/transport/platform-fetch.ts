@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { resolveRequestUrl } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
-import { hasAuthorization, withAuthorization, withoutBodyHeaders } from './fetch-headers.util.js';
+import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
 /** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
@@ -116,7 +116,9 @@ export class PlatformFetch {
       } else if (!this.#policy.isReplayable(request.body)) {
         return { response, url };
       }
-      url = new URL(location, url);
+      const next = new URL(location, url);
+      if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
+      url = next;
     }
   }
 }
