@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { measureColdStampede } from './scenarios/cold-stampede.js';
 import { measureEmulatorThroughput } from './scenarios/emulator-throughput.js';
+import { measureFetchOverhead } from './scenarios/fetch-overhead.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
 import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
@@ -29,6 +30,13 @@ const sizes = {
     sequentialRounds: scale(40, 4),
     requestsPerRound: scale(1_250, 400),
     concurrentRounds: scale(40, 4),
+    perBlock: scale(500, 320),
+    inFlight: 64,
+  },
+  fetch: {
+    sequentialRounds: scale(20, 4),
+    requestsPerRound: scale(1_000, 400),
+    concurrentRounds: scale(20, 4),
     perBlock: scale(500, 320),
     inFlight: 64,
   },
@@ -59,6 +67,7 @@ console.log(`library at ${revision.commit}${revision.libModified ? ' with uncomm
 
 const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['HTTP overhead', (p) => measureHttpOverhead(p, report, sizes.http)],
+  ['fetch overhead', (p) => measureFetchOverhead(p, report, sizes.fetch)],
   ['cached token', (p) => measureTokenCache(p, report, sizes.tokenCache)],
   ['cold stampede', (p) => measureColdStampede(p, report, sizes.stampede)],
   ['401 storm', (p) => measureUnauthorizedStorm(p, report, sizes.storm)],

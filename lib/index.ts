@@ -2,9 +2,11 @@
 export { PlatformAuthModule } from './platform-auth.module.js';
 export {
   InjectAssertionSigner,
+  InjectPlatformFetch,
   InjectPlatformHttpService,
   InjectTokenProvider,
   getAssertionSignerToken,
+  getPlatformFetchToken,
   getPlatformHttpServiceToken,
   getTokenProviderToken,
 } from './platform-auth.integrations.js';
@@ -16,6 +18,8 @@ export type {
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
+export { PlatformFetch } from './http/transport/platform-fetch.js';
+export type { PlatformDispatcher, PlatformInterceptor } from './http/transport/undici.interceptor.js';
 export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
 export type { RotateCredentialsInput } from './token/credentials.rotator.js';

@@ -1,6 +1,7 @@
 import { Inject, type Abstract } from '@nestjs/common';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
+import { PlatformFetch } from './http/transport/platform-fetch.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { PLATFORM_AUTH_HTTP_SERVICE, sharedToken } from './platform-auth.constants.js';
 import { AssertionSigner } from './token/assertion.signer.js';
@@ -12,6 +13,7 @@ import { TokenProvider } from './token/token.provider.js';
  */
 const SERVICES = {
   PlatformHttpService,
+  PlatformFetch,
   TokenProvider,
   AssertionSigner,
   PlatformAuthInterceptor,
@@ -33,6 +35,10 @@ export function getPlatformHttpServiceToken(name?: string): symbol {
     : serviceToken('PlatformHttpService', name);
 }
 
+export function getPlatformFetchToken(name?: string): symbol {
+  return serviceToken('PlatformFetch', name);
+}
+
 export function getTokenProviderToken(name?: string): symbol {
   return serviceToken('TokenProvider', name);
 }
@@ -44,6 +50,10 @@ export function getAssertionSignerToken(name?: string): symbol {
 /** Injects the authenticated `PlatformHttpService` of the default integration, or of the named one. */
 export const InjectPlatformHttpService = (name?: string): ParameterDecorator & PropertyDecorator =>
   Inject(getPlatformHttpServiceToken(name));
+
+/** Injects the `PlatformFetch` of the default integration, or of the named one. */
+export const InjectPlatformFetch = (name?: string): ParameterDecorator & PropertyDecorator =>
+  Inject(getPlatformFetchToken(name));
 
 /** Injects the `TokenProvider` of the default integration, or of the named one. */
 export const InjectTokenProvider = (name?: string): ParameterDecorator & PropertyDecorator =>

@@ -35,6 +35,7 @@ import {
 } from './platform-auth.startup-problems.js';
 import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
+import { PlatformFetch } from './http/transport/platform-fetch.js';
 import { TokenProvider } from './token/token.provider.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
@@ -118,6 +119,7 @@ const providers: Provider[] = [
   fromRuntime(AssertionSigner, (runtime) => runtime.signer),
   fromRuntime(PlatformAuthInterceptor, (runtime) => runtime.interceptor),
   fromRuntime(PlatformHttpService, (runtime) => runtime.httpService),
+  fromRuntime(PlatformFetch, (runtime) => runtime.platformFetch),
 ];
 
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
@@ -126,6 +128,7 @@ const defaultExports = [
   TokenProvider,
   PlatformAuthInterceptor,
   PlatformHttpService,
+  PlatformFetch,
   HttpService,
   PLATFORM_AUTH_HTTP_SERVICE,
   // For PlatformAuthExceptionFilter registered as a provider: it logs where the module logs.

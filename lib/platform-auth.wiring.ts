@@ -17,6 +17,8 @@ import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/tel
 import { TokenStoreHost } from './store/token-store.host.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
+import { BearerPolicy } from './http/transport/bearer.policy.js';
+import { PlatformFetch } from './http/transport/platform-fetch.js';
 import { startupLine } from './platform-auth.startup-line.js';
 
 export interface PlatformAuthWiringInput {
@@ -38,6 +40,7 @@ export class PlatformAuthRuntime {
   readonly signer: AssertionSigner;
   readonly interceptor: PlatformAuthInterceptor;
   readonly httpService: PlatformHttpService;
+  readonly platformFetch: PlatformFetch;
   // True private fields: the credentials and the cache must not show when someone inspects the container.
   readonly #shutdown = new AbortController();
   readonly #parts: {
@@ -115,10 +118,13 @@ export class PlatformAuthRuntime {
       status: () => tracker.snapshot(statusSources),
     });
 
-    const interceptor = new PlatformAuthInterceptor(this.tokens, config.allowedOrigins, telemetry);
+    // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
+    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry);
+    const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;
+    this.platformFetch = new PlatformFetch(config.baseUrl, policy);
     telemetry.observe({
       tokenExpiresAtMs: () => cache.current?.expiresAtMs,
       certificateNotAfterMs: () => certificateNotAfterMs(credentials.active.credentials),
@@ -160,6 +166,7 @@ export class PlatformAuthRuntime {
     parts.credentials.stop();
     parts.detachInterceptor();
     parts.closeHttp();
+    await this.platformFetch.close();
     parts.client.destroy();
     parts.telemetry.close();
     await parts.store?.close();

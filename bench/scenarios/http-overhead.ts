@@ -1,6 +1,6 @@
 import { Agent } from 'node:http';
 import { HttpService } from '@nestjs/axios';
-import axios from 'axios';
+import axios, { type AxiosAdapter } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { PlatformAuthInterceptor, TokenProvider } from 'nestjs-platform-auth';
 import { startEchoServerInChild } from '../support/echo-server.js';
@@ -26,6 +26,8 @@ export interface HttpOverheadSizes {
 
 const LIMIT = 1.05;
 const GOAL = 1.02;
+/** The module's HttpService sends through the library's own adapter: it must beat the stock service it replaces. */
+const MODULE_LIMIT = 0.95;
 
 /**
  * Scenario 1. Four clients send the same GET to the same loopback server: the module's HttpService, a plain
@@ -57,10 +59,17 @@ export async function measureHttpOverhead(
     const interceptedAxios = axios.create({ httpAgent: keepAliveAgent() });
     const detach = app.get(PlatformAuthInterceptor).attach(interceptedAxios);
 
-    // The interceptor must really be adding the token, or the comparison is void.
-    const echoed = await interceptedAxios.get(url);
-    if (!String(echoed.config.headers.Authorization).startsWith('Bearer '))
-      throw new Error('the interceptor did not authorize the request');
+    // Both authenticated clients must really be adding the token, or the comparison is void. The token is only on
+    // the request as sent (configs show it redacted), so an adapter of our own records what it was given.
+    const sent: unknown[] = [];
+    const recording: AxiosAdapter = (config) => {
+      sent.push(config.headers.Authorization);
+      return Promise.resolve({ data: null, status: 200, statusText: 'OK', headers: {}, config });
+    };
+    await interceptedAxios.get(url, { adapter: recording });
+    await firstValueFrom(moduleHttp.get(url, { adapter: recording }));
+    if (sent.length !== 2 || sent.some((header) => header !== authorization))
+      throw new Error('a client did not authorize the request');
 
     const variants = [
       { name: 'module HttpService', send: () => firstValueFrom(moduleHttp.get(url)) },
@@ -109,10 +118,10 @@ export async function measureHttpOverhead(
 function addFigures(report: Report, key: string, mode: string, results: Map<string, VariantResult>): void {
   const get = (name: string): VariantResult => results.get(name)!;
   const pairs = [
-    { id: 'module', subject: 'module HttpService', baseline: 'plain HttpService', targeted: true },
-    { id: 'interceptor', subject: 'axios + interceptor', baseline: 'plain axios', targeted: true },
-    { id: 'nest', subject: 'plain HttpService', baseline: 'plain axios', targeted: false },
-    { id: 'twin', subject: 'plain axios, twin', baseline: 'plain axios', targeted: false },
+    { id: 'module', subject: 'module HttpService', baseline: 'plain HttpService', limit: MODULE_LIMIT },
+    { id: 'interceptor', subject: 'axios + interceptor', baseline: 'plain axios', limit: LIMIT },
+    { id: 'nest', subject: 'plain HttpService', baseline: 'plain axios' },
+    { id: 'twin', subject: 'plain axios, twin', baseline: 'plain axios' },
   ];
   for (const pair of pairs) {
     const subject = get(pair.subject);
@@ -125,7 +134,7 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
       `${label}: median latency`,
       medianRatio(subject, baseline),
       against,
-      pair.targeted,
+      pair.limit,
     );
     if (pair.id !== 'nest')
       add(
@@ -134,7 +143,7 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
         `${label}: p99 latency`,
         p99Ratio(subject, baseline),
         against,
-        pair.targeted,
+        pair.limit,
       );
     if (pair.id !== 'nest' && subject.cpuPerRequest) {
       add(
@@ -143,7 +152,6 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
         `${label}: client CPU per request`,
         cpuRatio(subject, baseline),
         against,
-        false,
       );
     }
   }
@@ -156,9 +164,14 @@ function add(
   label: string,
   estimate: RatioEstimate,
   baseline: string,
-  targeted: boolean,
+  limit?: number,
 ): void {
-  if (targeted) report.atMost(id, label, estimate.value, LIMIT, { baseline, spread: estimate.spread, goal: GOAL });
+  if (limit !== undefined)
+    report.atMost(id, label, estimate.value, limit, {
+      baseline,
+      spread: estimate.spread,
+      goal: Math.min(limit, GOAL),
+    });
   else report.info(id, label, estimate.value, `${estimate.value.toFixed(3)}×`, baseline, estimate.spread);
 }
 

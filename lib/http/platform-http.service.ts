@@ -1,17 +1,101 @@
 import { HttpService } from '@nestjs/axios';
-import axios, { type AxiosInstance } from 'axios';
+import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
+import { Observable } from 'rxjs';
 import { createOpaqueAgents } from '../util/opaque-agents.util.js';
 import type { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
+
+type Send = (config: AxiosRequestConfig) => Promise<AxiosResponse>;
 
 /**
  * The authenticated `HttpService`: its `baseURL` is the platform's, and requests to allowed origins carry a valid
  * bearer token. Inject this class (not `HttpService`) so that another `HttpModule` in scope can never change which
  * client you get.
+ *
+ * It is an `HttpService` (apps inject it as one) whose request methods go straight to the axios instance's
+ * `request`, and so through the library's adapter: each call is a cold Observable that sends on subscribe and aborts
+ * on unsubscribe through an `AbortController`, without the stock service's per-request `CancelToken` and config copy.
  */
 export class PlatformHttpService extends HttpService {
   constructor(instance: AxiosInstance) {
     super(instance);
   }
+
+  /* eslint-disable @typescript-eslint/no-explicit-any -- the stock HttpService's default for T, so that
+     `response.data` types in apps exactly as it did */
+
+  override request<T = any>(config: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.observe<T>((c) => this.axiosRef.request(c), config);
+  }
+
+  override get<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'get', url });
+  }
+
+  override delete<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'delete', url });
+  }
+
+  override head<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'head', url });
+  }
+
+  override post<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'post', url, data });
+  }
+
+  override put<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'put', url, data });
+  }
+
+  override patch<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.request<T>({ ...config, method: 'patch', url, data });
+  }
+
+  // The form methods keep axios's own (it sets the multipart content type), with the same Observable around them.
+  override postForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.observe<T>((c) => this.axiosRef.postForm(url, data, c), config);
+  }
+
+  override putForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.observe<T>((c) => this.axiosRef.putForm(url, data, c), config);
+  }
+
+  override patchForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
+    return this.observe<T>((c) => this.axiosRef.patchForm(url, data, c), config);
+  }
+
+  /* eslint-enable @typescript-eslint/no-explicit-any */
+
+  /**
+   * Cold: nothing is sent until a subscription, and each subscription sends once. Unsubscribing before the response
+   * aborts the request, as the stock service does, except for a `stream` response, which the subscriber reads on.
+   * With the caller's own `cancelToken` the caller cancels; with the caller's own `signal`, either aborts.
+   */
+  private observe<T>(send: Send, config: AxiosRequestConfig | undefined): Observable<AxiosResponse<T>> {
+    return new Observable<AxiosResponse<T>>((subscriber) => {
+      const controller = config?.cancelToken ? undefined : new AbortController();
+      let settled = false;
+      const signal = controller && (config?.signal ? anySignal(config.signal, controller.signal) : controller.signal);
+      send(signal ? { ...config, signal } : { ...config }).then(
+        (response) => {
+          settled = true;
+          subscriber.next(response as AxiosResponse<T>);
+          subscriber.complete();
+        },
+        (error: unknown) => {
+          settled = true;
+          subscriber.error(error);
+        },
+      );
+      return () => {
+        if (!settled && config?.responseType !== 'stream') controller?.abort();
+      };
+    });
+  }
+}
+
+function anySignal(caller: NonNullable<AxiosRequestConfig['signal']>, own: AbortSignal): AbortSignal {
+  return AbortSignal.any([caller as AbortSignal, own]);
 }
 
 /** The client behind `PlatformHttpService`, and what tears it down. */

@@ -1,90 +1,47 @@
-import { Stream } from 'node:stream';
-import { AxiosHeaders, isAxiosError, type AxiosError, type AxiosResponse } from 'axios';
+import { ClientRequest } from 'node:http';
+import {
+  AxiosError,
+  AxiosHeaders,
+  CanceledError,
+  isAxiosError,
+  isCancel,
+  type AxiosResponse,
+  type InternalAxiosRequestConfig,
+} from 'axios';
 import { REDACTED } from '../util/remote-text.util.js';
 
 export const REDACTED_BEARER = `Bearer ${REDACTED}`;
 const MAX_DATA_DEPTH = 6;
 
-function redactString<T>(value: T, token: string): T {
-  return (typeof value === 'string' && value.includes(token) ? value.split(token).join(REDACTED) : value) as T;
-}
-
-function redactHeaderBag(headers: unknown, token: string): void {
-  if (!headers || typeof headers !== 'object') return;
-  if (headers instanceof AxiosHeaders) {
-    const value = headers.get('Authorization');
-    if (typeof value === 'string' && value.includes(token)) headers.set('Authorization', REDACTED_BEARER);
-    return;
-  }
-  if (typeof Headers !== 'undefined' && headers instanceof Headers) {
-    if (headers.get('authorization')?.includes(token)) headers.set('authorization', REDACTED_BEARER);
-    return;
-  }
-  const bag = headers as Record<string, unknown>;
-  for (const name of Object.keys(bag)) {
-    if (name.toLowerCase() === 'authorization' && typeof bag[name] === 'string' && bag[name].includes(token)) {
-      bag[name] = REDACTED_BEARER;
-    }
-  }
-}
-
-/** Buffered writes of a request or socket: `{ data }` / `{ chunk }` entries, or one string. */
-function redactBuffered(buffer: unknown, token: string): unknown {
-  if (typeof buffer === 'string') return redactString(buffer, token);
-  if (Array.isArray(buffer)) {
-    for (const entry of buffer as Array<Record<string, unknown>>) {
-      if (entry && typeof entry === 'object') {
-        if ('data' in entry) entry.data = redactString(entry.data, token);
-        if ('chunk' in entry) entry.chunk = redactString(entry.chunk, token);
-      }
-    }
-  }
-  return buffer;
-}
-
-/**
- * The node request objects axios keeps on an error hold the request head, Authorization line included: as sent
- * (`_header`), as set (a private header store), as still queued when the connection failed (`outputData`, the
- * socket's `_pendingData`), and in follow-redirects' copies. A socket still alive may carry someone else's request
- * by now, so only a destroyed one is touched.
- */
-function redactNodeRequest(request: unknown, token: string, seen: Set<unknown>): void {
-  if (!request || typeof request !== 'object' || seen.has(request)) return;
-  seen.add(request);
-  const req = request as Record<string, unknown>;
-  if ('_header' in req) req._header = redactString(req._header, token);
-  if ('outputData' in req) redactBuffered(req.outputData, token);
-  for (const symbol of Object.getOwnPropertySymbols(req)) {
-    if (symbol.description !== 'kOutHeaders') continue;
-    const outHeaders = (req as Record<symbol, Record<string, unknown> | null>)[symbol];
-    const pair: unknown = outHeaders?.authorization;
-    if (Array.isArray(pair)) (pair as unknown[])[1] = redactString((pair as unknown[])[1], token);
-  }
-  const socket = req.socket as (Record<string, unknown> & { destroyed?: boolean }) | null | undefined;
-  if (socket?.destroyed && socket._httpMessage === request)
-    socket._pendingData = redactBuffered(socket._pendingData, token);
-  if (req instanceof Request) redactHeaderBag(req.headers, token);
-  const options = req._options as { headers?: unknown } | undefined;
-  if (options) redactHeaderBag(options.headers, token);
-  redactNodeRequest(req._currentRequest, token, seen);
-  redactNodeRequest(req._redirectable, token, seen);
-  const redirects = req._redirects;
-  if (Array.isArray(redirects)) for (const r of redirects) redactNodeRequest(r, token, seen);
+function redactString<T>(value: T, tokens: readonly string[]): T {
+  if (typeof value !== 'string') return value;
+  let text: string = value;
+  for (const token of tokens) if (token && text.includes(token)) text = text.split(token).join(REDACTED);
+  return text as T;
 }
 
 /** A response body that echoes the request (some servers do, on errors) loses the token too. */
-function redactData(data: unknown, token: string, depth = 0): unknown {
-  if (typeof data === 'string') return redactString(data, token);
+function redactData(data: unknown, tokens: readonly string[], depth = 0): unknown {
+  if (typeof data === 'string') return redactString(data, tokens);
   if (!data || typeof data !== 'object' || depth >= MAX_DATA_DEPTH || ArrayBuffer.isView(data)) return data;
+  if (typeof (data as { pipe?: unknown }).pipe === 'function' || data instanceof ReadableStream) return data;
   const record = data as Record<string, unknown>;
-  for (const key of Object.keys(record)) record[key] = redactData(record[key], token, depth + 1);
+  for (const key of Object.keys(record)) record[key] = redactData(record[key], tokens, depth + 1);
   return data;
 }
 
+/** Response headers as a fresh bag, with any header that echoes a token cleaned. */
+function redactedHeaders(headers: AxiosResponse['headers'], tokens: readonly string[]): AxiosHeaders {
+  const copy = new AxiosHeaders();
+  for (const [name, value] of Object.entries(AxiosHeaders.from(headers as AxiosHeaders).toJSON()))
+    copy.set(name, redactString(value, tokens));
+  return copy;
+}
+
 /**
- * What an error keeps of node's request in place of the request itself. A `ClientRequest` leads to its socket, and a
- * keep-alive socket soon carries another request, whose head (`socket._httpMessage._header`) holds that request's
- * token: whoever inspects an old error would read a live one. The snapshot has no such path.
+ * What a response or error keeps of the request in place of the request itself. A `ClientRequest` leads to its
+ * socket, and a keep-alive socket soon carries another request, whose head holds that request's token: whoever
+ * inspects an old error would read a live one. A fetch `Request` holds the headers sent. The snapshot holds neither.
  */
 export class DetachedRequest {
   constructor(
@@ -92,68 +49,79 @@ export class DetachedRequest {
     readonly protocol: string | undefined,
     readonly host: string | undefined,
     readonly path: string | undefined,
-    /** Where the response came from after redirects, when node's adapter followed any. */
-    readonly responseUrl: string | undefined,
   ) {}
 }
 
-function detached(request: unknown): unknown {
-  // Node's ClientRequest and follow-redirects' RedirectableRequest are streams; a fetch `Request` holds no socket.
-  if (!(request instanceof Stream)) return request;
-  const redirectable = request as unknown as { _currentRequest?: unknown; _currentUrl?: unknown };
-  const current = (redirectable._currentRequest ?? request) as Record<string, unknown> & {
-    res?: { responseUrl?: unknown };
+/** Read through the documented properties of node's `ClientRequest` and of a fetch `Request`, nothing private. */
+export function detachedRequest(request: unknown): DetachedRequest | undefined {
+  if (request instanceof ClientRequest)
+    return new DetachedRequest(request.method, request.protocol, request.host, request.path);
+  if (typeof Request !== 'undefined' && request instanceof Request) {
+    const url = new URL(request.url);
+    return new DetachedRequest(request.method, url.protocol, url.hostname, `${url.pathname}${url.search}`);
+  }
+  return undefined;
+}
+
+/**
+ * The response a caller receives: a new object holding what users read (data, status, headers, the config) and a
+ * detached request. With `tokens`, the response is one that may be logged like an error (non-2xx): the token is
+ * removed from an echoing body and headers.
+ */
+export function leavingResponse<T>(
+  response: AxiosResponse<T>,
+  config: InternalAxiosRequestConfig,
+  tokens: readonly string[] = [],
+): AxiosResponse<T> {
+  return {
+    data: tokens.length === 0 ? response.data : (redactData(response.data, tokens) as T),
+    status: response.status,
+    statusText: redactString(response.statusText, tokens),
+    headers: tokens.length === 0 ? response.headers : redactedHeaders(response.headers, tokens),
+    config,
+    request: detachedRequest(response.request),
   };
-  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-  return new DetachedRequest(
-    text(current.method),
-    text(current.protocol),
-    text(current.host),
-    text(current.path),
-    text(redirectable._currentUrl) ?? text(current.res?.responseUrl),
-  );
 }
 
-function detachRequest(holder: { request?: unknown } | undefined): void {
-  if (!holder || holder.request === undefined) return;
-  Object.defineProperty(holder, 'request', {
-    value: detached(holder.request),
-    enumerable: false,
-    configurable: true,
-    writable: true,
-  });
+/** The cause of a network error as a plain error: its name, message, code and the other plain fields node sets. */
+function plainCause(cause: unknown, tokens: readonly string[]): Error | undefined {
+  if (!(cause instanceof Error)) return undefined;
+  const copy = new Error(redactString(cause.message, tokens));
+  copy.name = cause.name;
+  copy.stack = redactString(cause.stack, tokens);
+  const fields = cause as unknown as Record<string, unknown>;
+  for (const key of ['code', 'errno', 'syscall', 'address', 'port'])
+    if (['string', 'number'].includes(typeof fields[key]))
+      (copy as unknown as Record<string, unknown>)[key] = fields[key];
+  return copy;
 }
 
 /**
- * A response that reaches the caller without an error (a non-2xx one that `validateStatus` let through) gets what
- * an error gets: the token redacted from its config and request, and the request detached from its socket.
+ * An error leaving the library, built new: the message, code, status, the caller's config (its Authorization shown
+ * as `Bearer [REDACTED]`), the response with an echoing body cleaned, the cause's code, and a detached request. The
+ * axios error it replaces, which holds the request, its socket and the header sent, stays behind.
  */
-export function redactResponse(response: AxiosResponse | undefined, tokens: readonly string[]): void {
-  if (!response) return;
-  for (const token of tokens) {
-    if (!token) continue;
-    redactHeaderBag(response.config?.headers, token);
-    redactNodeRequest(response.request, token, new Set());
-    redactHeaderBag(response.headers, token);
-    response.data = redactData(response.data, token);
-  }
-  detachRequest(response);
+export function leavingError(error: unknown, config: InternalAxiosRequestConfig, tokens: readonly string[]): unknown {
+  if (!isAxiosError(error)) return error;
+  const request = detachedRequest(error.request);
+  const message = redactString(error.message, tokens);
+  const fresh = isCancel(error)
+    ? new CanceledError(message, config, request)
+    : new AxiosError(
+        message,
+        error.code,
+        config,
+        request,
+        error.response && leavingResponse(error.response, config, tokens),
+      );
+  fresh.stack = redactString(error.stack, tokens);
+  const cause = plainCause((error as { cause?: unknown }).cause, tokens);
+  if (cause) (fresh as { cause?: unknown }).cause = cause;
+  return fresh;
 }
 
-/**
- * Removes the bearer tokens from every place an axios error carries them, keeping the error's shape: the request
- * config's headers become `Authorization: Bearer [REDACTED]`, the raw request objects are scrubbed and replaced by a
- * detached, hidden snapshot, and an echoing response body is cleaned, so `JSON.stringify`, `util.inspect` and
- * loggers show no token, neither this request's nor a later one's on the same socket.
- */
-export function redactAxiosError(error: unknown, tokens: readonly string[]): void {
-  if (!isAxiosError(error)) return;
-  const axiosError = error as AxiosError;
-  for (const token of tokens) {
-    if (!token) continue;
-    redactHeaderBag(axiosError.config?.headers, token);
-    redactNodeRequest(axiosError.request, token, new Set());
-  }
-  redactResponse(axiosError.response, tokens);
-  detachRequest(axiosError);
+/** The error axios's own `settle` builds for a status `validateStatus` refuses, with the same message and code. */
+export function statusError(response: AxiosResponse, config: InternalAxiosRequestConfig): AxiosError {
+  const code = [AxiosError.ERR_BAD_REQUEST, AxiosError.ERR_BAD_RESPONSE][Math.floor(response.status / 100) - 4];
+  return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, response);
 }

@@ -1,5 +1,4 @@
-import type { AxiosResponse, InternalAxiosRequestConfig } from 'axios';
-import { fetchRespondingUrl } from './fetch-responding-url.util.js';
+import type { InternalAxiosRequestConfig } from 'axios';
 
 const ABSOLUTE_URL = /^([a-z][a-z\d+\-.]*:)?\/\//i;
 
@@ -27,18 +26,21 @@ export function resolveRequestUrl(
   return parseUrl(full);
 }
 
-export function parseUrl(value: unknown): URL | undefined {
+/**
+ * Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, and no userinfo
+ * (credentials of their own in a URL say it is meant for someone else, whatever its host).
+ */
+export function isAllowedUrl(url: URL | undefined, allowedOrigins: ReadonlySet<string>): boolean {
+  return url !== undefined && !url.username && !url.password && allowedOrigins.has(url.origin);
+}
+
+export function parseUrl(value: unknown, base?: URL): URL | undefined {
   if (typeof value !== 'string') return undefined;
   try {
-    return new URL(value);
+    return new URL(value, base);
   } catch {
     return undefined;
   }
-}
-
-/** A redirect option as text: node's request options hold strings and numbers. */
-export function textOf(value: unknown): string | undefined {
-  return typeof value === 'string' || typeof value === 'number' ? String(value) : undefined;
 }
 
 /** A body that is consumed by sending it: node and WHATWG streams, and any async iterable. */
@@ -49,22 +51,5 @@ export function isNonReplayable(data: unknown): boolean {
     typeof body.pipe === 'function' ||
     typeof body.getReader === 'function' ||
     typeof body[Symbol.asyncIterator] === 'function'
-  );
-}
-
-/**
- * Where the response came from, or `undefined` when that cannot be known. Node's adapter: the URL after redirects
- * (follow-redirects records it), else the URL requested. The fetch adapter follows redirects out of sight: only the
- * URL our recording fetch saw on the `Response` counts.
- */
-export function respondingUrl(
-  response: AxiosResponse | undefined,
-  config: InternalAxiosRequestConfig,
-): URL | undefined {
-  const request: unknown = response?.request;
-  if (typeof Request !== 'undefined' && request instanceof Request) return parseUrl(fetchRespondingUrl(request));
-  return (
-    parseUrl((request as { res?: { responseUrl?: unknown } } | undefined)?.res?.responseUrl) ??
-    resolveRequestUrl(config)
   );
 }

@@ -82,8 +82,7 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     // Time stands still, so the second call is inside the back-off however slow the machine is.
     const { url } = await appFor(adapter, {
       ...integration.moduleOptions,
-      privateKey: stranger.privateKeyPem,
-      certificate: stranger.certificatePem,
+      key: { privateKey: stranger.privateKeyPem, certificate: stranger.certificatePem },
       clock: new FakeClock(),
     });
 

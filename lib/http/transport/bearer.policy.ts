@@ -1,0 +1,69 @@
+import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
+import type { TokenProvider } from '../../token/token.provider.js';
+import { isAllowedUrl, isNonReplayable, parseUrl } from '../request-target.util.js';
+
+/** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
+const ORIGIN_CACHE_LIMIT = 64;
+
+/**
+ * The bearer rules every client of the library follows, whatever sends the bytes (fetch, an undici dispatcher):
+ * which requests get the token, which token, and when a 401 earns one renewal and one re-send. The client decides
+ * how to set a header and how to send again; what to decide is here, once.
+ */
+export class BearerPolicy {
+  /** Per origin text as a dispatcher gives it (`http://host:port`): whether it is allowed. */
+  private readonly origins = new Map<string, boolean>();
+
+  constructor(
+    private readonly tokens: TokenProvider,
+    private readonly allowedOrigins: ReadonlySet<string>,
+    private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
+  ) {}
+
+  isAllowed(url: URL | undefined): boolean {
+    return isAllowedUrl(url, this.allowedOrigins);
+  }
+
+  /** The same rule for an origin given as text or a `URL`, remembered per text: dispatchers give the same few. */
+  isAllowedOrigin(origin: unknown): boolean {
+    if (origin instanceof URL) return this.isAllowed(origin);
+    if (typeof origin !== 'string') return false;
+    let allowed = this.origins.get(origin);
+    if (allowed === undefined) {
+      allowed = this.isAllowed(parseUrl(origin));
+      if (this.origins.size < ORIGIN_CACHE_LIMIT) this.origins.set(origin, allowed);
+    }
+    return allowed;
+  }
+
+  /** The cached token when one is usable now (no promise on the hot path), else `undefined`. */
+  peekToken(): string | undefined {
+    return this.tokens.peekAccessToken();
+  }
+
+  token(): Promise<string> {
+    return this.tokens.getAccessToken();
+  }
+
+  /** A body a client can send again: not a stream, not an async iterable. */
+  isReplayable(body: unknown): boolean {
+    return !isNonReplayable(body);
+  }
+
+  /**
+   * After a response to a request that carried `sent`: a 401 from an allowed origin, for a body that can be sent
+   * again, is blamed on the token. A 403 never is: another token would be refused the same way.
+   */
+  mayRenewAfter(status: number, respondedFrom: URL | string | undefined, replayable: boolean): boolean {
+    return status === 401 && replayable && this.isAllowedOrigin(respondedFrom);
+  }
+
+  /**
+   * Drops `sent` and re-sends once with a fresh token. Every call refused with the same token shares one renewal:
+   * the provider forgets a token once and single-flights the exchange that replaces it.
+   */
+  renew<T extends { readonly status: number }>(sent: string, resend: (fresh: string) => Promise<T>): Promise<T> {
+    this.tokens.invalidate(sent);
+    return this.observer.reauthenticate(async () => resend(await this.tokens.getAccessToken()));
+  }
+}

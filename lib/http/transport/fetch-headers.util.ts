@@ -1,0 +1,53 @@
+/*
+ * `HeadersInit` in its three shapes (a `Headers`, `[name, value]` pairs, a record), read and extended without
+ * touching the caller's object: an `init` is often a constant reused for every call.
+ */
+
+const AUTHORIZATION = 'authorization';
+
+/** The global `HeadersInit`, which `@types/node` does not name. */
+type HeadersInit = NonNullable<RequestInit['headers']>;
+
+export function hasAuthorization(headers: HeadersInit | undefined): boolean {
+  if (headers === undefined) return false;
+  if (headers instanceof Headers) return headers.has(AUTHORIZATION);
+  if (Array.isArray(headers)) return headers.some(([name]) => name.toLowerCase() === AUTHORIZATION);
+  for (const name in headers) if (name.toLowerCase() === AUTHORIZATION) return true;
+  return false;
+}
+
+/** A copy of `headers` with `Authorization` set to `value` (the caller checked there was none). */
+export function withAuthorization(headers: HeadersInit | undefined, value: string): HeadersInit {
+  if (headers === undefined) return { authorization: value };
+  if (headers instanceof Headers) {
+    const copy = new Headers(headers);
+    copy.set(AUTHORIZATION, value);
+    return copy;
+  }
+  if (Array.isArray(headers)) return [...headers, [AUTHORIZATION, value]];
+  return { ...headers, [AUTHORIZATION]: value };
+}
+
+const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
+/** What fetch itself drops on a redirect to another origin (WHATWG fetch, "HTTP-redirect fetch"; undici). */
+const ORIGIN_HEADERS = ['cookie', 'proxy-authorization', 'host'];
+
+function without(headers: HeadersInit | undefined, names: readonly string[]): HeadersInit | undefined {
+  if (headers === undefined) return undefined;
+  const copy = new Headers(headers);
+  for (const name of names) copy.delete(name);
+  return copy;
+}
+
+/** A copy of `headers` without the `Content-*` headers of a body a redirect drops. */
+export function withoutBodyHeaders(headers: HeadersInit | undefined): HeadersInit | undefined {
+  return without(headers, BODY_HEADERS);
+}
+
+/**
+ * A copy of `headers` for a hop to another origin: redirects followed here must not send the caller's cookies or
+ * proxy credentials where fetch following them would not.
+ */
+export function withoutOriginHeaders(headers: HeadersInit | undefined): HeadersInit | undefined {
+  return without(headers, ORIGIN_HEADERS);
+}

@@ -1,0 +1,139 @@
+import { createRequire } from 'node:module';
+import { resolveRequestUrl } from '../request-target.util.js';
+import type { BearerPolicy } from './bearer.policy.js';
+import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
+import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
+
+/** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
+const MAX_REDIRECTS = 20;
+
+interface Sent {
+  readonly response: Response;
+  /** The URL that answered: the last hop's. */
+  readonly url: URL;
+}
+
+/**
+ * `fetch` for the platform: relative URLs resolve against the platform URL, requests to allowed origins carry the
+ * integration's bearer token, and a 401 from one is re-sent once with a fresh token (one renewal however many calls
+ * get it), unless the body is a stream. A caller's own `Authorization` is left alone. Redirects are followed here,
+ * one hop at a time, so that the token goes to no other origin.
+ *
+ * For a client that takes a dispatcher (global `fetch`'s `dispatcher` option, undici's `request`, openapi-fetch,
+ * ky) use `dispatcher`, or compose `interceptor` into your own undici dispatcher: the same rules, applied per request.
+ *
+ * Inject it (`PlatformFetch`, or `@InjectPlatformFetch(name)` for a named integration); the module builds it.
+ */
+export class PlatformFetch {
+  /**
+   * An interceptor for undici 7's `Dispatcher.compose`: `new Agent().compose(platformFetch.interceptor)`. Compose
+   * undici's `redirect` interceptor after it (outermost), so every hop passes through this one.
+   */
+  readonly interceptor: PlatformInterceptor;
+  // True private fields: the policy reaches the token provider, which nobody inspecting this object should.
+  readonly #policy: BearerPolicy;
+  readonly #baseUrl: string;
+  #dispatcher?: PlatformDispatcher;
+
+  /** @internal Only the composition root builds it; apps get it from the container. */
+  constructor(baseUrl: string, policy: BearerPolicy) {
+    this.#baseUrl = baseUrl;
+    this.#policy = policy;
+    this.interceptor = bearerInterceptor(policy);
+  }
+
+  /**
+   * An undici `Agent` composed with `interceptor`, made on first use: `fetch(url, { dispatcher })`, undici's
+   * `request(url, { dispatcher })`. Needs the optional peer `undici` 7; the module closes it at shutdown.
+   */
+  get dispatcher(): PlatformDispatcher {
+    // Synchronous, for an option object built in place; a property cannot wait for import(). undici is CommonJS.
+    this.#dispatcher ??= newAgent().compose(this.interceptor) as PlatformDispatcher;
+    return this.#dispatcher;
+  }
+
+  /** Like the global `fetch`; a relative URL is resolved against the platform URL. */
+  fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    if (input instanceof Request) return this.fetchRequest(input, init);
+    const url = typeof input === 'string' ? resolveRequestUrl({ url: input, baseURL: this.#baseUrl }) : input;
+    if (url === undefined) return Promise.reject(new TypeError(`PlatformFetch: not a URL: ${input as string}`));
+    if (hasAuthorization(init?.headers) || !this.#policy.isAllowed(url)) return fetch(url, init);
+    return this.withToken(url, init ?? {});
+  };
+
+  /** @internal Closes the dispatcher's sockets; the composition root calls it at shutdown. */
+  async close(): Promise<void> {
+    await (this.#dispatcher as { close?: () => Promise<void> } | undefined)?.close?.();
+  }
+
+  /**
+   * A `Request` is taken apart into its URL and init; `init` overrides as it does for `fetch`. Its body is a stream
+   * by then, whatever it was made from, so a 401 to a request with a body is not re-sent: pass the body in `init`.
+   */
+  private fetchRequest(request: Request, init: RequestInit | undefined): Promise<Response> {
+    const { method, headers, body, signal, redirect } = request;
+    const merged: RequestInit = { method, headers, signal, redirect };
+    // Clients that wrap fetch (ky) pass an init with keys present but undefined: those do not override the Request.
+    for (const [key, value] of Object.entries(init ?? {}) as [string, unknown][])
+      if (value !== undefined) Object.assign(merged, { [key]: value });
+    if (body !== null && init?.body === undefined) Object.assign(merged, { body, duplex: 'half' });
+    return this.fetch(request.url, merged);
+  }
+
+  private async withToken(url: URL, init: RequestInit): Promise<Response> {
+    const policy = this.#policy;
+    const sent = policy.peekToken() ?? (await policy.token());
+    const first = await this.follow(url, init, sent);
+    const replayable = policy.isReplayable(init.body);
+    if (!policy.mayRenewAfter(first.response.status, first.url, replayable)) return first.response;
+    await first.response.body?.cancel();
+    return policy.renew(sent, async (fresh) => (await this.follow(url, init, fresh)).response);
+  }
+
+  /**
+   * Sends with the token to allowed origins only, and follows redirects as fetch would (303, and 301/302 after a
+   * POST, become a GET without a body) unless `init.redirect` says otherwise. A 307/308 cannot re-send a stream:
+   * that redirect response is returned as it is.
+   */
+  private async follow(start: URL, init: RequestInit, token: string): Promise<Sent> {
+    const mode = init.redirect ?? 'follow';
+    let url = start;
+    let request: RequestInit = { ...init, redirect: 'manual' };
+    for (let hop = 0; ; hop++) {
+      const headers = this.#policy.isAllowed(url)
+        ? withAuthorization(request.headers, `Bearer ${token}`)
+        : request.headers;
+      const response = await fetch(url, { ...request, headers });
+      const location = isRedirect(response.status) ? response.headers.get('location') : null;
+      if (location === null || mode === 'manual') return { response, url };
+      await response.body?.cancel();
+      if (mode === 'error')
+        throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
+      if (hop === MAX_REDIRECTS) throw new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
+      const method = (request.method ?? 'GET').toUpperCase();
+      if (response.status === 303 ? method !== 'HEAD' : response.status <= 302 && method === 'POST') {
+        request = { ...request, method: 'GET', body: undefined, headers: withoutBodyHeaders(request.headers) };
+      } else if (!this.#policy.isReplayable(request.body)) {
+        return { response, url };
+      }
+      const next = new URL(location, url);
+      if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
+      url = next;
+    }
+  }
+}
+
+function isRedirect(status: number): boolean {
+  return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
+}
+
+/** undici's `Agent`, loaded when first asked for: an optional peer that most apps never load. */
+function newAgent(): { compose(interceptor: PlatformInterceptor): unknown } {
+  let undici: { Agent: new () => { compose(interceptor: PlatformInterceptor): unknown } };
+  try {
+    undici = createRequire(import.meta.url)('undici') as typeof undici;
+  } catch (cause) {
+    throw new Error('PlatformFetch.dispatcher needs the optional peer undici 7: npm install undici@7', { cause });
+  }
+  return new undici.Agent();
+}

@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { TokenExchangeError } from 'nestjs-platform-auth';
+import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { useLoopbackServers } from '../support/loopback-server.js';
+import { expectNoSecrets } from '../support/leak-check.js';
+import { CLIENTS, type Outcome } from './clients.js';
+
+const start = usePlatformFixtures();
+const server = useLoopbackServers();
+
+/** Small enough to stay quick on a shared machine, large enough that unshared renewals would show. */
+const CONCURRENT = 50;
+
+function statusOf(outcome: Outcome): number {
+  if ('error' in outcome) throw new Error(`the call failed: ${String(outcome.error)}`);
+  return outcome.status;
+}
+
+/** The error itself, or one of its causes (global fetch wraps what its dispatcher threw in a TypeError). */
+function inChain<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  for (let e = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause)
+    if (e instanceof type) return e;
+  return undefined;
+}
+
+describe.each(CLIENTS)('$name', (client) => {
+  it('a cold stampede makes one exchange', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    const outcomes = await Promise.all(Array.from({ length: CONCURRENT }, () => call({ url: '/api/billing' })));
+    expect(outcomes.map(statusOf)).toEqual(Array(CONCURRENT).fill(200));
+    expect(f.platform.counters.exchanges).toMatchObject({ total: 1, accepted: 1 });
+  });
+
+  it('a revoked token under concurrent calls: one renewal, every call succeeds', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    const outcomes = await Promise.all(Array.from({ length: CONCURRENT }, () => call({ url: '/api/billing' })));
+    expect(outcomes.map(statusOf)).toEqual(Array(CONCURRENT).fill(200));
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+    expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: CONCURRENT, ok: CONCURRENT });
+  });
+
+  it('a persistent 401 reaches the caller after one re-send', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    f.platform.injectFault({ kind: 'status', status: 401, body: { error: 'invalid_token' } }, 'api');
+    f.platform.injectFault({ kind: 'status', status: 401, body: { error: 'invalid_token' } }, 'api');
+    expect(statusOf(await call({ url: '/api/billing' }))).toBe(401);
+    expect(f.platform.counters.apiCalls.total).toBe(2);
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+  });
+
+  it('a 403 is not re-sent', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    f.platform.setPermissions(f.integration.machineId, ['Send message']);
+    expect(statusOf(await call({ url: '/api/billing' }))).toBe(403);
+    expect(f.platform.counters.apiCalls).toMatchObject({ total: 1, forbidden: 1 });
+    expect(f.platform.counters.exchanges.accepted).toBe(1);
+  });
+
+  it('a foreign origin gets no token', async () => {
+    const f = await start();
+    const foreign = await server();
+    const call = client.bind(f);
+    expect(statusOf(await call({ url: `${foreign.url}/elsewhere` }))).toBe(200);
+    expect(foreign.requests).toEqual([expect.objectContaining({ url: '/elsewhere', authorization: undefined })]);
+    expect(f.platform.counters.exchanges.total).toBe(0);
+  });
+
+  it('a redirect to a foreign origin carries no token, and its 401 is not re-sent', async () => {
+    const f = await start();
+    const foreign = await server((_req: IncomingMessage, res: ServerResponse) => {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
+    });
+    const call = client.bind(f);
+    f.platform.injectFault({ kind: 'status', status: 302, headers: { location: `${foreign.url}/landing` } }, 'api');
+    const outcome = await call({ url: '/api/billing' });
+    // A client that returns redirects (undici's request without the redirect interceptor) stops at the 302.
+    expect([302, 401]).toContain(statusOf(outcome));
+    for (const seen of foreign.requests) expect(seen.authorization).toBeUndefined();
+    expect(foreign.requests.length).toBeLessThanOrEqual(1);
+    expect(f.platform.counters.exchanges.accepted).toBe(1);
+  });
+
+  it('a transient 503 at the token endpoint is retried within the exchange', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    f.platform.injectFault({ kind: 'status', status: 503 }, 'token');
+    expect(statusOf(await call({ url: '/api/billing' }))).toBe(200);
+    expect(f.platform.counters.exchanges).toMatchObject({ faulted: 1, accepted: 1 });
+  });
+
+  it('invalid_client fails the call with a TokenExchangeError, and nothing is sent', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    f.platform.setIntegrationStatus(f.integration.machineId, 'Inactive');
+    const outcome = await call({ url: '/api/billing' });
+    expect('error' in outcome).toBe(true);
+    const error = inChain((outcome as { error: unknown }).error, TokenExchangeError);
+    expect(error?.code).toBe('PLATFORM_AUTH_TOKEN_EXCHANGE');
+    expect(f.platform.counters.apiCalls.total).toBe(0);
+  });
+
+  it('short token lifetimes: an expired token is replaced before it is sent', async () => {
+    const f = await start({ emulator: { tokenLifetimeSeconds: 90 } });
+    const call = client.bind(f);
+    for (let round = 0; round < 3; round++) {
+      expect(statusOf(await call({ url: '/api/billing' }))).toBe(200);
+      f.clock.advance(91_000);
+    }
+    expect(f.platform.counters.exchanges.accepted).toBe(3);
+    expect(f.platform.counters.apiCalls.unauthorized).toBe(0);
+  });
+
+  it('a streamed body is not re-sent after a 401', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    expect(statusOf(await call({ url: '/api/messages', method: 'POST', body: 'stream' }))).toBe(401);
+    expect(f.platform.counters.apiCalls.total).toBe(1);
+    expect(f.platform.counters.exchanges.accepted).toBe(1);
+  });
+
+  it('what reaches the caller carries no token: a refused response, a dropped connection', async () => {
+    const f = await start();
+    const call = client.bind(f);
+    const first = await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'status', status: 401 }, 'api');
+    f.platform.injectFault({ kind: 'status', status: 401 }, 'api');
+    const refused = await call({ url: '/api/billing' });
+    expect(statusOf(refused)).toBe(401);
+    const second = await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'drop' }, 'api');
+    const dropped = await call({ url: '/api/billing' });
+    expect('error' in dropped).toBe(true);
+    expectNoSecrets(refused, [first, second]);
+    expectNoSecrets(dropped, [first, second]);
+  });
+});

@@ -1,0 +1,125 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import ky from 'ky';
+import createClient from 'openapi-fetch';
+import { describe, expect, it } from 'vitest';
+import { InjectPlatformFetch, PlatformAuthModule, PlatformFetch } from 'nestjs-platform-auth';
+import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { useLoopbackServers } from '../support/loopback-server.js';
+
+const start = usePlatformFixtures();
+const server = useLoopbackServers();
+
+describe('PlatformFetch', () => {
+  it('leaves an Authorization the caller set alone, and exchanges nothing for it', async () => {
+    const f = await start();
+    const response = await f.moduleRef.get(PlatformFetch).fetch('/api/billing', {
+      headers: { Authorization: 'Bearer mine' },
+    });
+    expect(response.status).toBe(401);
+    expect(f.platform.counters.exchanges.total).toBe(0);
+  });
+
+  it('takes a Request, and re-sends one without a body after a 401', async () => {
+    const f = await start();
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    const response = await f.moduleRef.get(PlatformFetch).fetch(new Request(`${f.platform.url}/api/billing`));
+    expect(response.status).toBe(200);
+    expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 1, ok: 1 });
+  });
+
+  it('re-sends a POST whose body was given in init', async () => {
+    const f = await start();
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    const response = await f.moduleRef.get(PlatformFetch).fetch('/api/messages', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ to: 'someone', text: 'hello' }),
+    });
+    expect(response.status).toBeLessThan(300);
+    expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 1, total: 2 });
+  });
+
+  it('keeps the token on a redirect within the platform origin, and honours redirect: manual', async () => {
+    const f = await start();
+    const { fetch } = f.moduleRef.get(PlatformFetch);
+    const redirect = { kind: 'status', status: 307, headers: { location: '/api/billing' } } as const;
+    f.platform.injectFault(redirect, 'api');
+    expect((await fetch('/api/elsewhere')).status).toBe(200);
+    f.platform.injectFault(redirect, 'api');
+    const manual = await fetch('/api/elsewhere', { redirect: 'manual' });
+    expect(manual.status).toBe(307);
+    expect(manual.headers.get('location')).toBe('/api/billing');
+    expect(f.platform.counters.apiCalls.ok).toBe(1);
+  });
+
+  it("drops the caller's cookie and proxy credentials on a redirect to another origin, as fetch does", async () => {
+    const f = await start();
+    const received: IncomingHttpHeaders[] = [];
+    const foreign = await server((req, res) => {
+      received.push(req.headers);
+      res.writeHead(200).end();
+    });
+    f.platform.injectFault({ kind: 'status', status: 307, headers: { location: `${foreign.url}/landing` } }, 'api');
+    const response = await f.moduleRef.get(PlatformFetch).fetch('/api/elsewhere', {
+      headers: { cookie: 'session=platform', 'proxy-authorization': 'Basic cHJveHk=', 'x-trace': 'kept' },
+    });
+    expect(response.status).toBe(200);
+    expect(received).toHaveLength(1);
+    expect(received[0]['x-trace']).toBe('kept');
+    expect(received[0]).not.toHaveProperty('cookie');
+    expect(received[0]).not.toHaveProperty('proxy-authorization');
+    expect(received[0]).not.toHaveProperty('authorization');
+  });
+
+  it('gives openapi-fetch and ky the token and the one re-send after a 401', async () => {
+    const f = await start();
+    const platform = f.moduleRef.get(PlatformFetch);
+    await f.tokens.getAccessToken();
+    f.platform.revokeAllTokens();
+    const openapi = createClient<{ '/api/billing': { get: { responses: { 200: { content: object } } } } }>({
+      baseUrl: f.platform.url,
+      fetch: platform.fetch,
+    });
+    const client = ky.create({ prefixUrl: f.platform.url, fetch: platform.fetch, retry: 0 });
+    const [viaOpenapi, viaKy] = await Promise.all([openapi.GET('/api/billing'), client.get('api/billing')]);
+    expect(viaOpenapi.response.status).toBe(200);
+    expect(viaKy.status).toBe(200);
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+    expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 2, ok: 2 });
+  });
+
+  it('of a named integration is injected by name and calls with its own token', async () => {
+    const foreign = await server();
+    const billing = await PlatformEmulator.start();
+    try {
+      const integration = await billing.createIntegration();
+      @Injectable()
+      class BillingCaller {
+        constructor(@InjectPlatformFetch('billing') readonly platform: PlatformFetch) {}
+      }
+      @Module({
+        imports: [PlatformAuthModule.forRoot({ name: 'billing', ...integration.moduleOptions })],
+        providers: [BillingCaller],
+      })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      await moduleRef.init();
+      try {
+        const { platform } = moduleRef.get(BillingCaller);
+        expect((await platform.fetch('/api/billing')).status).toBe(200);
+        expect((await platform.fetch(`${foreign.url}/x`)).status).toBe(200);
+        expect(foreign.requests[0].authorization).toBeUndefined();
+        expect(billing.counters.exchanges.accepted).toBe(1);
+      } finally {
+        await moduleRef.close();
+      }
+    } finally {
+      await billing.close();
+    }
+  });
+});
