@@ -229,8 +229,7 @@ describe('leak sweep over the next pair', () => {
       imports: [
         PlatformAuthModule.forRoot({
           ...own.moduleOptions,
-          nextPrivateKey: next.privateKeyPem,
-          nextCertificate: next.certificatePem,
+          next: { privateKey: next.privateKeyPem, certificate: next.certificatePem },
         }),
       ],
     })
