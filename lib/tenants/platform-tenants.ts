@@ -103,6 +103,7 @@ export class PlatformTenants {
       maxResident: this.#settings.maxResident,
       evictions: this.#evictions,
       resolverFailures: this.#failures.total,
+      closed: this.#closed,
       byState,
     };
   }

@@ -7,7 +7,7 @@ import {
   type Provider,
 } from '@nestjs/common';
 import { systemClock } from '../platform-auth.clock.js';
-import { LOGGER_CONTEXT } from '../platform-auth.constants.js';
+import { LOGGER_CONTEXT, sharedToken } from '../platform-auth.constants.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformTenants, type TenantRegistrySettings } from './platform-tenants.js';
@@ -21,6 +21,8 @@ const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 const MIN_IDLE_TIMEOUT_MS = 1_000;
 
 const PLATFORM_TENANTS_OPTIONS = Symbol('PLATFORM_TENANTS_OPTIONS');
+/** The registry under a token both builds share, so the health indicator of either finds it. */
+export const PLATFORM_TENANTS = sharedToken('PlatformTenants');
 
 /** What `forTenantsAsync` takes: the options from a factory, with what it injects. */
 export interface PlatformTenantsAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
@@ -66,6 +68,7 @@ const providers: Provider[] = [
     useFactory: (options: PlatformTenantsOptions) => new PlatformTenants(tenantRegistrySettings(options)),
     inject: [PLATFORM_TENANTS_OPTIONS],
   },
+  { provide: PLATFORM_TENANTS, useExisting: PlatformTenants },
   {
     provide: PlatformTenantHttpService,
     useFactory: (tenants: PlatformTenants) => new PlatformTenantHttpService(tenants),
@@ -81,7 +84,7 @@ export class PlatformTenantsModule {
       module: PlatformTenantsModule,
       global: options.isGlobal,
       providers: [{ provide: PLATFORM_TENANTS_OPTIONS, useValue: options }, ...providers],
-      exports: [PlatformTenants, PlatformTenantHttpService],
+      exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],
     };
   }
 
@@ -94,7 +97,7 @@ export class PlatformTenantsModule {
         { provide: PLATFORM_TENANTS_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         ...providers,
       ],
-      exports: [PlatformTenants, PlatformTenantHttpService],
+      exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],
     };
   }
 }

@@ -47,6 +47,8 @@ export interface PlatformTenantsStatus {
   readonly evictions: number;
   /** Resolutions that failed since start (the resolver threw, or the settings failed their checks). */
   readonly resolverFailures: number;
+  /** True once the application shut the registry down: it resolves no tenant any more. */
+  readonly closed: boolean;
   /** Resident tenants per token state; tenants still being built are under `none`. */
   readonly byState: Readonly<Record<TokenState, number>>;
 }

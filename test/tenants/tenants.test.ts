@@ -1,13 +1,16 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   NoCurrentTenantError,
+  PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   PlatformAuthModule,
   PlatformTenantConfigError,
   PlatformTenantHttpService,
   PlatformTenants,
   TenantResolutionError,
+  TokenExchangeError,
   UnknownTenantError,
   type PlatformTenantOptions,
   type PlatformTenantsOptions,
@@ -18,7 +21,11 @@ import {
   PlatformEmulator,
   type TestCertificates,
 } from 'nestjs-platform-auth/testing';
+import { TerminusModule } from '@nestjs/terminus';
+import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { installOtelMemory } from '../support/otel-memory.js';
+import { TELEMETRY_NAMES } from '../../lib/telemetry/telemetry.events.js';
 
 const TENANTS = 2_000;
 const clock = new FakeClock(Date.now());
@@ -195,5 +202,111 @@ describe('PlatformAuthModule.forTenants', () => {
     failing = false;
     clock.advance(30_000);
     expect(await billingOf(tenants, 't40')).toBe('machine-40');
+  });
+
+  it("keeps one tenant's refusal to itself: the others get tokens while it is refused and backs off", async () => {
+    platform.setIntegrationStatus('machine-50', 'Disabled');
+    try {
+      const { tenants } = await registry();
+      const refused = await tenants.get('t50');
+      const [failure, others] = await Promise.all([
+        rejection<TokenExchangeError>(refused.tokens.getAccessToken()),
+        Promise.all(['t51', 't52'].map((id) => billingOf(tenants, id))),
+      ]);
+      expect(failure).toBeInstanceOf(TokenExchangeError);
+      expect(others).toEqual(['machine-51', 'machine-52']);
+      expect(refused.tokens.status().state).toBe('backoff');
+      expect(await billingOf(tenants, 't53')).toBe('machine-53');
+      expect(tenants.status().byState).toMatchObject({ backoff: 1, valid: 3 });
+    } finally {
+      platform.setIntegrationStatus('machine-50', 'Active');
+    }
+  });
+
+  it("labels every tenant's telemetry with the registry, never a tenant's id or machineId", async () => {
+    const otel = installOtelMemory();
+    const events: Record<string, unknown>[] = [];
+    const onEvent = (event: unknown) => events.push(event as Record<string, unknown>);
+    subscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, onEvent);
+    try {
+      const { tenants } = await registry({ name: 'customers' });
+      for (const id of ['t60', 't61', 't62']) await billingOf(tenants, id);
+      const points = (await otel.collect()).get(TELEMETRY_NAMES.exchanges)!.dataPoints;
+      expect(points.reduce((sum, point) => sum + (point.value as number), 0)).toBe(3);
+      expect(points.map((point) => point.attributes['platform_auth.integration.name'])).toEqual(['customers']);
+      expect(JSON.stringify(points)).not.toMatch(/t6\d|machine-6\d/);
+    } finally {
+      unsubscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, onEvent);
+      await otel.close();
+    }
+    expect(events.filter((event) => event.event === 'exchange:end')).toHaveLength(3);
+    expect(new Set(events.map((event) => event.integration)).size).toBe(1);
+    expect(JSON.stringify(events)).not.toMatch(/t6\d|machine-6\d/);
+  });
+
+  it('takes its options from a factory with forTenantsAsync', async () => {
+    moduleRef = await Test.createTestingModule({
+      imports: [
+        PlatformAuthModule.forTenantsAsync({
+          useFactory: () => ({
+            clock,
+            logger: new CapturingLogger(),
+            maxResident: 5,
+            resolve: (tenantId: string) => Promise.resolve(tenantSettings(tenantId)),
+          }),
+        }),
+      ],
+    }).compile();
+    const tenants = moduleRef.get(PlatformTenants);
+    expect(await billingOf(tenants, 't70')).toBe('machine-70');
+    expect(tenants.status().maxResident).toBe(5);
+  });
+
+  it('refuses registry options that cannot work, every problem at once', async () => {
+    await expect(
+      Test.createTestingModule({
+        imports: [
+          PlatformAuthModule.forTenants({
+            resolve: undefined as never,
+            name: 'Bad Name',
+            maxResident: 0,
+            idleTimeoutMs: 5,
+          }),
+        ],
+      }).compile(),
+    ).rejects.toThrow(/\(4 problems\)[\s\S]*resolve[\s\S]*name[\s\S]*maxResident[\s\S]*idleTimeoutMs/);
+  });
+
+  it('reports health as one aggregate of counts, down only when the registry cannot work', async () => {
+    platform.setIntegrationStatus('machine-80', 'Disabled');
+    try {
+      moduleRef = await Test.createTestingModule({
+        imports: [
+          TerminusModule,
+          PlatformAuthModule.forTenants({
+            clock,
+            logger: new CapturingLogger(),
+            resolve: (tenantId) => Promise.resolve(tenantSettings(tenantId)),
+          }),
+        ],
+        providers: [PlatformAuthHealthIndicator],
+      }).compile();
+      const tenants = moduleRef.get(PlatformTenants);
+      await billingOf(tenants, 't81');
+      await rejection((await tenants.get('t80')).tokens.getAccessToken());
+      const health = moduleRef.get(PlatformAuthHealthIndicator);
+      const up = health.isTenantsHealthy();
+      expect(up).toEqual({
+        'platform-auth-tenants': expect.objectContaining({ status: 'up', resident: 2, closed: false }) as unknown,
+      });
+      expect(up['platform-auth-tenants'].byState).toMatchObject({ valid: 1, backoff: 1 });
+      expect(JSON.stringify(up)).not.toMatch(/t8\d|machine-8\d/);
+      await tenants.onApplicationShutdown();
+      expect(health.isTenantsHealthy('tenants')).toEqual({
+        tenants: expect.objectContaining({ status: 'down', message: 'the tenant registry is shut down' }) as unknown,
+      });
+    } finally {
+      platform.setIntegrationStatus('machine-80', 'Active');
+    }
   });
 });
