@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
+import { shutdownError } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { TokenState } from '../token/token-status.types.js';
@@ -58,7 +59,7 @@ export class PlatformTenants {
    * a failed resolution backs off.
    */
   get(tenantId: string): Promise<PlatformTenant> {
-    if (this.#closed) return Promise.reject(new Error('PlatformTenants is shut down'));
+    if (this.#closed) return Promise.reject(shutdownError());
     const now = this.#settings.clock.now();
     this.#sweepIdle(now);
     const resident = this.#residents.get(tenantId);
