@@ -139,6 +139,13 @@ export type TokenExchangeFailure =
 
 export interface TokenExchangeErrorDetails {
   readonly reason: TokenExchangeFailure;
+  /**
+   * Whether the failure passes by itself (the platform down or rate limiting, the network, a timeout, shutdown)
+   * rather than a refusal or an answer someone must fix. Decided once, when the exchange ended, and kept by every
+   * error derived from it: callers held back during the back-off, a failure another replica shared. The exception
+   * filter answers 503 for it, 502 otherwise.
+   */
+  readonly transient: boolean;
   readonly status?: number;
   readonly oauthError?: string;
   readonly oauthErrorDescription?: string;
@@ -157,6 +164,7 @@ export interface TokenExchangeErrorDetails {
 
 const DETAIL_FIELDS = [
   'reason',
+  'transient',
   'status',
   'oauthError',
   'oauthErrorDescription',
@@ -174,6 +182,7 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
   /** What happened, without the hint (the message is `${summary}. ${hint}`). */
   readonly summary: string;
   declare readonly reason: TokenExchangeFailure;
+  declare readonly transient: boolean;
   declare readonly status?: number;
   declare readonly oauthError?: string;
   declare readonly oauthErrorDescription?: string;
@@ -194,29 +203,11 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
 
 /**
  * The one rule for which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request
- * timeout). They are retried within an exchange, and the exception filter answers them with 503; every other 4xx is
- * a refusal of this service's request, which repeating cannot fix.
+ * timeout). Every other 4xx is a refusal of this service's request, which repeating cannot fix. The exchange client
+ * applies it to each answer; from there the verdict travels as `transient`.
  */
 export function isTransientStatus(status: number): boolean {
   return status >= 500 || status === 429 || status === 408;
-}
-
-/**
- * Whether a failed exchange passes by itself: a transient status, the network, a timeout, or callers held back
- * (back-off, shutdown). The rest (refusals, invalid answers, redirects) needs someone to fix something.
- */
-export function isTransientFailure(failure: Pick<TokenExchangeErrorDetails, 'reason' | 'status'>): boolean {
-  switch (failure.reason) {
-    case 'http_error':
-      return failure.status !== undefined && isTransientStatus(failure.status);
-    case 'network_error':
-    case 'timeout':
-    case 'backoff':
-    case 'aborted':
-      return true;
-    default:
-      return false;
-  }
 }
 
 /**
@@ -226,6 +217,7 @@ export function isTransientFailure(failure: Pick<TokenExchangeErrorDetails, 'rea
 export function shutdownError(): TokenExchangeError {
   return new TokenExchangeError('token provider is shut down', {
     reason: 'aborted',
+    transient: true,
     attempts: 0,
     retried: false,
     hint: 'The application shut down; no new tokens are fetched and credentials are not rotated.',

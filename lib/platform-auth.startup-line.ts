@@ -1,4 +1,4 @@
-import { certificateNotAfterMs, daysLeft } from './credentials/credentials.holder.js';
+import { certificateNotAfterMs, daysLeft } from './credentials/active-credentials.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 
 /** Enough of the thumbprint to match it against the portal's, not a stand-in for it. */

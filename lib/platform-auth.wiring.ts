@@ -1,18 +1,18 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from './platform-auth.clock.js';
-import { TokenExchangeError, shutdownError } from './platform-auth.errors.js';
+import { shutdownError } from './platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { MIN_EXCHANGE_INTERVAL_MS } from './options/options.constants.js';
-import { CredentialsHolder, certificateNotAfterMs } from './credentials/credentials.holder.js';
-import { CredentialsWatch } from './credentials/credentials.watch.js';
-import { AssertionSigner } from './token/assertion.signer.js';
+import { certificateNotAfterMs } from './credentials/active-credentials.js';
+import type { AssertionSigner } from './token/assertion.signer.js';
+import { CredentialsLifecycle } from './token/credentials.lifecycle.js';
 import { CredentialsRotator } from './token/credentials.rotator.js';
-import { NextPairSwitch } from './token/next-pair.switch.js';
 import { TokenExchangeAttempts } from './token/token-exchange.attempts.js';
 import { TokenExchangeClient } from './token/token-exchange.client.js';
-import { TokenCache, type TokenSource } from './token/token.cache.js';
+import { TokenCache } from './token/token.cache.js';
 import { TokenProvider } from './token/token.provider.js';
 import { TokenStatusTracker } from './token/token-status.tracker.js';
+import { runStartupCheck } from './token/startup.check.js';
 import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { TokenStoreHost } from './store/token-store.host.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
@@ -45,8 +45,7 @@ export class PlatformAuthRuntime {
     readonly startupLine: string;
     readonly logger: LoggerService;
     readonly telemetry: PlatformAuthTelemetry;
-    readonly watch: CredentialsWatch;
-    readonly holder: CredentialsHolder;
+    readonly credentials: CredentialsLifecycle;
     readonly store?: TokenStoreHost;
     readonly client: TokenExchangeClient;
     readonly closeHttp: () => void;
@@ -56,11 +55,23 @@ export class PlatformAuthRuntime {
   constructor(input: PlatformAuthWiringInput) {
     const { config, integration, clock, logger, telemetry } = input;
     const shutdown = this.#shutdown.signal;
-    const holder = new CredentialsHolder(config.machineId, config.credentials, clock.now(), config.nextCredentials);
-    this.signer = new AssertionSigner(config, clock, holder);
+    const credentials = new CredentialsLifecycle({
+      settings: config,
+      clock,
+      machineId: config.machineId,
+      credentials: config.credentials,
+      next: config.nextCredentials,
+      files: {
+        sources: config.credentialSources,
+        nextSources: config.nextCredentialSources,
+        reloadIntervalMs: config.credentialsReloadIntervalMs,
+      },
+      observer: telemetry,
+      logger,
+    });
+    this.signer = credentials.signer;
     const client = new TokenExchangeClient(config, () => clock.now());
-    const nextPair = new NextPairSwitch(config, clock, holder, telemetry, logger);
-    const attempts = new TokenExchangeAttempts(config, clock, this.signer, client, logger, nextPair);
+    const attempts = new TokenExchangeAttempts(config, clock, credentials, client, logger);
 
     const store = config.tokenStore
       ? new TokenStoreHost({
@@ -72,11 +83,10 @@ export class PlatformAuthRuntime {
           observer: telemetry,
         })
       : undefined;
-    const exchange: TokenSource = { exchange: (signal) => attempts.run(signal) };
-    const observed = observedTokenSource(exchange, telemetry);
+    const observed = observedTokenSource(attempts, telemetry);
     const source = store ? store.decorate(observed) : observed;
 
-    const tracker = new TokenStatusTracker();
+    const tracker = new TokenStatusTracker(logger);
     const cache = new TokenCache({
       clock,
       minExchangeIntervalMs: MIN_EXCHANGE_INTERVAL_MS,
@@ -84,61 +94,25 @@ export class PlatformAuthRuntime {
       failureBackoffMs: config.failureBackoffMs,
       source,
       shutdown,
-      listener: {
-        exchanged: (report) => tracker.record(report),
-        renewalFailed: (error) => {
-          logger.warn(
-            `Background token renewal failed; the current token is served until it expires. ${error.message}`,
-          );
-        },
-      },
+      listener: tracker,
     });
-    // A token belongs to the integration it was issued to: after a cut-over to another machineId it is not used.
-    let machineId = holder.active.machineId;
-    holder.onSwap((active) => {
-      const current = cache.current;
-      if (active.machineId !== machineId && current) cache.invalidate(current.accessToken);
-      machineId = active.machineId;
-    });
-
-    const watch = new CredentialsWatch(
-      config.credentialSources,
-      config.credentialsReloadIntervalMs,
-      clock,
-      holder,
-      telemetry,
-      logger,
-      config.nextCredentialSources,
-      () => nextPair.filesCaughtUp(),
-    );
     const rotator = new CredentialsRotator({
       clock,
-      holder,
+      credentials,
+      attempts,
+      recorder: telemetry,
+      cache,
       observer: telemetry,
       logger,
       sharedStore: store !== undefined,
       shutdown,
-      exchangeWith: (candidate, signal) => {
-        const signer = new AssertionSigner(config, clock, candidate);
-        const candidateAttempts = new TokenExchangeAttempts(config, clock, signer, client, logger);
-        return telemetry.recordExchange(() => candidateAttempts.run(signal));
-      },
     });
+    const statusSources = { integration, clock, cache, credentials, sharedStore: store };
     this.tokens = new TokenProvider({
       cache,
       clockOffsetMs: () => attempts.clockOffsetMs,
       rotateCredentials: (rotation) => rotator.rotate(rotation),
-      status: () =>
-        tracker.snapshot({
-          integration,
-          now: clock.now(),
-          state: cache.state,
-          token: cache.current,
-          holder,
-          reload: watch.reloadStatus(),
-          sharedStore: store?.status(),
-          switched: nextPair.lastSwitch,
-        }),
+      status: () => tracker.snapshot(statusSources),
     });
 
     const interceptor = new PlatformAuthInterceptor(this.tokens, config.allowedOrigins, telemetry);
@@ -147,15 +121,14 @@ export class PlatformAuthRuntime {
     this.httpService = http.httpService;
     telemetry.observe({
       tokenExpiresAtMs: () => cache.current?.expiresAtMs,
-      certificateNotAfterMs: () => certificateNotAfterMs(holder.active.credentials),
+      certificateNotAfterMs: () => certificateNotAfterMs(credentials.active.credentials),
     });
     this.#parts = {
       startupCheck: config.startupCheck,
       startupLine: startupLine(config, integration, clock.now()),
       logger,
       telemetry,
-      watch,
-      holder,
+      credentials,
       store,
       client,
       closeHttp: () => http.close(),
@@ -167,43 +140,30 @@ export class PlatformAuthRuntime {
   async onModuleInit(): Promise<void> {
     this.#parts.logger.log(this.#parts.startupLine);
     await this.#parts.store?.connect();
-    this.#parts.watch.start();
+    this.#parts.credentials.start();
   }
 
-  /**
-   * With `startupCheck`, the first token is acquired while the application boots, so a wrong machineId or an
-   * unreachable platform shows at deploy time: `'fail'` rejects `app.init()`/`listen()` with the
-   * `TokenExchangeError`, `'warn'` logs it and lets the application start.
-   */
+  /** With `startupCheck`, the first token is acquired while the application boots. */
   async onApplicationBootstrap(): Promise<void> {
-    const { startupCheck, logger } = this.#parts;
-    if (startupCheck === 'off') return;
-    try {
-      await this.tokens.getAccessToken();
-    } catch (error) {
-      if (startupCheck === 'fail' || !(error instanceof TokenExchangeError)) throw error;
-      logger.warn(`Start-up check: no token could be acquired; the application starts anyway. ${error.message}`);
-    }
+    await runStartupCheck(this.#parts.startupCheck, this.tokens, this.#parts.logger);
   }
 
   /**
    * Torn down at application shutdown, after Nest has drained the HTTP server (not at module destroy, which comes
    * before the drain): requests still in flight finish their platform calls, token exchange included. Then the one
    * shutdown signal stops every part: exchanges in flight, rotations, the credential watch, the store, the sockets,
-   * and the key is closed (a PKCS#11 token's sessions).
+   * and the keys are closed (a PKCS#11 token's sessions).
    */
   async onApplicationShutdown(): Promise<void> {
     const parts = this.#parts;
     this.#shutdown.abort(shutdownError());
-    parts.watch.stop();
+    parts.credentials.stop();
     parts.detachInterceptor();
     parts.closeHttp();
     parts.client.destroy();
     parts.telemetry.close();
     await parts.store?.close();
-    // After everything that could sign has stopped: the key's PKCS#11 sessions end here.
-    await parts.holder.active.credentials.key.close();
-    await parts.holder.next?.key.close();
+    await parts.credentials.close();
   }
 }
 

@@ -29,7 +29,7 @@ const GOAL = 1.02;
 
 /**
  * Scenario 1. Four clients send the same GET to the same loopback server: the module's HttpService, a plain
- * @nestjs/axios HttpService with the header hard-coded (the SPEC's baseline), plain axios with the header hard-coded,
+ * @nestjs/axios HttpService with the header hard-coded (the target's baseline), plain axios with the header hard-coded,
  * and a bare axios instance with the interceptor attached. Each has its own keep-alive agent, like the module's.
  */
 export async function measureHttpOverhead(

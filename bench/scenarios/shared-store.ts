@@ -88,7 +88,7 @@ async function fleetExchanges(
 }
 
 /**
- * Scenario 8. The shared token store (issue 13). A fleet of N replica processes (one module each), cold and at a
+ * Scenario 8. The shared token store. A fleet of N replica processes (one module each), cold and at a
  * renewal, with and without the store: exchanges per token lifetime. In-process: a cold first call's latency when
  * another replica makes the exchange, against a lone first call that exchanges itself; and the cached-token measure
  * again with the store configured (it must not touch the store).

@@ -5,6 +5,7 @@ import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.
 import { integrationHash } from '../telemetry/telemetry.events.js';
 import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
 import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import { offsetSeconds } from '../token/token-exchange.hints.js';
 
 export interface ExchangeSuccess {
   readonly ok: true;
@@ -53,7 +54,6 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
   const requestedAt = Date.now();
   try {
     const token = await provider.getToken();
-    const offsetMs = provider.clockOffsetMs;
     return {
       ok: true,
       accessToken: token.accessToken,
@@ -62,8 +62,7 @@ export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<
       // the few milliseconds of signing, which rounding to whole seconds removes.
       expiresInSeconds: Math.round((token.expiresAt.getTime() - requestedAt) / 1000),
       expiresAt: token.expiresAt,
-      // `|| 0`: a -0 from rounding -0.4 s would print as '-0'.
-      clockOffsetSeconds: offsetMs === undefined ? undefined : Math.round(offsetMs / 1000) || 0,
+      clockOffsetSeconds: offsetSeconds(provider.clockOffsetMs),
       durationMs: Math.round(performance.now() - startedAt),
       warnings,
     };

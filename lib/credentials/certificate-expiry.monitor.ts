@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import { certificateNotAfterMs, DAY_MS, daysLeft, type CredentialsHolder } from './credentials.holder.js';
+import { certificateNotAfterMs, DAY_MS, daysLeft, type CredentialsInUse } from './active-credentials.js';
 
 /** Days left at which a running app warns; each is reported once per certificate. */
 export const CERTIFICATE_EXPIRY_WARNING_THRESHOLDS_DAYS = [30, 14, 7, 1] as const;
@@ -18,19 +18,25 @@ export const ROTATION_STEPS =
 export class CertificateExpiryMonitor {
   private warnedAt?: { thumbprint: string; threshold: number };
   private cancelTimer?: () => void;
+  private started = false;
   private stopped = false;
 
   constructor(
     private readonly clock: Clock,
-    private readonly holder: CredentialsHolder,
+    private readonly credentials: CredentialsInUse,
     private readonly observer: PlatformAuthObserver,
     private readonly logger: LoggerService,
   ) {}
 
   start(): void {
     if (this.stopped) return;
+    this.started = true;
     this.check();
-    this.holder.onSwap(() => this.rearm());
+  }
+
+  /** Another pair is in use: its certificate's thresholds count from now. */
+  currentChanged(): void {
+    if (this.started && !this.stopped) this.check();
   }
 
   stop(): void {
@@ -40,7 +46,7 @@ export class CertificateExpiryMonitor {
 
   /** Warns when a threshold was crossed since the last warning for this certificate, then sleeps until the next. */
   private check(): void {
-    const { credentials } = this.holder.active;
+    const { credentials } = this.credentials.active;
     const notAfter = certificateNotAfterMs(credentials);
     if (notAfter === undefined) return;
     const now = this.clock.now();
@@ -77,9 +83,5 @@ export class CertificateExpiryMonitor {
       this.cancelTimer = undefined;
       if (!this.stopped) this.check();
     });
-  }
-
-  private rearm(): void {
-    if (!this.stopped) this.check();
   }
 }

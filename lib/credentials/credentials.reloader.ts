@@ -5,7 +5,7 @@ import { ConfigReport } from '../options/config.report.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { readCredentialFile, readCredentialFileSync, type CredentialFileRead } from './credential-file.reader.js';
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
-import type { CredentialsHolder } from './credentials.holder.js';
+import type { ReloadedPairs } from './active-credentials.js';
 import { loadNextCredentials } from './next-credentials.loader.js';
 
 /** Where file-based credentials stand; part of `TokenProvider.status()`. */
@@ -21,13 +21,6 @@ export interface CredentialReloadStatus {
 }
 
 export type ReloadOutcome = 'unchanged' | 'unreadable' | 'reloaded' | 'rejected';
-
-/** The next pair's files, watched beside the current pair's. */
-export interface ReloaderNextPair {
-  readonly nextSources?: CredentialSources;
-  /** The current files now hold the pair the process switched to: the switch is no longer news. */
-  readonly filesCaughtUp?: () => void;
-}
 
 /** Checks in a row that may find a file missing before it is reported: a secret volume swap takes a moment. */
 const UNREADABLE_CHECKS_BEFORE_WARNING = 3;
@@ -50,11 +43,12 @@ const NEXT_PATH_OPTIONS = { privateKeyPath: 'nextPrivateKeyPath', certificatePat
 
 /**
  * Re-reads `privateKeyPath` / `certificatePath` (and the next pair's `nextPrivateKeyPath` / `nextCertificatePath`)
- * every `intervalMs` and, when their content changed, runs every start-up check on the new pair and puts it in use
- * (the next pair: in place as the next one; files removed: no next pair). An invalid pair (a half-written file, a
- * key without its certificate yet) is refused and the last good pair kept; the next change is checked again. Files
- * are read asynchronously, and only regular files of bounded size: a FIFO, a device or a huge file put at the path
- * is refused from its metadata, never waited on or read whole.
+ * every `intervalMs` and, when their content changed, runs every start-up check on the new pair and hands it to the
+ * credential lifecycle, which decides whether it is put in use (the next pair: in place as the next one; files
+ * removed: no next pair). A pair that is invalid (a half-written file, a key without its certificate yet) or that
+ * the lifecycle refuses is reported and the last good pair kept; the next change is checked again. Files are read
+ * asynchronously, and only regular files of bounded size: a FIFO, a device or a huge file put at the path is refused
+ * from its metadata, never waited on or read whole.
  */
 export class CredentialsReloader {
   private fingerprint?: string;
@@ -67,20 +61,16 @@ export class CredentialsReloader {
   /** The check in progress: checks run one at a time. */
   private running: Promise<unknown> = Promise.resolve();
   private state: CredentialReloadStatus;
-  private readonly nextSources?: CredentialSources;
-  private readonly filesCaughtUp: () => void;
 
   constructor(
     private readonly sources: CredentialSources,
     private readonly intervalMs: number | undefined,
     private readonly clock: Clock,
-    private readonly holder: CredentialsHolder,
+    private readonly pairs: ReloadedPairs,
     private readonly observer: PlatformAuthObserver,
     private readonly logger: LoggerService,
-    next: ReloaderNextPair = {},
+    private readonly nextSources?: CredentialSources,
   ) {
-    this.nextSources = next.nextSources;
-    this.filesCaughtUp = next.filesCaughtUp ?? (() => undefined);
     this.state = this.enabled ? { state: 'watching', intervalMs } : { state: 'off' };
   }
 
@@ -155,69 +145,53 @@ export class CredentialsReloader {
     const report = new ConfigReport();
     if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
     const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, report, read.files) : undefined;
-    if (!loaded) {
-      this.currentProblems = report.problems.map((problem) => `${problem.setting}: ${problem.message}`);
+    const refusal = loaded && this.pairs.reloaded(loaded);
+    if (refusal) report.problem(pathOption(this.sources, false), refusal);
+    this.currentProblems = problemLines(report);
+    if (report.problems.length > 0) {
       this.publishState();
       this.logger.error(
-        `Changed credential files were refused; the last good pair (thumbprint ${this.holder.active.credentials.thumbprint}) stays in use:\n  - ${this.currentProblems.join('\n  - ')}`,
+        `Changed credential files were refused; the last good pair (thumbprint ${this.pairs.active.credentials.thumbprint}) stays in use:\n  - ${this.currentProblems.join('\n  - ')}`,
       );
       this.observer.credentialsChanged('rejected');
       return 'rejected';
     }
     for (const warning of report.warnings) this.logger.warn(`${warning.setting}: ${warning.message}`);
-    const previous = this.holder.active.credentials.thumbprint;
-    this.holder.swap(this.holder.active.machineId, loaded, now);
-    this.currentProblems = [];
-    this.state = { ...this.state, lastReloadAt: new Date(now) };
-    this.publishState();
-    if (loaded.thumbprint === previous) {
-      // The files caught up with the pair the process already uses (the next pair, switched to in an exchange).
-      this.filesCaughtUp();
-      this.logger.log(
-        `Credential files now hold the pair in use (thumbprint ${loaded.thumbprint}); nothing changes for the platform.`,
-      );
-    } else {
-      this.logger.log(
-        `Credentials reloaded from files: assertions now carry thumbprint ${loaded.thumbprint} (was ${previous}); the cached token is used until it expires.`,
-      );
-    }
-    this.observer.credentialsChanged('reloaded');
+    this.reloadedAt(now);
     return 'reloaded';
   }
 
   private checkNext(read: FilesRead, now: number): void {
     if (read.kind === 'missing' || read.fingerprint === this.nextFingerprint) return;
     this.nextFingerprint = read.fingerprint;
-    if (read.kind === 'absent') {
-      this.nextProblems = [];
-      this.publishState();
-      // Logged also when the process already switched to that pair: removing the files is how a promotion ends.
-      this.logger.log(`The next pair's files were removed: there is no next pair now.`);
-      if (this.holder.next) this.holder.setNext(undefined);
-      return;
-    }
     const report = new ConfigReport();
     if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
     const loaded =
       read.kind === 'read'
-        ? loadNextCredentials(this.nextSources!, this.holder.active.credentials, now, report, read.files)
+        ? loadNextCredentials(this.nextSources!, this.pairs.active.credentials, now, report, read.files)
         : undefined;
-    if (!loaded) {
-      this.nextProblems = report.problems.map((problem) => `${problem.setting}: ${problem.message}`);
+    if (read.kind === 'absent' || loaded) {
+      const refusal = this.pairs.nextReloaded(loaded);
+      if (refusal) report.problem(pathOption(this.nextSources, true), refusal);
+    }
+    this.nextProblems = problemLines(report);
+    if (report.problems.length > 0) {
       this.publishState();
+      const next = this.pairs.next;
       this.logger.error(
-        `Changed files of the next pair were refused; ${this.holder.next ? `the next pair stays thumbprint ${this.holder.next.thumbprint}` : 'there is no next pair'}:\n  - ${this.nextProblems.join('\n  - ')}`,
+        `Changed files of the next pair were refused; ${next ? `the next pair stays thumbprint ${next.thumbprint}` : 'there is no next pair'}:\n  - ${this.nextProblems.join('\n  - ')}`,
       );
       this.observer.credentialsChanged('rejected');
       return;
     }
     for (const warning of report.warnings) this.logger.warn(`${warning.setting}: ${warning.message}`);
-    this.holder.setNext(loaded);
-    this.nextProblems = [];
+    if (loaded) this.reloadedAt(now);
+    else this.publishState();
+  }
+
+  private reloadedAt(now: number): void {
     this.state = { ...this.state, lastReloadAt: new Date(now) };
     this.publishState();
-    this.logger.log(`The next pair was reloaded from files: thumbprint ${loaded.thumbprint}.`);
-    this.observer.credentialsChanged('reloaded');
   }
 
   private publishState(): void {
@@ -241,6 +215,16 @@ export class CredentialsReloader {
 
 function paths(sources: CredentialSources | undefined): string[] {
   return [sources?.privateKeyPath, sources?.certificatePath].filter((path) => path !== undefined);
+}
+
+/** The option that names a pair's files in a problem about the pair itself: its certificate's, when watched. */
+function pathOption(sources: CredentialSources | undefined, isNext: boolean): string {
+  const option = sources?.certificatePath !== undefined ? 'certificatePath' : 'privateKeyPath';
+  return isNext ? NEXT_PATH_OPTIONS[option] : option;
+}
+
+function problemLines(report: ConfigReport): string[] {
+  return report.problems.map((problem) => `${problem.setting}: ${problem.message}`);
 }
 
 /**

@@ -2,9 +2,16 @@ import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { CredentialSources } from './credentials.loader.js';
+import type { ReloadedPairs } from './active-credentials.js';
 import { CertificateExpiryMonitor } from './certificate-expiry.monitor.js';
-import type { CredentialsHolder } from './credentials.holder.js';
 import { CredentialsReloader, type CredentialReloadStatus } from './credentials.reloader.js';
+
+/** Where the watched files are, and how often they are read. */
+export interface WatchedFiles {
+  readonly sources: CredentialSources;
+  readonly nextSources?: CredentialSources;
+  readonly reloadIntervalMs?: number;
+}
 
 /** The background work on credentials: the certificate expiry monitor and the file reloader. */
 export class CredentialsWatch {
@@ -12,24 +19,24 @@ export class CredentialsWatch {
   private readonly monitor: CertificateExpiryMonitor;
 
   constructor(
-    sources: CredentialSources,
-    reloadIntervalMs: number | undefined,
+    files: WatchedFiles,
+    pairs: ReloadedPairs,
     clock: Clock,
-    holder: CredentialsHolder,
     observer: PlatformAuthObserver,
     logger: LoggerService,
-    nextSources?: CredentialSources,
-    filesCaughtUp?: () => void,
   ) {
-    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, holder, observer, logger, {
-      nextSources,
-      filesCaughtUp,
-    });
-    this.monitor = new CertificateExpiryMonitor(clock, holder, observer, logger);
+    const { sources, nextSources, reloadIntervalMs } = files;
+    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, pairs, observer, logger, nextSources);
+    this.monitor = new CertificateExpiryMonitor(clock, pairs, observer, logger);
   }
 
   reloadStatus(): CredentialReloadStatus {
     return this.reloader.status();
+  }
+
+  /** Another pair is in use. */
+  currentChanged(): void {
+    this.monitor.currentChanged();
   }
 
   start(): void {

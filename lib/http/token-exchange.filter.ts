@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { LOGGER_CONTEXT, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
-import { TokenExchangeError, isTransientFailure } from '../platform-auth.errors.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
 
 /** The body an HTTP client receives: what went wrong in general terms, never the platform's details or a hint. */
 export interface PlatformAuthErrorBody {
@@ -21,9 +21,9 @@ export interface PlatformAuthErrorBody {
 }
 
 /**
- * Opt-in: answers a `TokenExchangeError` that reaches the HTTP layer with 503 (the platform is unavailable for now;
- * `Retry-After` when the wait is known) or 502 (the platform refused this service's credentials, or answered
- * nonsense: a problem for the operators, not the caller), instead of Nest's generic 500. The body says only that;
+ * Opt-in: answers a `TokenExchangeError` that reaches the HTTP layer with 503 when it is `transient` (the platform
+ * is unavailable for now; `Retry-After` when the wait is known) or 502 (the platform refused this service's
+ * credentials, or answered nonsense: a problem for the operators, not the caller), instead of Nest's generic 500. The body says only that;
  * the full error, hint included, is logged for the operators. Works with Express and Fastify alike.
  *
  * Register it globally with `{ provide: APP_FILTER, useClass: PlatformAuthExceptionFilter }`, or
@@ -48,7 +48,7 @@ export class PlatformAuthExceptionFilter implements ExceptionFilter<TokenExchang
   catch(error: TokenExchangeError, host: ArgumentsHost): void {
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
-    const transient = isTransientFailure(error);
+    const { transient } = error;
     const body: PlatformAuthErrorBody = transient
       ? {
           statusCode: 503,

@@ -38,9 +38,11 @@ const TABLE_CHECKED = [
   'maxResponseBytes',
   'failureBackoffMs',
   'correctClockSkew',
-  'clockMarginSeconds',
   'startupCheck',
 ] as const satisfies readonly OptionName[];
+
+/** What the assertion's times depend on; `effectiveClockMargin` turns it into the offset the platform may have. */
+export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
 
 /**
  * Validates the settings into `report` (every problem, not the first) and applies the table's defaults.
@@ -49,26 +51,15 @@ const TABLE_CHECKED = [
 export function resolveSettings(options: PlatformAuthOptions, report: ConfigReport): PlatformAuthSettings | undefined {
   const problemsBefore = report.problems.length;
   refusePemText(options, report);
-  const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
+  const endpoint = resolveEndpoint(options, report);
+  const base = endpoint?.base;
   checkMachineId(options.machineId, report);
 
   const table = Object.fromEntries(
     TABLE_CHECKED.map((name) => [name, checked(name, (options as unknown as Record<string, unknown>)[name], report)]),
   ) as { [K in (typeof TABLE_CHECKED)[number]]: NonNullable<PlatformAuthOptions[K]> };
 
-  const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? defaultOf<number>('assertionLifetimeSeconds');
-  const maxLifetime: number = PLATFORM_AUTH_OPTIONS.assertionLifetimeSeconds.max;
-  if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
-    report.problem('assertionLifetimeSeconds', 'must be a whole number of seconds, at least 1');
-  } else if (assertionLifetimeSeconds > maxLifetime) {
-    report.problem(
-      'assertionLifetimeSeconds',
-      `is ${assertionLifetimeSeconds}; the platform accepts at most ${maxLifetime} seconds`,
-    );
-  }
-  const tokenPath = options.tokenPath ?? defaultOf<string>('tokenPath');
-  if (typeof tokenPath !== 'string' || !tokenPath.startsWith('/') || tokenPath.startsWith('//'))
-    report.problem('tokenPath', "must be a path starting with '/'");
+  const clock = resolveClockSettings(options, report);
 
   const allowedOrigins = new Set<string>();
   if (base) allowedOrigins.add(base.origin);
@@ -96,19 +87,59 @@ export function resolveSettings(options: PlatformAuthOptions, report: ConfigRepo
     requireOneLine(options.audience, 'audience', report);
 
   if (report.problems.length > problemsBefore) return undefined;
-  const baseUrl = base!.href.replace(/\/+$/, '');
   return {
     ...table,
-    baseUrl,
+    ...clock!,
+    baseUrl: endpoint!.baseUrl,
     origin: base!.origin,
-    tokenUrl: baseUrl + tokenPath,
+    tokenUrl: endpoint!.tokenUrl,
     machineId: options.machineId,
     audience: audience!,
-    assertionLifetimeSeconds,
     allowedOrigins,
     retry,
     credentialsReloadIntervalMs,
   };
+}
+
+/**
+ * The base URL (without trailing slashes) and the token endpoint below it, at `tokenPath`: the one place the token
+ * URL is built, for start-up and for `doctor`, which probes it even when other settings fail. Undefined, with the
+ * problems in `report`, when either option is unusable.
+ */
+export function resolveEndpoint(
+  options: Pick<PlatformAuthOptions, 'baseUrl' | 'tokenPath'>,
+  report: ConfigReport,
+): { readonly base: URL; readonly baseUrl: string; readonly tokenUrl: string } | undefined {
+  const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
+  const tokenPath = options.tokenPath ?? defaultOf<string>('tokenPath');
+  const usablePath = typeof tokenPath === 'string' && tokenPath.startsWith('/') && !tokenPath.startsWith('//');
+  if (!usablePath) report.problem('tokenPath', "must be a path starting with '/'");
+  if (!base || !usablePath) return undefined;
+  const baseUrl = base.href.replace(/\/+$/, '');
+  return { base, baseUrl, tokenUrl: baseUrl + tokenPath };
+}
+
+/**
+ * The clock margin and the assertion's lifetime, with the table's defaults: start-up's, and `doctor`'s even when other
+ * settings fail, so both tolerate the same clock offset. Undefined, with the problems in `report`, when unusable.
+ */
+export function resolveClockSettings(
+  options: Pick<PlatformAuthOptions, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
+  report: ConfigReport,
+): ClockSettings | undefined {
+  const problemsBefore = report.problems.length;
+  const clockMarginSeconds = checked('clockMarginSeconds', options.clockMarginSeconds, report) as number;
+  const assertionLifetimeSeconds = options.assertionLifetimeSeconds ?? defaultOf<number>('assertionLifetimeSeconds');
+  const maxLifetime: number = PLATFORM_AUTH_OPTIONS.assertionLifetimeSeconds.max;
+  if (!Number.isInteger(assertionLifetimeSeconds) || assertionLifetimeSeconds < 1) {
+    report.problem('assertionLifetimeSeconds', 'must be a whole number of seconds, at least 1');
+  } else if (assertionLifetimeSeconds > maxLifetime) {
+    report.problem(
+      'assertionLifetimeSeconds',
+      `is ${assertionLifetimeSeconds}; the platform accepts at most ${maxLifetime} seconds`,
+    );
+  }
+  return report.problems.length > problemsBefore ? undefined : { clockMarginSeconds, assertionLifetimeSeconds };
 }
 
 /**

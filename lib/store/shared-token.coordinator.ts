@@ -2,8 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
-import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
+import type { TokenExchangeError } from '../platform-auth.errors.js';
+import {
+  backoffError,
+  type ExchangeOutcome,
+  type ExchangePolicy,
+  type IssuedToken,
+  type TokenSource,
+} from '../token/token.cache.js';
 import { isNotRegisteredRefusal } from '../token/next-pair.switch.js';
 import { fingerprintOf, type SharedFailure, type TokenStoreCodec } from './token-store.codec.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
@@ -260,6 +266,7 @@ export class SharedTokenCoordinator {
       retryAtMs,
       summary: error.summary,
       reason: error.reason,
+      transient: error.transient,
       status: error.status,
       oauthError: error.oauthError,
       oauthErrorDescription: error.oauthErrorDescription,
@@ -277,18 +284,7 @@ export class SharedTokenCoordinator {
     const { failure } = opened;
     const waitMs = failure.retryAtMs - this.clock.now();
     if (waitMs <= 0) return undefined;
-    const error = new TokenExchangeError(
-      `token exchange failed on another replica; next attempt in ${Math.ceil(waitMs)} ms`,
-      {
-        reason: 'backoff',
-        status: failure.status,
-        oauthError: failure.oauthError,
-        oauthErrorDescription: failure.oauthErrorDescription,
-        attempts: 0,
-        retried: false,
-        hint: `${failure.hint} (Shared by the token store: the fleet fails fast until the back-off ends, so the token endpoint is not hammered.)`,
-      },
-    );
+    const error = backoffError({ ...failure, attempts: 0, retried: false }, waitMs, true);
     return { ok: false, error, retryAfterMs: waitMs };
   }
 

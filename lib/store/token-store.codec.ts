@@ -7,6 +7,8 @@ export interface SharedFailure {
   readonly retryAtMs: number;
   readonly summary: string;
   readonly reason: string;
+  /** The failing replica's verdict, so the fleet answers its callers as that replica does. */
+  readonly transient: boolean;
   readonly status?: number;
   readonly oauthError?: string;
   readonly oauthErrorDescription?: string;

@@ -34,7 +34,7 @@ export const TELEMETRY_NAMES = {
 export const TELEMETRY_ATTRIBUTES = {
   /** A hash of the token URL and machineId (see {@link integrationHash}); on everything an integration emits. */
   integration: 'platform_auth.integration',
-  /** Only for a named integration (`forRoot({ name })`): the name the app gave it, which is not secret. */
+  /** The integration's name (`forRoot({ name })`), `default` for the default one; not secret. */
   integrationName: 'platform_auth.integration.name',
   /** `success` or `failure`. */
   outcome: 'platform_auth.outcome',

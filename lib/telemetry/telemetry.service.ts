@@ -4,18 +4,13 @@ import type { Clock } from '../platform-auth.clock.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { ExchangeOutcome, TokenSource } from '../token/token.cache.js';
+import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import {
   OTEL_SPAN_KIND_INTERNAL,
   OTEL_SPAN_STATUS_ERROR,
-  loadOtelApi,
-  type OtelApi,
   type OtelAttributes,
-  type OtelCounter,
-  type OtelHistogram,
-  type OtelObservableGauge,
   type OtelObservableResult,
   type OtelSpan,
-  type OtelTracer,
 } from './otel-api.types.js';
 import {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
@@ -25,45 +20,20 @@ import {
   type PlatformAuthDiagnosticsEventBody,
   type StoreLockOutcome,
 } from './telemetry.events.js';
-
-/** Where the two gauges read their values; times in ms since the epoch, `undefined` when there is none. */
-export interface TelemetryGaugeSources {
-  tokenExpiresAtMs(): number | undefined;
-  certificateNotAfterMs(): number | undefined;
-}
+import { describeExchange, reauthenticationErrorType, type ExchangeResult } from './telemetry.exchange.js';
+import { createInstruments, type Instruments, type TelemetryGaugeSources } from './telemetry.instruments.js';
+import { inContext, loadInstrumentationScope } from './telemetry.scope.js';
 
 /** Who the telemetry speaks for. Nothing here is secret: the machineId only ever appears hashed. */
 export interface TelemetryIdentity {
   /** {@link integrationHash} of the token URL and machineId. */
   readonly integration: string;
-  /** The name of a named integration; absent for the default one. */
+  /** The integration's name; absent for the default one, which telemetry calls `default`. */
   readonly name?: string;
   /** The token endpoint's host (`server.address`). */
   readonly serverAddress?: string;
   /** Where each exchange is described at `debug` level. */
   readonly logger?: LoggerService;
-}
-
-export interface ExchangeResult {
-  readonly ok: boolean;
-  /** `signing_failed`: no request was made, the assertion could not be signed. */
-  readonly reason?: TokenExchangeFailure | 'signing_failed';
-  readonly status?: number;
-  readonly attempts: number;
-  /** For a success: the token's lifetime, from the platform's `expires_in`. */
-  readonly lifetimeSeconds?: number;
-}
-
-/** A counter or histogram with the unit OpenTelemetry expects, and what it counts. */
-interface Instruments {
-  readonly api: OtelApi;
-  readonly tracer: OtelTracer;
-  readonly exchanges: OtelCounter;
-  readonly exchangeDuration: OtelHistogram;
-  readonly reauthentications: OtelCounter;
-  readonly storeLock: OtelCounter;
-  readonly credentialChanges: OtelCounter;
-  readonly gauges: readonly [OtelObservableGauge, (result: OtelObservableResult) => void][];
 }
 
 const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
@@ -79,7 +49,7 @@ const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
  */
 export class PlatformAuthTelemetry implements PlatformAuthObserver {
   private instruments?: Instruments;
-  /** On every span and data point: the integration, and its name when it has one. */
+  /** On every span and data point: the integration's hash and its name (`default` for the default one). */
   private readonly attributes: Readonly<Record<string, string>>;
   /** The exchange's: {@link attributes} and the token endpoint's host. */
   private readonly exchangeAttributes: Readonly<Record<string, string>>;
@@ -91,7 +61,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   ) {
     this.attributes = {
       [ATTR.integration]: identity.integration,
-      ...(identity.name === undefined ? {} : { [ATTR.integrationName]: identity.name }),
+      [ATTR.integrationName]: identity.name ?? DEFAULT_INTEGRATION,
     };
     this.exchangeAttributes = {
       ...this.attributes,
@@ -102,8 +72,8 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   /** Loads `@opentelemetry/api` when it is installed; a channel-only instance when it is not. */
   static async load(identity: TelemetryIdentity, clock: Clock): Promise<PlatformAuthTelemetry> {
     const telemetry = new PlatformAuthTelemetry(identity, clock);
-    const api = await loadOtelApi();
-    if (api) telemetry.instruments = telemetry.createInstruments(api);
+    const scope = await loadInstrumentationScope();
+    if (scope) telemetry.instruments = createInstruments(scope, (read) => telemetry.secondsUntil(read));
     return telemetry;
   }
 
@@ -265,78 +235,15 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     if (diagnostics.hasSubscribers) diagnostics.publish({ integration: this.identity.integration, ...event });
   }
 
-  private createInstruments(api: OtelApi): Instruments {
-    const meter = api.metrics.getMeter(NAMES.meter);
-    const secondsUntil =
-      (read: (sources: TelemetryGaugeSources) => number | undefined) => (result: OtelObservableResult) => {
-        const at = this.gaugeSources && read(this.gaugeSources);
-        if (at !== undefined) result.observe((at - this.clock.now()) / 1000, this.attributes);
-      };
-    const tokenGauge = meter.createObservableGauge(NAMES.tokenTimeToExpiry, {
-      description: 'Seconds until the cached access token expires',
-      unit: 's',
-    });
-    const certificateGauge = meter.createObservableGauge(NAMES.certificateTimeToExpiry, {
-      description: 'Seconds until the configured certificate expires (negative once expired)',
-      unit: 's',
-    });
-    const gauges: [OtelObservableGauge, (result: OtelObservableResult) => void][] = [
-      [tokenGauge, secondsUntil((sources) => sources.tokenExpiresAtMs())],
-      [certificateGauge, secondsUntil((sources) => sources.certificateNotAfterMs())],
-    ];
-    for (const [gauge, callback] of gauges) gauge.addCallback(callback);
-    return {
-      api,
-      tracer: api.trace.getTracer(NAMES.meter),
-      exchanges: meter.createCounter(NAMES.exchanges, {
-        description: 'Token exchanges, by outcome; failures by error.type',
-        unit: '{exchange}',
-      }),
-      exchangeDuration: meter.createHistogram(NAMES.exchangeDuration, {
-        description: 'Duration of one token exchange, retries included',
-        unit: 's',
-      }),
-      reauthentications: meter.createCounter(NAMES.reauthentications, {
-        description: 'Requests re-sent with a fresh token after a 401, by outcome',
-        unit: '{request}',
-      }),
-      storeLock: meter.createCounter(NAMES.storeLock, {
-        description: "Attempts to take the shared token store's exchange lock, by outcome",
-        unit: '{attempt}',
-      }),
-      credentialChanges: meter.createCounter(NAMES.credentialChanges, {
-        description: 'Credential reloads and rotations, by outcome',
-        unit: '{change}',
-      }),
-      gauges,
+  /** A gauge's callback: seconds from now until what `read` returns, when there is something to read. */
+  private secondsUntil(
+    read: (sources: TelemetryGaugeSources) => number | undefined,
+  ): (result: OtelObservableResult) => void {
+    return (result) => {
+      const at = this.gaugeSources && read(this.gaugeSources);
+      if (at !== undefined) result.observe((at - this.clock.now()) / 1000, this.attributes);
     };
   }
-}
-
-/** Runs `run` with `span` as the active span, so what it starts (HTTP client spans above all) nests under it. */
-export function inContext<T>(api: OtelApi, span: OtelSpan, run: () => Promise<T>): Promise<T> {
-  return api.context.with(api.trace.setSpan(api.context.active(), span), run);
-}
-
-/** The renewal failed (its `TokenExchangeError` reason), or the re-sent request did (its HTTP status). */
-function reauthenticationErrorType(error: unknown, status: unknown): string {
-  const reason = (error as { reason?: unknown }).reason;
-  if (typeof reason === 'string') return reason;
-  if (typeof status === 'number') return String(status);
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^[A-Z_]{2,40}$/.test(code) ? code : '_OTHER';
-}
-
-/** One exchange in one line, for `debug`: never the token, the assertion or the machineId. */
-function describeExchange(result: ExchangeResult, durationSeconds: number): string {
-  const took = `${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, ${durationSeconds.toFixed(3)} s`;
-  if (result.ok) {
-    return result.attempts === 0
-      ? `Token taken from the shared token store (valid for ${result.lifetimeSeconds} s)`
-      : `Token exchange succeeded (${took}); the token is valid for ${result.lifetimeSeconds} s`;
-  }
-  const status = result.status === undefined ? '' : `, HTTP ${result.status}`;
-  return `Token exchange failed: ${result.reason}${status} (${took})`;
 }
 
 /** `inner` with every exchange it makes counted, timed, traced and logged. Applied by the composition root. */

@@ -2,7 +2,6 @@ import type { Clock } from '../platform-auth.clock.js';
 import {
   OTEL_SPAN_KIND_INTERNAL,
   OTEL_SPAN_STATUS_ERROR,
-  loadOtelApi,
   type OtelApi,
   type OtelAttributes,
   type OtelCounter,
@@ -10,7 +9,7 @@ import {
   type OtelTracer,
 } from './otel-api.types.js';
 import { TELEMETRY_ATTRIBUTES as ATTR, TELEMETRY_NAMES as NAMES } from './telemetry.events.js';
-import { inContext } from './telemetry.service.js';
+import { inContext, loadInstrumentationScope, type InstrumentationScope } from './telemetry.scope.js';
 
 /** The two token requests of user sign-in, by their OAuth grant type. */
 export type UserGrantType = 'authorization_code' | 'refresh_token';
@@ -43,7 +42,7 @@ export class PlatformUserTelemetry {
     private readonly clock: Clock,
   ) {
     this.attributes = { [ATTR.serverAddress]: new URL(tokenEndpoint).hostname };
-    this.instruments = loadOtelApi().then((api) => api && createInstruments(api));
+    this.instruments = loadInstrumentationScope().then((scope) => scope && createInstruments(scope));
   }
 
   /** Runs one token request of `grant` inside its span, and counts and times it. */
@@ -78,11 +77,10 @@ export class PlatformUserTelemetry {
   }
 }
 
-function createInstruments(api: OtelApi): UserInstruments {
-  const meter = api.metrics.getMeter(NAMES.meter);
+function createInstruments({ api, tracer, meter }: InstrumentationScope): UserInstruments {
   return {
     api,
-    tracer: api.trace.getTracer(NAMES.meter),
+    tracer,
     requests: meter.createCounter(NAMES.userTokenRequests, {
       description: 'User sign-in token requests (code exchanges and refreshes), by grant type and outcome',
       unit: '{request}',

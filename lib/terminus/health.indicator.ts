@@ -128,6 +128,8 @@ function detail(status: TokenProviderStatus): Record<string, unknown> {
       notAfter: status.certificate.notAfter.toISOString(),
     },
     credentialReload: status.credentials.reload.state,
+    // Up while the pair in use works: files refused (invalid, or a pair the platform refused) keep the last good one.
+    credentialReloadProblems: status.credentials.reload.problems,
     // Up: the platform accepts the pair in use; the files are behind and should be promoted.
     credentialsSwitched: status.credentials.switched && {
       at: status.credentials.switched.at.toISOString(),

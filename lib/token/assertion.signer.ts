@@ -3,7 +3,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
-import type { ActiveCredentials, CredentialsHolder } from '../credentials/credentials.holder.js';
+import type { ActiveCredentials, CredentialsInUse } from '../credentials/active-credentials.js';
 import { signCompactJws } from '../credentials/compact-jws.util.js';
 
 /** What the signer reads of the settings. */
@@ -47,10 +47,10 @@ const encoder = new TextEncoder();
 export class AssertionSigner {
   readonly #settings: SignerSettings;
   readonly #clock: Clock;
-  readonly #holder: CredentialsHolder;
+  readonly #holder: CredentialsInUse;
 
-  /** @internal Only the composition root (and the rotation's candidate) build one; apps get it from the container. */
-  constructor(settings: SignerSettings, clock: Clock, holder: CredentialsHolder) {
+  /** @internal Only the credential lifecycle builds one; apps get it from the container. */
+  constructor(settings: SignerSettings, clock: Clock, holder: CredentialsInUse) {
     if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw new AssertionSigningError(
         `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,

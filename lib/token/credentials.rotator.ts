@@ -1,12 +1,13 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { CredentialsHolder } from '../credentials/credentials.holder.js';
 import { loadCredentials } from '../credentials/credentials.loader.js';
 import { ConfigReport } from '../options/config.report.js';
 import { checkMachineId } from '../options/options.resolver.js';
 import { CredentialRotationError } from '../platform-auth.errors.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import type { ExchangeOutcome } from './token.cache.js';
+import type { CredentialsLifecycle } from './credentials.lifecycle.js';
+import type { TokenExchangeAttempts } from './token-exchange.attempts.js';
+import type { ExchangeOutcome, TokenCache } from './token.cache.js';
 
 /** A new pair from a secrets manager, as PEM text. */
 export interface RotateCredentialsInput {
@@ -17,13 +18,18 @@ export interface RotateCredentialsInput {
   privateKeyPassphrase?: string;
 }
 
-/** One exchange signed with `candidate`'s credentials, made exactly as the module makes any (retries included). */
-export type CandidateExchange = (candidate: CredentialsHolder, signal: AbortSignal) => Promise<ExchangeOutcome>;
+/** Wraps one exchange the way every exchange is observed (telemetry's `recordExchange`). */
+export interface ExchangeRecorder {
+  recordExchange<T extends ExchangeOutcome>(run: () => Promise<T>): Promise<T>;
+}
 
 export interface CredentialsRotatorOptions {
   readonly clock: Clock;
-  readonly holder: CredentialsHolder;
-  readonly exchangeWith: CandidateExchange;
+  readonly credentials: CredentialsLifecycle;
+  /** The module's exchange: the test exchange is made exactly as any other (retries, clock-skew correction). */
+  readonly attempts: Pick<TokenExchangeAttempts, 'run'>;
+  readonly recorder: ExchangeRecorder;
+  readonly cache: Pick<TokenCache, 'current' | 'invalidate'>;
   readonly observer: PlatformAuthObserver;
   readonly logger: LoggerService;
   /** A shared token store is configured: the fleet shares tokens by integration, so the machineId must not change. */
@@ -33,7 +39,8 @@ export interface CredentialsRotatorOptions {
 
 /**
  * `rotateCredentials()`: every start-up check on the new pair and the machineId, then one exchange signed with it
- * (transient failures retried like any exchange), and only then the swap. Rotations run one at a time.
+ * (transient failures retried like any exchange), and only then the lifecycle's `rotate` transition. Rotations run
+ * one at a time.
  */
 export class CredentialsRotator {
   private queue: Promise<unknown> = Promise.resolve();
@@ -47,21 +54,24 @@ export class CredentialsRotator {
   }
 
   private async rotateNow(input: RotateCredentialsInput): Promise<void> {
-    const { clock, holder, observer, logger, shutdown } = this.options;
+    const { clock, credentials: lifecycle, observer, logger, shutdown } = this.options;
     shutdown.throwIfAborted();
     const report = new ConfigReport();
     const given = (input as Partial<RotateCredentialsInput> | undefined) ?? {};
-    const machineId = given.machineId ?? holder.active.machineId;
+    const inUse = lifecycle.active;
+    const machineId = given.machineId ?? inUse.machineId;
     checkMachineId(machineId, report);
-    if (report.problems.length === 0 && this.options.sharedStore && machineId !== holder.active.machineId) {
+    if (report.problems.length === 0 && this.options.sharedStore && machineId !== inUse.machineId) {
       // One replica moving to another integration would hand its tokens to replicas still on the old one. Such a
       // cut-over is a named integration beside this one, or a redeploy.
       report.problem('machineId', 'changes the integration while a shared token store is configured; not supported');
     }
     const { privateKey, certificate, privateKeyPassphrase } = given;
-    const thumbprintAlgorithm = holder.active.credentials.thumbprintAlgorithm;
+    const thumbprintAlgorithm = inUse.credentials.thumbprintAlgorithm;
     const sources = { privateKey, certificate, privateKeyPassphrase, thumbprintAlgorithm };
     const credentials = loadCredentials(sources, clock.now(), report);
+    const refusal = credentials && lifecycle.refusal(credentials);
+    if (refusal) report.problem('certificate', refusal);
     if (!credentials || report.problems.length > 0) {
       observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
@@ -70,8 +80,8 @@ export class CredentialsRotator {
         report.problems,
       );
     }
-    const candidate = new CredentialsHolder(machineId, credentials, clock.now());
-    const outcome = await this.options.exchangeWith(candidate, shutdown);
+    const signers = lifecycle.candidateSigners(machineId, credentials);
+    const outcome = await this.options.recorder.recordExchange(() => this.options.attempts.run(shutdown, signers));
     if (!outcome.ok) {
       observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
@@ -81,12 +91,10 @@ export class CredentialsRotator {
         outcome.error,
       );
     }
-    const previous = holder.active.credentials.thumbprint;
-    holder.swap(machineId, credentials, clock.now());
     for (const warning of report.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
-    logger.log(
-      `Credentials rotated: assertions now carry thumbprint ${credentials.thumbprint} (was ${previous}); the cached token is used until it expires.`,
-    );
-    observer.credentialsChanged('rotated');
+    const integrationChanged = lifecycle.rotated(machineId, credentials);
+    // A token belongs to the integration it was issued to: after a cut-over to another machineId it is not used.
+    const token = this.options.cache.current;
+    if (integrationChanged && token) this.options.cache.invalidate(token.accessToken);
   }
 }

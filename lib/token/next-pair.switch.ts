@@ -1,9 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
-import type { Clock } from '../platform-auth.clock.js';
-import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import { CredentialsHolder } from '../credentials/credentials.holder.js';
-import type { LoadedCredentials } from '../credentials/credentials.loader.js';
-import { AssertionSigner, type SignerSettings } from './assertion.signer.js';
+import type { AssertionSigner } from './assertion.signer.js';
 import type { AttemptFailure } from './token-exchange.client.js';
 
 /**
@@ -38,9 +33,13 @@ export interface NextPairCandidate {
   accepted(): void;
 }
 
-/** Seam of the exchange: the next pair, when there is one, to try at once after a "not registered" refusal. */
-export interface NextPairFallback {
-  candidate(): NextPairCandidate | undefined;
+/**
+ * What one exchange signs with: the current pair, and the next pair, when there is one, to try at once after a
+ * "not registered" refusal. The credential lifecycle hands them out.
+ */
+export interface ExchangeSigners {
+  readonly current: Pick<AssertionSigner, 'createAssertion'>;
+  readonly next?: NextPairCandidate;
 }
 
 /** The last switch to the next pair, for `status()`. */
@@ -53,51 +52,4 @@ export interface PairSwitchRecord {
 /** Thumbprint prefix for messages: enough to tell two certificates apart, short enough to read. */
 export function thumbprintPrefix(thumbprint: string): string {
   return `${thumbprint.slice(0, 8)}…`;
-}
-
-/**
- * Switches the process to the next pair when the platform accepts it after refusing the current one as not
- * registered: promotes it in the holder, logs one warning naming both thumbprints' prefixes, tells the observer
- * (telemetry) and keeps the record `status()` and health show.
- */
-export class NextPairSwitch implements NextPairFallback {
-  private last?: PairSwitchRecord;
-
-  constructor(
-    private readonly settings: SignerSettings,
-    private readonly clock: Clock,
-    private readonly holder: CredentialsHolder,
-    private readonly observer: PlatformAuthObserver,
-    private readonly logger: LoggerService,
-  ) {}
-
-  get lastSwitch(): PairSwitchRecord | undefined {
-    return this.last;
-  }
-
-  /** Forgets the switch once the files say the same as the process (they were promoted). */
-  filesCaughtUp(): void {
-    this.last = undefined;
-  }
-
-  candidate(): NextPairCandidate | undefined {
-    const next: LoadedCredentials | undefined = this.holder.next;
-    if (!next) return undefined;
-    const view = new CredentialsHolder(this.holder.active.machineId, next, this.clock.now());
-    return {
-      signer: new AssertionSigner(this.settings, this.clock, view),
-      thumbprint: next.thumbprint,
-      accepted: () => this.accepted(next),
-    };
-  }
-
-  private accepted(next: LoadedCredentials): void {
-    const previous = this.holder.promote(next, this.clock.now());
-    if (!previous) return; // another exchange promoted it already, or a reload replaced it
-    this.last = { atMs: this.clock.now(), from: previous.thumbprint, to: next.thumbprint };
-    this.logger.warn(
-      `The platform refused the current certificate (thumbprint ${thumbprintPrefix(previous.thumbprint)}) as not registered and accepted the next one (thumbprint ${thumbprintPrefix(next.thumbprint)}), which is now in use. Update the files: the next pair becomes the current pair (privateKey*/certificate*), and next* holds a new next pair or nothing.`,
-    );
-    this.observer.credentialsChanged('switched');
-  }
 }

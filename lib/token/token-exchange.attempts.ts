@@ -1,21 +1,25 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { isTransientStatus } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
-import { effectiveClockMargin, type AssertionSigner } from './assertion.signer.js';
+import { effectiveClockMargin } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
 import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
-import { isNotRegisteredRefusal, type NextPairCandidate, type NextPairFallback } from './next-pair.switch.js';
+import { isNotRegisteredRefusal, type ExchangeSigners } from './next-pair.switch.js';
 
 export type ExchangeAttemptsConfig = Pick<
   PlatformAuthSettings,
   'retry' | 'exchangeTimeoutMs' | 'correctClockSkew' | 'tokenUrl' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'
 >;
 
+/** Where the attempts get their signers, once per exchange: the credential lifecycle. */
+export interface SignerSource {
+  signers(): ExchangeSigners;
+}
+
 /**
- * One exchange, made of attempts: a fresh assertion per attempt (the signer is asked each time, so credentials it
- * swaps apply from the next attempt), transient failures retried with equal jitter or `Retry-After`, all within the
+ * One exchange, made of attempts: a fresh assertion per attempt (the signer is asked each time, so credentials
+ * swapped meanwhile apply from the next attempt), transient failures retried with equal jitter or `Retry-After`, all within the
  * exchange's budget, and one retry with corrected times when the platform's clock is off. When the platform refuses
  * the current pair as not registered and a next pair is configured, the next attempt, at once, is signed with the
  * next pair (and so are its retries); accepted, it becomes the current pair. Keeps only what outlives an exchange:
@@ -29,10 +33,9 @@ export class TokenExchangeAttempts {
   constructor(
     private readonly config: ExchangeAttemptsConfig,
     private readonly clock: Clock,
-    private readonly signer: Pick<AssertionSigner, 'createAssertion'>,
+    private readonly pairs: SignerSource,
     private readonly client: Pick<TokenExchangeClient, 'attempt'>,
     private readonly logger: LoggerService,
-    private readonly nextPair?: NextPairFallback,
   ) {
     // The clock margin is what the assertion tolerates, so it is also where an offset becomes worth mentioning.
     this.hints = { host: new URL(config.tokenUrl).host, clockToleranceSeconds: effectiveClockMargin(config) };
@@ -47,8 +50,16 @@ export class TokenExchangeAttempts {
     return this.exchangeCount;
   }
 
-  /** Resolves with the outcome; rejects only with the signal's reason or a signing failure. */
-  async run(signal: AbortSignal): Promise<ExchangeOutcome> {
+  /** The exchange the token cache asks for, signed with the pairs in use. */
+  exchange(signal: AbortSignal): Promise<ExchangeOutcome> {
+    return this.run(signal, this.pairs.signers());
+  }
+
+  /**
+   * One exchange signed with `signers` (a rotation passes its candidate's). Resolves with the outcome; rejects only
+   * with the signal's reason or a signing failure.
+   */
+  async run(signal: AbortSignal, signers: ExchangeSigners): Promise<ExchangeOutcome> {
     this.exchangeCount += 1;
     const { retry, exchangeTimeoutMs, correctClockSkew } = this.config;
     const startedAt = this.clock.now();
@@ -56,12 +67,12 @@ export class TokenExchangeAttempts {
     let skewRetryDone = false;
     let previous: AttemptFailure | undefined;
     /** Set once the current pair was refused as not registered: this exchange signs with the next pair from then. */
-    let next: NextPairCandidate | undefined;
+    let next: ExchangeSigners['next'];
     let refusedCurrent: AttemptFailure | undefined;
     for (;;) {
       attempts += 1;
       const offsetUsed = correctClockSkew ? (this.measuredOffsetMs ?? 0) : 0;
-      const assertion = await (next?.signer ?? this.signer).createAssertion({ clockOffsetMs: offsetUsed });
+      const assertion = await (next?.signer ?? signers.current).createAssertion({ clockOffsetMs: offsetUsed });
       const sentAt = this.clock.now();
       // The first attempt gets its full timeout; retries only what is left of the exchange's budget.
       const timeoutMs = previous
@@ -77,7 +88,7 @@ export class TokenExchangeAttempts {
       if (signal.aborted) throw signal.reason as Error;
 
       if (!next && isNotRegisteredRefusal(outcome)) {
-        next = this.nextPair?.candidate();
+        next = signers.next;
         if (next) {
           refusedCurrent = outcome;
           continue; // at once, within this exchange
@@ -94,7 +105,7 @@ export class TokenExchangeAttempts {
         continue;
       }
       const elapsed = this.clock.now() - startedAt;
-      const delay = outcome.retryable ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
+      const delay = outcome.transient ? this.retryDelay(attempts, outcome.retryAfterMs) : undefined;
       const canRetry =
         delay !== undefined &&
         attempts < retry.maxAttempts &&
@@ -130,13 +141,12 @@ export class TokenExchangeAttempts {
 
   /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
   private shouldRetryWithSkewCorrection(outcome: AttemptFailure, offsetUsed: number, alreadyDone: boolean): boolean {
-    const { status, clockOffsetMs } = outcome;
+    const { clockOffsetMs } = outcome;
     return (
       this.config.correctClockSkew &&
       !alreadyDone &&
-      status !== undefined &&
-      status >= 400 &&
-      !isTransientStatus(status) &&
+      outcome.reason === 'http_error' &&
+      !outcome.transient &&
       isSkewed(offsetSeconds(clockOffsetMs), this.hints.clockToleranceSeconds) &&
       Math.abs((clockOffsetMs ?? 0) - offsetUsed) > 1000
     );

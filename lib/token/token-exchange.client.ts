@@ -29,7 +29,11 @@ export interface AttemptFailure {
   readonly ok: false;
   readonly reason: TokenExchangeFailure;
   readonly summary: string;
-  readonly retryable: boolean;
+  /**
+   * Passes by itself, so worth retrying within the exchange; the error the exchange ends with keeps the last
+   * attempt's verdict (`TokenExchangeError.transient`).
+   */
+  readonly transient: boolean;
   readonly status?: number;
   readonly oauthError?: string;
   readonly oauthErrorDescription?: string;
@@ -122,21 +126,21 @@ export class TokenExchangeClient {
         ok: false,
         reason: 'redirect',
         status,
-        retryable: false,
+        transient: false,
         clockOffsetMs,
         summary: `token endpoint answered HTTP ${status} (redirect, not followed)`,
       };
     }
     const { oauthError, oauthErrorDescription } = this.parseOAuthError(response.data, secrets);
-    const retryable = isTransientStatus(status);
+    const transient = isTransientStatus(status);
     return {
       ok: false,
       reason: 'http_error',
       status,
       oauthError,
       oauthErrorDescription,
-      retryable,
-      retryAfterMs: retryable ? parseRetryAfter(response.headers['retry-after'], this.now()) : undefined,
+      transient,
+      retryAfterMs: transient ? parseRetryAfter(response.headers['retry-after'], this.now()) : undefined,
       clockOffsetMs,
       summary: `token endpoint answered HTTP ${status}${oauthError ? ` ${oauthError}` : ''}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
     };
@@ -160,14 +164,14 @@ export class TokenExchangeClient {
       return {
         ok: false,
         reason: 'aborted',
-        retryable: false,
+        transient: true,
         summary: 'token exchange cancelled (module shutting down)',
       };
     if (/maxContentLength/i.test((error as Error)?.message ?? '')) {
       return {
         ok: false,
         reason: 'invalid_response',
-        retryable: false,
+        transient: false,
         summary: `token response exceeds the ${this.config.maxResponseBytes}-byte limit`,
       };
     }
@@ -175,7 +179,7 @@ export class TokenExchangeClient {
       return {
         ok: false,
         reason: 'timeout',
-        retryable: true,
+        transient: true,
         networkCode: code ?? 'ETIMEDOUT',
         summary: `token endpoint did not answer within ${timeoutMs} ms`,
       };
@@ -188,7 +192,7 @@ export class TokenExchangeClient {
       return {
         ok: false,
         reason: 'network_error',
-        retryable: true,
+        transient: true,
         maxRetries: 1,
         networkCode,
         summary: `token endpoint host ${host} does not resolve (${networkCode})`,
@@ -197,7 +201,7 @@ export class TokenExchangeClient {
     return {
       ok: false,
       reason: 'network_error',
-      retryable: true,
+      transient: true,
       networkCode,
       summary: `token endpoint ${host} unreachable (${networkCode})`,
     };
@@ -226,7 +230,7 @@ export class TokenExchangeClient {
       ok: false,
       reason: 'invalid_response',
       status: response.status,
-      retryable: false,
+      transient: false,
       clockOffsetMs,
       answeredJson: body !== undefined,
       summary: `token response is invalid: ${problem}`,

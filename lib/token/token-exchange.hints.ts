@@ -1,4 +1,3 @@
-import { DEFAULT_CLOCK_MARGIN_SECONDS } from '../options/options.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { AttemptFailure } from './token-exchange.client.js';
 import { MAX_RETRY_AFTER_BACKOFF_MS } from './token.cache.js';
@@ -64,10 +63,7 @@ export function describeClockSkew(offsetSeconds: number): string {
  * Whether the platform's clock is further off than the assertion's clock margin tolerates, the one rule the
  * exchange's hints and `doctor` share.
  */
-export function isSkewed(
-  offsetSeconds: number | undefined,
-  toleranceSeconds = DEFAULT_CLOCK_MARGIN_SECONDS,
-): offsetSeconds is number {
+export function isSkewed(offsetSeconds: number | undefined, toleranceSeconds: number): offsetSeconds is number {
   return offsetSeconds !== undefined && Math.abs(offsetSeconds) > toleranceSeconds;
 }
 
@@ -77,7 +73,7 @@ export function hintForRejection(
   oauthError: string | undefined,
   description: string | undefined,
   clockOffsetSeconds: number | undefined,
-  clockToleranceSeconds?: number,
+  clockToleranceSeconds: number,
 ): string {
   const parts: string[] = [];
   if (isSkewed(clockOffsetSeconds, clockToleranceSeconds)) parts.push(describeClockSkew(clockOffsetSeconds));
@@ -111,6 +107,7 @@ export function exchangeError(outcome: AttemptFailure, attempts: number, context
   const clockOffsetSeconds = offsetSeconds(outcome.clockOffsetMs);
   return new TokenExchangeError(outcome.summary, {
     reason: outcome.reason,
+    transient: outcome.transient,
     status: outcome.status,
     oauthError: outcome.oauthError,
     oauthErrorDescription: outcome.oauthErrorDescription,
@@ -132,7 +129,7 @@ function hintForFailure(
   const tolerance = context.clockToleranceSeconds;
   switch (outcome.reason) {
     case 'http_error':
-      return outcome.retryable
+      return outcome.transient
         ? `The platform kept failing (HTTP ${outcome.status}) after ${attempts} attempt(s); it may be down or rate limiting.${outcome.retryAfterMs !== undefined ? ` It asked to retry after ${Math.ceil(outcome.retryAfterMs / 1000)} s; callers fail fast until then (at most ${MAX_RETRY_AFTER_BACKOFF_MS / 60_000} min).` : ''} ${isSkewed(clockOffsetSeconds, tolerance) ? describeClockSkew(clockOffsetSeconds) : ''}`.trim()
         : hintForRejection(
             outcome.status!,

@@ -1,32 +1,35 @@
-import type { CredentialsHolder } from '../credentials/credentials.holder.js';
-import { certificateNotAfterMs, daysLeft } from '../credentials/credentials.holder.js';
-import type { CredentialReloadStatus } from '../credentials/credentials.reloader.js';
-import type { CachedToken, ExchangeReport, TokenCacheState } from './token.cache.js';
+import type { LoggerService } from '@nestjs/common';
+import type { Clock } from '../platform-auth.clock.js';
+import { certificateNotAfterMs, daysLeft } from '../credentials/active-credentials.js';
+import type { CredentialsLifecycle } from './credentials.lifecycle.js';
+import type { ExchangeReport, TokenCache, TokenCacheListener } from './token.cache.js';
 import type { LastExchangeStatus, SharedStoreStatus, TokenProviderStatus } from './token-status.types.js';
 
-/** What `status()` reads besides what the tracker records. */
+/** The parts `status()` reads besides what the tracker records. */
 export interface StatusSources {
   readonly integration: string;
-  readonly now: number;
-  readonly state: TokenCacheState;
-  readonly token: CachedToken | undefined;
-  readonly holder: CredentialsHolder;
-  readonly reload: CredentialReloadStatus;
-  readonly sharedStore?: SharedStoreStatus;
-  /** The last switch to the next pair, while the files have not caught up. */
-  readonly switched?: { readonly atMs: number; readonly from: string; readonly to: string };
+  readonly clock: Clock;
+  readonly cache: Pick<TokenCache, 'state' | 'current'>;
+  readonly credentials: Pick<CredentialsLifecycle, 'describe' | 'reloadStatus'>;
+  readonly sharedStore?: { status(): SharedStoreStatus };
 }
 
 /**
- * Keeps what the token cache reports about finished exchanges, and builds the status snapshot. Off the hot path:
- * it runs once per exchange and once per `status()` call.
+ * The token cache's listener: keeps what it reports about finished exchanges, says when a background renewal
+ * failed, and builds the status snapshot. Off the hot path: it runs once per exchange and once per `status()` call.
  */
-export class TokenStatusTracker {
+export class TokenStatusTracker implements TokenCacheListener {
   private last?: LastExchangeStatus;
   private consecutiveFailures = 0;
   private retryAtMs?: number;
 
-  record(report: ExchangeReport): void {
+  constructor(private readonly logger: LoggerService) {}
+
+  renewalFailed(error: Error): void {
+    this.logger.warn(`Background token renewal failed; the current token is served until it expires. ${error.message}`);
+  }
+
+  exchanged(report: ExchangeReport): void {
     const error = report.error;
     this.last = {
       at: new Date(report.finishedAtMs),
@@ -42,12 +45,13 @@ export class TokenStatusTracker {
   }
 
   snapshot(sources: StatusSources): TokenProviderStatus {
-    const { now, token, holder } = sources;
-    const active = holder.active;
+    const now = sources.clock.now();
+    const { state, current: token } = sources.cache;
+    const { active, next, switched } = sources.credentials.describe();
     const notAfter = certificateNotAfterMs(active.credentials);
     return {
       integration: sources.integration,
-      state: sources.state,
+      state,
       token: token && {
         expiresAt: token.expiresAt,
         expiresInMs: token.expiresAtMs - now,
@@ -56,7 +60,7 @@ export class TokenStatusTracker {
       },
       lastExchange: this.last,
       consecutiveFailures: this.consecutiveFailures,
-      nextAttemptAt: sources.state === 'backoff' && this.retryAtMs !== undefined ? new Date(this.retryAtMs) : undefined,
+      nextAttemptAt: state === 'backoff' && this.retryAtMs !== undefined ? new Date(this.retryAtMs) : undefined,
       certificate:
         notAfter === undefined
           ? undefined
@@ -64,15 +68,11 @@ export class TokenStatusTracker {
       credentials: {
         thumbprint: active.credentials.thumbprint,
         activatedAt: new Date(active.activatedAtMs),
-        reload: sources.reload,
-        next: holder.next && { thumbprint: holder.next.thumbprint },
-        switched: sources.switched && {
-          at: new Date(sources.switched.atMs),
-          from: sources.switched.from,
-          to: sources.switched.to,
-        },
+        reload: sources.credentials.reloadStatus(),
+        next: next && { thumbprint: next.thumbprint },
+        switched: switched && { at: new Date(switched.atMs), from: switched.from, to: switched.to },
       },
-      sharedStore: sources.sharedStore,
+      sharedStore: sources.sharedStore?.status(),
     };
   }
 }

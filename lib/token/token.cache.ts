@@ -1,6 +1,7 @@
 import type { Clock } from '../platform-auth.clock.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
+import { TokenExchangeError, type TokenExchangeErrorDetails } from '../platform-auth.errors.js';
 import { TokenRefusals } from './token-refusals.js';
+import type { TokenState } from './token-status.types.js';
 
 /** An access token as an exchange (or the shared store) hands it over: absolute times, by the local clock. */
 export interface IssuedToken {
@@ -44,8 +45,6 @@ export interface TokenCacheListener {
   /** A background renewal failed; the current token is still served until it is unusable. */
   renewalFailed?(error: Error): void;
 }
-
-export type TokenCacheState = 'valid' | 'renewing' | 'none' | 'backoff' | 'shutdown';
 
 /**
  * The rules a token source needs from the cache, handed to it with every exchange: the shared store decides with
@@ -171,7 +170,7 @@ export class TokenCache implements ExchangePolicy {
     return this.#current;
   }
 
-  get state(): TokenCacheState {
+  get state(): TokenState {
     if (this.shutdown.aborted) return 'shutdown';
     if (this.#inflight) return 'renewing';
     const now = this.clock.now();
@@ -284,11 +283,22 @@ export function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: nu
   return Math.min(refreshBeforeExpirySeconds * 1000, (token.expiresAtMs - token.issuedAtMs) / 2);
 }
 
-function backoffError(cause: TokenExchangeError, waitMs: number): TokenExchangeError {
-  return new TokenExchangeError(`token exchange failed recently; next attempt in ${waitMs} ms`, {
+/**
+ * The error of a caller held back for `waitMs` after `cause` failed, here or (`shared`) on another replica that
+ * shared it through the token store. It keeps the cause's fields, `transient` among them: a refusal is still a
+ * refusal to the callers held back after it.
+ */
+export function backoffError(
+  cause: Omit<TokenExchangeErrorDetails, 'reason'>,
+  waitMs: number,
+  shared = false,
+): TokenExchangeError {
+  const where = shared ? 'on another replica' : 'recently';
+  const who = shared ? 'Shared by the token store: the fleet fails' : 'Failing';
+  return new TokenExchangeError(`token exchange failed ${where}; next attempt in ${Math.ceil(waitMs)} ms`, {
     ...cause,
     reason: 'backoff',
     retryAfterSeconds: Math.ceil(waitMs / 1000),
-    hint: `${cause.hint} (Failing fast until the back-off ends, so the token endpoint is not hammered.)`,
+    hint: `${cause.hint} (${who} fast until the back-off ends, so the token endpoint is not hammered.)`,
   });
 }

@@ -64,8 +64,8 @@ export const USER_CLIENT_AUTHENTICATIONS = [
   'client_secret_post',
   'private_key_jwt',
 ] as const;
-/** Injection token of the sessions this process saw end (logout). */
-export const PLATFORM_USER_ENDED_SESSIONS = Symbol('PLATFORM_USER_ENDED_SESSIONS');
+/** Injection token of user sign-in's composition root (`platform-user-auth.wiring.ts`). */
+export const PLATFORM_USER_AUTH_RUNTIME = Symbol('PLATFORM_USER_AUTH_RUNTIME');
 /** Injection token of the clock expiry checks read; shared by both builds (see `sharedToken`), for the guard. */
 export const PLATFORM_USER_AUTH_CLOCK = sharedToken('PlatformUserAuthClock');
 /** Shared injection tokens of the services (see `sharedToken`). */

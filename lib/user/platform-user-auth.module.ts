@@ -11,7 +11,7 @@ import { systemClock, type Clock } from '../platform-auth.clock.js';
 import {
   PLATFORM_USER_AUTH_CLOCK,
   PLATFORM_USER_AUTH_CONFIG,
-  PLATFORM_USER_ENDED_SESSIONS,
+  PLATFORM_USER_AUTH_RUNTIME,
   PLATFORM_USER_AUTH_TOKEN,
   PLATFORM_USER_SESSIONS_TOKEN,
 } from './platform-user-auth.constants.js';
@@ -23,6 +23,7 @@ import {
 } from './platform-user-auth.module-definition.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 import { PlatformUserAuth } from './platform-user-auth.service.js';
+import { PlatformUserAuthRuntime } from './platform-user-auth.wiring.js';
 import { PlatformUserGuard } from './platform-user.guard.js';
 import {
   forgetUserSecrets,
@@ -30,7 +31,6 @@ import {
   ownUserOptions,
   type ResolvedUserAuthConfig,
 } from './user-options.resolver.js';
-import { EndedSessions } from './user-session.ended.js';
 import { PlatformUserSessions } from './user-session.service.js';
 
 /**
@@ -71,21 +71,19 @@ import { PlatformUserSessions } from './user-session.service.js';
       inject: [PLATFORM_USER_AUTH_MODULE_OPTIONS, PLATFORM_USER_AUTH_CLOCK, StartupProblems, CONFIGURATION_REPORTER],
     },
     {
-      provide: PLATFORM_USER_ENDED_SESSIONS,
-      useFactory: (clock: Clock) => new EndedSessions(clock),
-      inject: [PLATFORM_USER_AUTH_CLOCK],
+      provide: PLATFORM_USER_AUTH_RUNTIME,
+      useFactory: (config: ResolvedUserAuthConfig, clock: Clock) => new PlatformUserAuthRuntime(config, clock),
+      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK],
     },
     {
       provide: PlatformUserAuth,
-      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
-        new PlatformUserAuth(config, clock, ended),
-      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
+      useFactory: (runtime: PlatformUserAuthRuntime) => runtime.auth,
+      inject: [PLATFORM_USER_AUTH_RUNTIME],
     },
     {
       provide: PlatformUserSessions,
-      useFactory: (config: ResolvedUserAuthConfig, clock: Clock, ended: EndedSessions) =>
-        new PlatformUserSessions(config, clock, ended),
-      inject: [PLATFORM_USER_AUTH_CONFIG, PLATFORM_USER_AUTH_CLOCK, PLATFORM_USER_ENDED_SESSIONS],
+      useFactory: (runtime: PlatformUserAuthRuntime) => runtime.sessions,
+      inject: [PLATFORM_USER_AUTH_RUNTIME],
     },
     PlatformUserGuard,
     // Under shared tokens too, which a class written against either build of the package finds.

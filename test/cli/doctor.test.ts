@@ -8,6 +8,8 @@ import {
   type EmulatedIntegration,
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
+import { platformChecks } from '../../lib/cli/commands/doctor.command.js';
+import { startLoopbackServer } from '../support/loopback-server.js';
 import {
   expectNoSecrets,
   parseJson,
@@ -309,6 +311,43 @@ describe('platform-auth doctor', () => {
     expect(clock.fix).toMatch(/ahead of the local clock/);
     // Six minutes ahead, the platform sees the assertion as expired; the library's hint names the skew.
     expect(failure(report, 'exchange').fix).toMatch(/clock/i);
+  });
+
+  it('tolerates the configured clock margin, as the exchange does, when another setting fails', async () => {
+    // 90 s ahead: beyond the default margin (60 s), within the configured one (120 s).
+    const ahead = await PlatformEmulator.start({ clockOffsetMs: 90_000 });
+    try {
+      const { report } = await doctor({
+        PLATFORM_BASE_URL: ahead.url,
+        PLATFORM_CLOCK_MARGIN_SECONDS: '120',
+        PLATFORM_PRIVATE_KEY_PATH: `${files.dir}/missing.pem`,
+      });
+      expect(statusOf(report, 'private-key')).toBe('fail');
+      const [clock] = checksOf(report, 'clock');
+      expect(clock).toMatchObject({ status: 'pass', detail: expect.stringContaining('tolerates ±120 s') as string });
+    } finally {
+      await ahead.close();
+    }
+  });
+
+  it('probes the configured token path, as the exchange does, when another setting fails', async () => {
+    const paths: string[] = [];
+    const server = await startLoopbackServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.writeHead(req.url === '/oauth2/token' ? 405 : 404).end();
+    });
+    try {
+      // No credentials, so no resolved configuration: the endpoint is probed all the same.
+      const options = { baseUrl: `${server.url}/`, machineId: integration.machineId, tokenPath: '/oauth2/token' };
+      const checks = await platformChecks(options, undefined);
+      expect(paths).toEqual(['/oauth2/token']);
+      expect(checks.find((check) => check.id === 'endpoint')).toMatchObject({
+        status: 'pass',
+        detail: expect.stringContaining(`${server.url}/oauth2/token answered a HEAD with HTTP 405`) as string,
+      });
+    } finally {
+      await server.close();
+    }
   });
 
   it('translates a refused exchange with a wrong machineId into its cause', async () => {

@@ -6,7 +6,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformAuthExceptionFilter, PlatformAuthModule, PlatformHttpService } from 'nestjs-platform-auth';
-import { createTestCredentials, PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { createTestCredentials, FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
 
 @Controller()
@@ -73,6 +73,30 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
       expect.stringMatching(/^502 answered for a failed token exchange: .*certificate/),
     ]);
     expect(logger.messages('warn')).toEqual([]);
+  });
+
+  it('answers a refusal 502 on the first call and alike while callers are held back after it', async () => {
+    const platform = await PlatformEmulator.start();
+    closing.push(() => platform.close());
+    const integration = await platform.createIntegration();
+    const stranger = await createTestCredentials();
+    // Time stands still, so the second call is inside the back-off however slow the machine is.
+    const { url } = await appFor(adapter, {
+      ...integration.moduleOptions,
+      privateKey: stranger.privateKeyPem,
+      certificate: stranger.certificatePem,
+      clock: new FakeClock(),
+    });
+
+    const first = await fetch(`${url}/billing`);
+    const during = await fetch(`${url}/billing`);
+    // One exchange: the second caller got the back-off's error, not a fresh refusal.
+    expect(platform.counters.exchanges).toMatchObject({ total: 1, rejected: 1 });
+    for (const response of [first, during]) {
+      expect(response.status).toBe(502);
+      expect(response.headers.get('retry-after')).toBeNull();
+      expect(await response.json()).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+    }
   });
 
   it('answers 503 when the platform cannot be reached', async () => {

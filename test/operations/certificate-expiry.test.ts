@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock } from 'nestjs-platform-auth/testing';
 import { CertificateExpiryMonitor } from '../../lib/credentials/certificate-expiry.monitor.js';
-import { CredentialsHolder } from '../../lib/credentials/credentials.holder.js';
+import type { ActiveCredentials } from '../../lib/credentials/active-credentials.js';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
@@ -24,7 +24,9 @@ async function loaded(now: number, daysValid: number) {
 
 async function startMonitor(daysValid: number) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const holder = new CredentialsHolder('machine', await loaded(clock.now(), daysValid), clock.now());
+  const holder: { active: ActiveCredentials } = {
+    active: { machineId: 'machine', credentials: await loaded(clock.now(), daysValid), activatedAtMs: clock.now() },
+  };
   const logger = new RecordingLogger();
   const monitor = new CertificateExpiryMonitor(clock, holder, PlatformAuthTelemetry.channelOnly('abc', clock), logger);
   monitor.start();
@@ -72,7 +74,8 @@ describe('certificate expiry monitor', () => {
   it('starts over for a new certificate swapped in', async () => {
     const { clock, holder, warnings, monitor } = await startMonitor(5);
     expect(warnings()).toHaveLength(1);
-    holder.swap('machine', await loaded(clock.now(), 365), clock.now());
+    holder.active = { machineId: 'machine', credentials: await loaded(clock.now(), 365), activatedAtMs: clock.now() };
+    monitor.currentChanged();
     clock.advance(10 * DAY);
     expect(warnings()).toHaveLength(1);
     clock.advance(330 * DAY); // 25 days left on the new certificate

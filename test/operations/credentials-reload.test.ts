@@ -2,11 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { CredentialsHolder } from '../../lib/credentials/credentials.holder.js';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
 import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
+import { credentialsLifecycle } from '../support/credentials-lifecycle.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { createSecretVolume, type SecretVolume } from '../support/secret-volume.js';
@@ -20,12 +20,8 @@ async function startReloader(first: TestCredentials) {
   volumes.push(volume);
   const clock = new FakeClock();
   const sources = { privateKeyPath: volume.keyPath, certificatePath: volume.certificatePath };
-  const holder = new CredentialsHolder(
-    'machine',
-    loadCredentials(sources, clock.now(), new ConfigReport())!,
-    clock.now(),
-  );
   const logger = new RecordingLogger();
+  const holder = credentialsLifecycle(loadCredentials(sources, clock.now(), new ConfigReport())!, clock, logger);
   const reloader = new CredentialsReloader(
     sources,
     INTERVAL,
@@ -130,14 +126,14 @@ describe('credential reload from *_PATH files', () => {
   it('is off without an interval', async () => {
     const first = await createTestCredentials();
     const clock = new FakeClock();
-    const holder = new CredentialsHolder(
-      'm',
+    const holder = credentialsLifecycle(
       loadCredentials(
         { privateKey: first.privateKeyPem, certificate: first.certificatePem },
         clock.now(),
         new ConfigReport(),
       )!,
-      clock.now(),
+      clock,
+      new RecordingLogger(),
     );
     const reloader = new CredentialsReloader(
       { privateKey: first.privateKeyPem },

@@ -2,7 +2,8 @@ import { Controller, Get, Module, type INestApplication, type ModuleMetadata, ty
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createPrivateKey } from 'node:crypto';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import {
@@ -11,7 +12,9 @@ import {
   PlatformEmulator,
   type EmulatedIntegration,
 } from 'nestjs-platform-auth/testing';
+import { eventually } from '../support/eventually.js';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { createSecretVolume, type SecretVolume } from '../support/secret-volume.js';
 import { blockContaining, importBlock, scratchProject } from '../support/docs-blocks.js';
 
 const DAY = 86_400_000;
@@ -33,10 +36,13 @@ afterEach(async () => {
 });
 
 /** An app with `/passive` and `/active` health endpoints on the indicator, against the emulator, on a fake clock. */
-async function startHealthApp(module: Partial<PlatformAuthOptions> = {}): Promise<HealthApp> {
+async function startHealthApp(
+  options: Partial<PlatformAuthOptions> | ((integration: EmulatedIntegration) => Partial<PlatformAuthOptions>) = {},
+): Promise<HealthApp> {
   const clock = new FakeClock(Date.now(), { autoAdvance: true });
   const platform = await PlatformEmulator.start({ now: () => clock.now() });
   const integration = await platform.createIntegration();
+  const module = typeof options === 'function' ? options(integration) : options;
 
   @Controller()
   class HealthController {
@@ -148,6 +154,44 @@ describe('PlatformAuthHealthIndicator across a switch to the next pair', () => {
       credentialsSwitched: { from: current, to: next.thumbprint, action: expect.stringMatching(/files/) },
     });
     expectNoSecrets(response.text, [next.privateKeyPem, h.integration.privateKeyPem]);
+  });
+
+  it('stays up and names the problem when the files put back the pair the platform refused', async () => {
+    const next = await createTestCredentials();
+    let files: SecretVolume | undefined;
+    const h = await startHealthApp((integration) => {
+      files = createSecretVolume({ key: integration.privateKeyPem, certificate: integration.certificatePem });
+      return {
+        privateKey: undefined,
+        certificate: undefined,
+        privateKeyPath: files.keyPath,
+        certificatePath: files.certificatePath,
+        credentialsReloadIntervalMs: 30_000,
+        nextPrivateKey: next.privateKeyPem,
+        nextCertificate: next.certificatePem,
+      };
+    });
+    onTestFinished(() => files!.remove());
+    const refused = { ...h.integration };
+    h.tokens.invalidate(await h.tokens.getAccessToken());
+    h.platform.replaceCertificate(h.integration.machineId, next.certificatePem);
+    await request(h.app.getHttpServer()).get('/active').expect(200);
+    expect(h.tokens.status().credentials.thumbprint).toBe(next.thumbprint);
+
+    const pkcs1 = createPrivateKey(refused.privateKeyPem).export({ type: 'pkcs1', format: 'pem' }).toString();
+    files!.update({ key: pkcs1, certificate: refused.certificatePem });
+    await eventually(() => {
+      h.clock.advance(30_000);
+      expect(h.tokens.status().credentials.reload.state).toBe('rejected');
+    });
+    const response = await request(h.app.getHttpServer()).get('/passive').expect(200);
+    expect(response.body.info.platform).toMatchObject({
+      status: 'up',
+      credentialReload: 'rejected',
+      credentialReloadProblems: [expect.stringMatching(/^certificatePath .*refused as not registered/)],
+      credentialsSwitched: { from: refused.thumbprint, to: next.thumbprint },
+    });
+    expectNoSecrets(response.text, [refused.privateKeyPem, pkcs1, next.privateKeyPem]);
   });
 });
 

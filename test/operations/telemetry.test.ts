@@ -1,8 +1,10 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { firstValueFrom } from 'rxjs';
 import { FakeClock } from 'nestjs-platform-auth/testing';
 import { TokenExchangeError } from 'nestjs-platform-auth';
+import { repositoryRoot } from '../support/docs-blocks.js';
 import { startPlatformFixture } from '../support/platform-fixture.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import {
@@ -54,6 +56,7 @@ function refusal(status: number, attempts = 1): ExchangeOutcome {
     ok: false,
     error: new TokenExchangeError('The platform refused the assertion', {
       reason: 'http_error',
+      transient: false,
       status,
       oauthError: 'invalid_client',
       attempts,
@@ -64,7 +67,7 @@ function refusal(status: number, attempts = 1): ExchangeOutcome {
 }
 
 describe('telemetry with @opentelemetry/api installed', () => {
-  it('adds the name of a named integration to every attribute set, never for the default one', async () => {
+  it("adds the integration's name to every attribute set: its own for a named one, 'default' for the default one", async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const named = await PlatformAuthTelemetry.load({ ...identity, name: 'billing' }, clock);
     await named.recordExchange(exchangeTaking(clock, 0, success(clock)));
@@ -79,7 +82,12 @@ describe('telemetry with @opentelemetry/api installed', () => {
           [ATTR.serverAddress]: 'platform.example',
           [ATTR.outcome]: 'success',
         },
-        { [ATTR.integration]: integration, [ATTR.serverAddress]: 'platform.example', [ATTR.outcome]: 'success' },
+        {
+          [ATTR.integration]: integration,
+          [ATTR.integrationName]: 'default',
+          [ATTR.serverAddress]: 'platform.example',
+          [ATTR.outcome]: 'success',
+        },
       ]),
     );
     named.close();
@@ -96,7 +104,11 @@ describe('telemetry with @opentelemetry/api installed', () => {
     const collected = await otel.collect();
     const exchanges = collected.get(TELEMETRY_NAMES.exchanges)!;
     expect(exchanges.descriptor.unit).toBe('{exchange}');
-    const common = { [ATTR.integration]: integration, [ATTR.serverAddress]: 'platform.example' };
+    const common = {
+      [ATTR.integration]: integration,
+      [ATTR.integrationName]: 'default',
+      [ATTR.serverAddress]: 'platform.example',
+    };
     expect(exchanges.dataPoints.map((point) => [point.attributes, point.value])).toEqual(
       expect.arrayContaining([
         [{ ...common, [ATTR.outcome]: 'success' }, 1],
@@ -124,6 +136,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
     ]);
     expect(ok.attributes).toEqual({
       [ATTR.integration]: integration,
+      [ATTR.integrationName]: 'default',
       [ATTR.serverAddress]: 'platform.example',
       [ATTR.attempts]: 2,
       [ATTR.outcome]: 'success',
@@ -171,6 +184,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
     expect(changes.descriptor.unit).toBe('{change}');
     expect(changes.dataPoints[0].attributes).toEqual({
       [ATTR.integration]: integration,
+      [ATTR.integrationName]: 'default',
       [ATTR.credentialsOutcome]: 'rejected',
     });
 
@@ -234,7 +248,7 @@ describe('telemetry with @opentelemetry/api installed', () => {
 });
 
 describe('telemetry through the module', () => {
-  it('records real exchanges and 401 re-authentications, identified by the integration hash only', async () => {
+  it("records real exchanges and 401 re-authentications, identified by the integration's hash and name", async () => {
     const f = await startPlatformFixture();
     try {
       const token = await f.tokens.getAccessToken();
@@ -244,12 +258,20 @@ describe('telemetry through the module', () => {
       const expected = integrationHash(`${f.platform.url}/loginservice/connect/token`, f.integration.machineId);
       const exchanges = collected.get(TELEMETRY_NAMES.exchanges)!.dataPoints;
       expect(exchanges.map((point) => [point.attributes, point.value])).toStrictEqual([
-        [{ [ATTR.integration]: expected, [ATTR.serverAddress]: '127.0.0.1', [ATTR.outcome]: 'success' }, 2],
+        [
+          {
+            [ATTR.integration]: expected,
+            [ATTR.integrationName]: 'default',
+            [ATTR.serverAddress]: '127.0.0.1',
+            [ATTR.outcome]: 'success',
+          },
+          2,
+        ],
       ]);
       const reauthentications = collected.get(TELEMETRY_NAMES.reauthentications)!;
       expect(reauthentications.descriptor.unit).toBe('{request}');
       expect(reauthentications.dataPoints.map((point) => [point.attributes, point.value])).toEqual([
-        [{ [ATTR.integration]: expected, [ATTR.outcome]: 'success' }, 1],
+        [{ [ATTR.integration]: expected, [ATTR.integrationName]: 'default', [ATTR.outcome]: 'success' }, 1],
       ]);
       const remaining = collected.get(TELEMETRY_NAMES.tokenTimeToExpiry)!.dataPoints[0].value as number;
       expect(remaining).toBeGreaterThan(590);
@@ -259,6 +281,10 @@ describe('telemetry through the module', () => {
         TELEMETRY_NAMES.exchangeSpan,
         TELEMETRY_NAMES.exchangeSpan,
       ]);
+      const { version } = JSON.parse(readFileSync(`${repositoryRoot}/package.json`, 'utf8')) as { version: string };
+      expect(new Set(spans.map(({ instrumentationScope: scope }) => `${scope.name} ${scope.version}`))).toEqual(
+        new Set([`${TELEMETRY_NAMES.meter} ${version}`]),
+      );
       const rendered = JSON.stringify({
         metrics: [...collected.values()],
         events,

@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
@@ -14,13 +14,17 @@ const fixtures = join(root, 'test/fixtures/apps');
 const work = mkdtempSync(join(tmpdir(), 'platform-auth-compat-'));
 const unpacked = join(work, 'unpacked');
 
-/** The apps the Nest CLIs make, with the number of tests their `npm run test:e2e` runs. */
+/** The apps the Nest CLIs make, the stack whose install lines they follow, and how many tests their e2e run has. */
 const APPS = [
-  { app: 'nest11-cjs-jest', tests: 7, report: ['--json', '--outputFile=e2e-report.json'] },
-  { app: 'nest12-esm-vitest', tests: 3, report: ['--reporter=json', '--outputFile=e2e-report.json'] },
+  { app: 'nest11-cjs-jest', stack: 'nest11', tests: 7, report: ['--json', '--outputFile=e2e-report.json'] },
+  { app: 'nest12-esm-vitest', stack: 'nest12', tests: 3, report: ['--reporter=json', '--outputFile=e2e-report.json'] },
 ] as const;
 /** The README's testing recipe, which both apps run as it is. */
 const RECIPE = 'test/platform-auth.e2e-spec.ts';
+/** Where the docs tell a user to install something, in the order a user meets them. */
+const INSTALL_DOCUMENTS = ['README.md', 'docs/operations.md'];
+/** What the docs' lines install: not in a fixture's own manifest, so that only those lines can bring it. */
+const INSTALLED_BY_THE_DOCS = ['nestjs-platform-auth', '@nestjs/axios', '@nestjs/config', '@nestjs/terminus', 'axios'];
 
 interface CommandResult {
   code: number;
@@ -61,12 +65,48 @@ interface AppRun {
   test?: CommandResult;
 }
 
-/** Copies the fixture app, puts the tarball where its package.json expects it, then `npm install` and its e2e test. */
-async function installAndTest(app: string, report: readonly string[]): Promise<AppRun> {
+/**
+ * The `npm install` commands of the `<!-- install:STACK -->` blocks of the docs, as argument lists: the lines a user
+ * of that stack copies. Anything a shell would interpret is refused, so that running them without one is faithful.
+ */
+function installLines(stack: string): string[][] {
+  const lines: string[][] = [];
+  for (const document of INSTALL_DOCUMENTS) {
+    const text = readFileSync(join(root, document), 'utf8');
+    const marked = new RegExp(`<!-- install:${stack} -->\\s*\`\`\`bash\\n([\\s\\S]*?)\`\`\`\\s*<!-- /install -->`, 'g');
+    for (const [, block] of text.matchAll(marked)) {
+      for (const line of block.split('\n').filter((command) => command.trim() !== '')) {
+        if (/[#$`'"|&;<>\\]/.test(line)) throw new Error(`${document}: install:${stack} line needs a shell: ${line}`);
+        lines.push(line.trim().split(/\s+/));
+      }
+    }
+  }
+  return lines;
+}
+
+/**
+ * Copies the fixture app (the scaffold the Nest CLI installs), installs it, then runs the docs' install lines for
+ * its stack word for word, with the tarball where those lines expect it; then the app's own e2e test.
+ */
+async function installAndTest(app: string, stack: string, report: readonly string[]): Promise<AppRun> {
   const dir = join(work, app);
   cpSync(join(fixtures, app), dir, { recursive: true });
-  cpSync(packed.tarball, join(dir, 'nestjs-platform-auth.tgz'));
-  const install = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], dir, 300_000);
+  const flags = ['--prefer-offline', '--no-audit', '--no-fund'];
+  const installs: CommandResult[] = [await run('npm', ['install', ...flags], dir, 300_000)];
+  for (const [command, ...args] of installLines(stack)) {
+    if (installs.at(-1)!.code !== 0) break;
+    const tarball = args.find((arg) => arg.endsWith('.tgz'));
+    if (tarball) {
+      mkdirSync(dirname(join(dir, tarball)), { recursive: true });
+      cpSync(packed.tarball, join(dir, tarball));
+    }
+    installs.push(await run(command, [...args, ...flags], dir, 300_000));
+  }
+  const install: CommandResult = {
+    code: installs.find((result) => result.code !== 0)?.code ?? 0,
+    output: installs.map((result) => result.output).join('\n'),
+    seconds: Math.round(installs.reduce((sum, result) => sum + result.seconds, 0) * 10) / 10,
+  };
   if (install.code !== 0) return { dir, install };
   const test = await run('npm', ['run', 'test:e2e', '--', ...report], dir, 180_000);
   return { dir, install, test };
@@ -94,7 +134,7 @@ beforeAll(async () => {
   mkdirSync(unpacked);
   execFileSync('tar', ['-xzf', packed.tarball, '-C', unpacked, '--strip-components=1']);
   // Both apps start now and run while the tarball's own checks below do.
-  for (const { app, report } of APPS) runs.set(app, installAndTest(app, report));
+  for (const { app, stack, report } of APPS) runs.set(app, installAndTest(app, stack, report));
 }, 600_000);
 
 afterAll(async () => {
@@ -155,7 +195,7 @@ describe('the tarball', () => {
   });
 });
 
-describe('the apps the Nest CLIs make, with the tarball installed by a plain npm install', () => {
+describe("the apps the Nest CLIs make, with the tarball installed by the docs' lines for their stack", () => {
   it.each(APPS)(
     '$app: installs without a peer conflict and passes its own e2e tests',
     async ({ app, tests }) => {
@@ -218,10 +258,28 @@ describe('the apps the Nest CLIs make, with the tarball installed by a plain npm
     expect(lines.filter((line) => line.startsWith(join(root, 'node_modules/@nestjs/')))).toEqual([]);
   }, 600_000);
 
-  it('pin every dependency in a lockfile that leaves out only the tarball integrity, which changes with every build', () => {
-    const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
-      dependencies: Record<string, string>;
-    };
+  it('name for each stack the majors that load under its test runner, and the tarball npm pack writes', () => {
+    const majors = { nest11: 4, nest12: 12 } as const;
+    for (const { stack } of APPS) {
+      const packages = installLines(stack).flatMap(([command, verb, ...args]) => {
+        expect([command, verb]).toEqual(['npm', 'install']);
+        return args;
+      });
+      expect(packages, stack).toEqual(
+        expect.arrayContaining([
+          `./vendor/${basename(packed.tarball)}`,
+          `@nestjs/axios@${majors[stack]}`,
+          `@nestjs/config@${majors[stack]}`,
+          `@nestjs/terminus@${stack === 'nest11' ? 11 : 12}`,
+          'axios',
+        ]),
+      );
+      // Every other package named there is one of the docs' (no bare Nest package that would install the latest major).
+      expect(packages.filter((arg) => /^@nestjs\/[^@]+$/.test(arg))).toEqual([]);
+    }
+  });
+
+  it('pin every dependency of the scaffold in a lockfile, and leave what the docs install to their lines', () => {
     for (const { app } of APPS) {
       const manifest = JSON.parse(readFileSync(join(fixtures, app, 'package.json'), 'utf8')) as {
         dependencies: Record<string, string>;
@@ -231,16 +289,17 @@ describe('the apps the Nest CLIs make, with the tarball installed by a plain npm
         packages: Record<string, { dependencies?: Record<string, string>; devDependencies?: Record<string, string> }>;
       };
       for (const version of [...Object.values(manifest.dependencies), ...Object.values(manifest.devDependencies)]) {
-        expect(version, app).toMatch(/^(\d+\.\d+\.\d+|file:nestjs-platform-auth\.tgz)$/);
+        expect(version, app).toMatch(/^\d+\.\d+\.\d+$/);
       }
       expect(lock.packages['']).toMatchObject({
         dependencies: manifest.dependencies,
         devDependencies: manifest.devDependencies,
       });
-      expect(lock.packages['node_modules/nestjs-platform-auth'], app).toEqual(
-        expect.objectContaining({ resolved: 'file:nestjs-platform-auth.tgz', dependencies }),
-      );
-      expect(lock.packages['node_modules/nestjs-platform-auth'], app).not.toHaveProperty('integrity');
+      const listed = [...Object.keys(manifest.dependencies), ...Object.keys(manifest.devDependencies)];
+      expect(
+        listed.filter((name) => INSTALLED_BY_THE_DOCS.includes(name)),
+        app,
+      ).toEqual([]);
     }
   });
 

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { CredentialsHolder } from '../../lib/credentials/credentials.holder.js';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
 import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
+import { credentialsLifecycle } from '../support/credentials-lifecycle.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
 const INTERVAL = 10_000;
@@ -24,9 +24,14 @@ function reloaderOver(first: TestCredentials) {
   writeFileSync(certificatePath, first.certificatePem);
   const clock = new FakeClock();
   const sources = { privateKeyPath: keyPath, certificatePath };
-  const holder = new CredentialsHolder('machine', loadCredentials(sources, clock.now(), new ConfigReport())!, 0);
   const logger = new RecordingLogger();
   const observer = PlatformAuthTelemetry.channelOnly('hostile', clock);
+  const holder = credentialsLifecycle(
+    loadCredentials(sources, clock.now(), new ConfigReport())!,
+    clock,
+    logger,
+    observer,
+  );
   const reloader = new CredentialsReloader(sources, INTERVAL, clock, holder, observer, logger);
   reloader.start();
   cleanups.push(() => reloader.stop());

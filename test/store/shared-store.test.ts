@@ -191,6 +191,32 @@ describe('the shared token store protocol', () => {
     expect(emulator.counters.exchanges.total).toBe(2);
   });
 
+  it.each([
+    // Held back for the failure back-off (1 s), or for as long as the platform asked.
+    { failure: 'a refusal', fault: { status: 400, body: { error: 'invalid_grant' } }, transient: false, wait: 1 },
+    {
+      failure: 'a platform outage',
+      fault: { status: 503, headers: { 'Retry-After': '30' } },
+      transient: true,
+      wait: 30,
+    },
+  ])('hands the fleet $failure as the replica that met it saw it', async ({ fault, transient, wait }) => {
+    const { shared, emulator } = await startPlatform();
+    const a = await replica(shared);
+    const b = await replica(shared);
+    emulator.injectFault({ kind: 'status', ...fault });
+    await expect(a.tokens.getAccessToken()).rejects.toMatchObject({ reason: 'http_error', transient });
+
+    // B fails fast on A's shared failure, and classifies it as A did: the exception filter answers both alike.
+    await expect(b.tokens.getAccessToken()).rejects.toMatchObject({
+      reason: 'backoff',
+      attempts: 0,
+      transient,
+      retryAfterSeconds: wait,
+    });
+    expect(emulator.counters.exchanges.total).toBe(1);
+  });
+
   it('serves a cached token without the store: frozen Redis costs a cached call nothing', async () => {
     const { shared } = await startPlatform();
     // A call that asked the frozen store would wait a minute for it.

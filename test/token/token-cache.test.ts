@@ -41,6 +41,7 @@ function manualExchange(clock: FakeClock) {
 function refusal(): TokenExchangeError {
   return new TokenExchangeError('token endpoint answered HTTP 503', {
     reason: 'http_error',
+    transient: true,
     status: 503,
     attempts: 1,
     retried: false,

@@ -1,8 +1,10 @@
 import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
 import { DEFAULT_CLOCK_MARGIN_SECONDS, DEFAULT_TOKEN_PATH } from '../../options/options.constants.js';
+import { ConfigReport } from '../../options/config.report.js';
+import { resolveClockSettings, resolveEndpoint } from '../../options/options.resolver.js';
 import { effectiveClockMargin } from '../../token/assertion.signer.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
-import { describeClockSkew, isSkewed } from '../../token/token-exchange.hints.js';
+import { describeClockSkew, isSkewed, offsetSeconds } from '../../token/token-exchange.hints.js';
 import type { CheckResult, Command, CommandContext } from '../cli.command.js';
 import {
   byGroup,
@@ -25,7 +27,7 @@ export const doctorCommand: Command = {
     'Checks every cause of docs/platform-contract.md#failure-causes, one line each with its fix: the private key',
     '(loads, RSA-2048), the certificate (parses, matches the key, validity and days left), the thumbprint, machineId,',
     'audience and base URL (https; http only on loopback), then the token endpoint (reachable), the clock (offset from',
-    "the platform's Date header; beyond the clock margin, 60 s by default, fails) and one real token exchange, whose refusal is translated into",
+    `the platform's Date header; beyond the clock margin, ${DEFAULT_CLOCK_MARGIN_SECONDS} s by default, fails) and one real token exchange, whose refusal is translated into`,
     "its likely cause. The configuration checks are the module's own start-up checks. Exit code 1 when any fails.",
   ].join('\n'),
   options: { ...ENV_FILE_OPTION },
@@ -53,7 +55,7 @@ async function run(context: CommandContext): Promise<number> {
   const nextCheck = nextPairCheck(options, config, nextProblems, now);
   if (nextCheck) checks.push(nextCheck);
   try {
-    checks.push(...(await platformChecks(options, config, findings)));
+    checks.push(...(await platformChecks(options, config)));
   } finally {
     // The exchange's runtime closed it already when there was one; closing twice is fine.
     await credentials.loaded?.key.close();
@@ -73,18 +75,19 @@ async function run(context: CommandContext): Promise<number> {
   return counts.failed === 0 ? 0 : 1;
 }
 
-async function platformChecks(
+/**
+ * The token endpoint, the clock and the exchange. Exported so a test can give options the environment cannot express
+ * (a `tokenPath`).
+ */
+export async function platformChecks(
   options: PlatformAuthOptions,
   config: ResolvedPlatformAuthConfig | undefined,
-  findings: Findings,
 ): Promise<CheckResult[]> {
-  // The same URL the module builds (base URL without trailing slashes, then the token path), also when other
-  // settings fail, so the network and the clock are checked whatever else is wrong.
-  const tokenUrl =
-    config?.tokenUrl ??
-    (findings.problems.baseUrl.length > 0
-      ? undefined
-      : new URL(options.baseUrl).href.replace(/\/+$/, '') + DEFAULT_TOKEN_PATH);
+  // The module's own URL and clock margin, also when other settings fail, so the network and the clock are checked
+  // whatever else is wrong. The configuration checks have reported the problems already; this report is dropped.
+  const report = new ConfigReport();
+  const tokenUrl = config?.tokenUrl ?? resolveEndpoint(options, report)?.tokenUrl;
+  const clockSettings = config ?? resolveClockSettings(options, report);
   if (tokenUrl === undefined) {
     const reason = 'not checked: PLATFORM_BASE_URL is not usable';
     return [
@@ -94,7 +97,7 @@ async function platformChecks(
     ];
   }
   const probe = await probeEndpoint(tokenUrl, PROBE_TIMEOUT_MS);
-  const tolerance = config ? effectiveClockMargin(config) : DEFAULT_CLOCK_MARGIN_SECONDS;
+  const tolerance = clockSettings && effectiveClockMargin(clockSettings);
   const checks = [endpointCheck(tokenUrl, probe), clockCheck(probe, tolerance)];
   if (!probe.reachable) {
     checks.push(check('exchange', 'skip', 'Token exchange', 'not attempted: the token endpoint is unreachable'));
@@ -129,7 +132,7 @@ function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
       'fail',
       'Token endpoint',
       `not found: ${tokenUrl} answered a ${PROBE_METHOD} with HTTP 404 in ${probe.durationMs} ms; no token endpoint is there`,
-      'set PLATFORM_BASE_URL to https://{platform_domain} only, without a path; the token endpoint is /loginservice/connect/token below it',
+      `set PLATFORM_BASE_URL to https://{platform_domain} only, without a path; the token endpoint is ${DEFAULT_TOKEN_PATH} below it`,
     );
   }
   if (probe.reachable) {
@@ -150,9 +153,12 @@ function endpointCheck(tokenUrl: string, probe: ProbeResult): CheckResult {
 }
 
 /** The exchange's own rule: the assertion's clock margin is the tolerance (`isSkewed`, shared with its hints). */
-function clockCheck(probe: ProbeResult, toleranceSeconds: number): CheckResult {
+function clockCheck(probe: ProbeResult, toleranceSeconds: number | undefined): CheckResult {
   if (!probe.reachable) return check('clock', 'skip', 'Clock', 'not checked: the platform did not answer');
-  if (probe.clockOffsetMs === undefined) {
+  if (toleranceSeconds === undefined)
+    return check('clock', 'skip', 'Clock', 'not checked: PLATFORM_CLOCK_MARGIN_SECONDS is not usable');
+  const offset = offsetSeconds(probe.clockOffsetMs);
+  if (offset === undefined) {
     return check(
       'clock',
       'warn',
@@ -161,7 +167,6 @@ function clockCheck(probe: ProbeResult, toleranceSeconds: number): CheckResult {
       'check the system time against a reliable source (NTP)',
     );
   }
-  const offset = Math.round(probe.clockOffsetMs / 1000);
   const detail = `platform ${signedSeconds(offset)} against the local clock (Date header; the clock margin tolerates ±${toleranceSeconds} s)`;
   return isSkewed(offset, toleranceSeconds)
     ? check('clock', 'fail', 'Clock', detail, describeClockSkew(offset))

@@ -34,6 +34,7 @@ import { createTestCredentials } from '../test-credentials.util.js';
 
 const DEFAULT_JOURNAL_LIMIT = 1000;
 const LISTEN_BACKLOG = 4096;
+const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 
 /**
  * The platform's side of docs/platform-contract.md, on a real HTTP server on loopback: a registry of system
@@ -151,7 +152,11 @@ export class PlatformEmulator {
   static async start(options: PlatformEmulatorOptions = {}): Promise<PlatformEmulator> {
     checkOptions(options);
     const host = options.host ?? '127.0.0.1';
+    // Idle keep-alive sockets are kept well past the 4 s after which the library's agents drop them, so a burst of
+    // re-sends on a loaded machine never reuses a socket the emulator is closing (a reset no platform call would see
+    // from a platform that announces its keep-alive timeout, as Node's servers do).
     const server = createServer();
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       // Node's default backlog (511) overflows when a test fires ~800 requests at once on fresh connections: the
