@@ -5,7 +5,7 @@ import { shutdownError } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { TokenState } from '../token/token-status.types.js';
-import { buildTenant } from './tenant.builder.js';
+import { buildTenant, tenantOptions } from './tenant.builder.js';
 import { TenantFailures } from './tenant-failures.js';
 import { PlatformTenantConfigError, UnknownTenantError } from './tenants.errors.js';
 import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
@@ -132,7 +132,7 @@ export class PlatformTenants {
     try {
       const own = await resolve(tenantId);
       if (own === undefined) throw new UnknownTenantError(tenantId);
-      runtime = await buildTenant({ tenantId, options: { ...shared, ...own }, registry: name, clock, logger });
+      runtime = await buildTenant({ tenantId, options: tenantOptions(shared, own), registry: name, clock, logger });
     } catch (error) {
       if (this.#residents.get(tenantId) === entry) this.#residents.delete(tenantId);
       if (error instanceof UnknownTenantError || error instanceof PlatformTenantConfigError) throw error;

@@ -19,6 +19,24 @@ export interface TenantBuildInput {
 }
 
 /**
+ * The shared settings with the tenant's own over them. A group of options given on both sides (a plain object, such
+ * as the shared store's settings or the exchange's) is merged one level deep, so a tenant that sets one field of a
+ * group keeps the registry's other fields of it.
+ */
+export function tenantOptions(shared: Partial<PlatformAuthOptions>, own: PlatformAuthOptions): PlatformAuthOptions {
+  const merged: Record<string, unknown> = { ...shared };
+  for (const [name, value] of Object.entries(own)) {
+    const base = merged[name];
+    merged[name] = isPlainObject(base) && isPlainObject(value) ? { ...base, ...value } : value;
+  }
+  return merged as unknown as PlatformAuthOptions;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/**
  * One tenant built as a `forRoot` integration is: every start-up check (all problems at once, in an error naming
  * the tenant), then the same composition root, started. The caller owns the runtime and stops it with
  * `onApplicationShutdown()`, which ends its timers, sockets, store connection and PKCS#11 sessions.

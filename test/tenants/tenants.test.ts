@@ -26,6 +26,7 @@ import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { installOtelMemory } from '../support/otel-memory.js';
 import { TELEMETRY_NAMES } from '../../lib/telemetry/telemetry.events.js';
+import { tenantOptions } from '../../lib/tenants/tenant.builder.js';
 
 const TENANTS = 2_000;
 const clock = new FakeClock(Date.now());
@@ -308,5 +309,27 @@ describe('PlatformAuthModule.forTenants', () => {
     } finally {
       platform.setIntegrationStatus('machine-80', 'Active');
     }
+  });
+
+  it("lays a tenant's settings over the shared ones, a group of options merged one level deep", () => {
+    const logger = new CapturingLogger();
+    const merged = tenantOptions(
+      { clock, logger, exchangeTimeoutMs: 5_000, tokenStoreTiming: { lockTtlMs: 10_000, waitTimeoutMs: 20_000 } },
+      {
+        baseUrl: 'https://a.example',
+        machineId: 'm',
+        exchangeTimeoutMs: 7_000,
+        tokenStoreTiming: { lockTtlMs: 3_000 },
+      },
+    );
+    expect(merged).toEqual({
+      clock,
+      logger,
+      baseUrl: 'https://a.example',
+      machineId: 'm',
+      exchangeTimeoutMs: 7_000,
+      tokenStoreTiming: { lockTtlMs: 3_000, waitTimeoutMs: 20_000 },
+    });
+    expect(merged.clock).toBe(clock);
   });
 });
