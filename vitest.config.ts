@@ -17,6 +17,7 @@ const ISOLATED_FILES = [
   'test/keys/pkcs11-key.test.ts',
   'test/user/user-private-key-jwt-pkcs11.test.ts',
   'test/rotation/next-pair-sources.test.ts',
+  'test/tenants/tenants-pkcs11.test.ts',
 ];
 
 /**

@@ -46,7 +46,7 @@ const sizes = {
   signing: { rounds: scale(6, 2), blockMs: scale(750, 250), inFlight: 4 },
   keyCustody: { rounds: scale(6, 3), blockMs: scale(750, 250), inFlight: 4 },
   memory: { requests: scale(1_000_000, 100_000), checkpoints: 4, inFlight: 64 },
-  emulator: { rounds: scale(8, 2), exchangesPerRound: scale(500, 100), inFlight: 16 },
+  emulator: { rounds: scale(8, 2), exchangesPerRound: scale(500, 100), inFlight: 16, crowd: scale(10_000, 1_000) },
   store: {
     fleets: quick ? [2, 4] : [2, 8, 32],
     waitRounds: scale(10, 2),

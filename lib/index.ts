@@ -15,6 +15,21 @@ export type {
   PlatformAuthModuleExtras,
   PlatformAuthModuleOptions,
 } from './platform-auth.module-definition.js';
+export { PlatformTenants } from './tenants/platform-tenants.js';
+export { PlatformTenantHttpService } from './tenants/tenant-http.service.js';
+export type { PlatformTenantsAsyncOptions } from './tenants/tenants.module.js';
+export type {
+  PlatformTenant,
+  PlatformTenantOptions,
+  PlatformTenantsOptions,
+  PlatformTenantsStatus,
+} from './tenants/tenants.types.js';
+export {
+  NoCurrentTenantError,
+  PlatformTenantConfigError,
+  TenantResolutionError,
+  UnknownTenantError,
+} from './tenants/tenants.errors.js';
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';

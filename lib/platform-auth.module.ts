@@ -41,6 +41,8 @@ import type { PlatformAuthOptions } from './options/platform-auth-options.interf
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { integrationHash } from './telemetry/telemetry.events.js';
 import { PlatformAuthRuntime, wirePlatformAuth } from './platform-auth.wiring.js';
+import { PlatformTenantsModule, type PlatformTenantsAsyncOptions } from './tenants/tenants.module.js';
+import type { PlatformTenantsOptions } from './tenants/tenants.types.js';
 
 /** Injection token of the integration's runtime (everything the composition root built). Internal, never exported. */
 export const PLATFORM_AUTH_RUNTIME = Symbol('PLATFORM_AUTH_RUNTIME');
@@ -186,6 +188,20 @@ export class PlatformAuthModule {
   /** The same, with the options from a factory, a class or an existing provider (`platformAuthConfig.asProvider()`). */
   static forRootAsync(options: PlatformAuthModuleAsyncOptions): DynamicModule {
     return integrationModule(ownedOptions(ConfigurablePlatformAuthModule.forRootAsync(options)), options.name);
+  }
+
+  /**
+   * Integrations added at run time, one per tenant (customer organisation): `resolve(tenantId)` gives a tenant's
+   * settings in the shape `forRoot` takes, on first use. Inject `PlatformTenants` (`get(tenantId)`, `run`, `status`)
+   * and `PlatformTenantHttpService` (sends as the current tenant).
+   */
+  static forTenants(options: PlatformTenantsOptions): DynamicModule {
+    return PlatformTenantsModule.forTenants(options);
+  }
+
+  /** The same, with the options from a factory (`{ imports, inject, useFactory }`). */
+  static forTenantsAsync(options: PlatformTenantsAsyncOptions): DynamicModule {
+    return PlatformTenantsModule.forTenantsAsync(options);
   }
 }
 

@@ -1,6 +1,7 @@
 import { Agent } from 'node:http';
 import axios, { type AxiosInstance } from 'axios';
 import { AssertionSigner } from 'nestjs-platform-auth';
+import { createTestCertificates, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { startEchoServerInProcess } from '../support/echo-server.js';
 import type { BenchPlatform } from '../support/platform.js';
 import { formatNumber, progress, type Report } from '../support/report.js';
@@ -9,15 +10,24 @@ import { median, spread } from '../support/stats.js';
 /**
  * Scenario 7. How many token exchanges per second the emulator grants, each with a fresh assertion (signed ahead
  * of time, so the client's signing is not what is measured). Baseline: the same client posting the same forms to
- * a server that only answers 200, in this process too, as the emulator is in users' test suites.
+ * a server that only answers 200, in this process too, as the emulator is in users' test suites. The same forms
+ * also go to a second emulator holding `crowd` more integrations (bulk-registered), interleaved round by round:
+ * a token request must take as long with 10,000 integrations as with one.
  */
 export async function measureEmulatorThroughput(
   platform: BenchPlatform,
   report: Report,
-  sizes: { rounds: number; exchangesPerRound: number; inFlight: number },
+  sizes: { rounds: number; exchangesPerRound: number; inFlight: number; crowd: number },
 ): Promise<void> {
   const app = await platform.createApp();
   const echo = await startEchoServerInProcess();
+  progress(`emulator throughput: registering ${formatNumber(sizes.crowd)} more integrations in a second emulator`);
+  const crowded = await PlatformEmulator.start({ audience: platform.emulator.audience, tokenLifetimeSeconds: 3600 });
+  const { certificatePems } = await createTestCertificates(sizes.crowd);
+  crowded.registerIntegrations([
+    ...certificatePems.map((certificatePem) => ({ certificatePem })),
+    { certificatePem: platform.integration.certificatePem, machineId: platform.integration.machineId },
+  ]);
   const agent = new Agent({ keepAlive: true });
   try {
     const signer = app.get(AssertionSigner);
@@ -42,8 +52,10 @@ export async function measureEmulatorThroughput(
     for (const warmup of [take(), take()]) {
       await post(client, platform.emulator.tokenUrl, warmup, sizes.inFlight);
       await post(client, echoUrl, warmup, sizes.inFlight);
+      await post(client, crowded.tokenUrl, warmup, sizes.inFlight);
     }
     const emulatorRates: number[] = [];
+    const crowdedRates: number[] = [];
     const echoRates: number[] = [];
     const acceptedBefore = platform.emulator.counters.exchanges.accepted;
     for (let round = 0; round < sizes.rounds; round += 1) {
@@ -52,7 +64,9 @@ export async function measureEmulatorThroughput(
       if (round % 2 === 0) {
         emulatorRates.push(await post(client, platform.emulator.tokenUrl, batch, sizes.inFlight));
         echoRates.push(await post(client, echoUrl, batch, sizes.inFlight));
+        crowdedRates.push(await post(client, crowded.tokenUrl, batch, sizes.inFlight));
       } else {
+        crowdedRates.push(await post(client, crowded.tokenUrl, batch, sizes.inFlight));
         echoRates.push(await post(client, echoUrl, batch, sizes.inFlight));
         emulatorRates.push(await post(client, platform.emulator.tokenUrl, batch, sizes.inFlight));
       }
@@ -77,12 +91,22 @@ export async function measureEmulatorThroughput(
       'same POSTs to a bare 200 server',
       spread(emulatorRates.map((r, i) => r / echoRates[i])),
     );
+    const crowdRatio = median(crowdedRates.map((r, i) => emulatorRates[i] / r));
+    report.atMost(
+      'emulator.crowd',
+      `emulator: time per exchange with ${formatNumber(sizes.crowd + 1)} integrations`,
+      crowdRatio,
+      1.05,
+      { baseline: 'one integration, same forms', spread: spread(crowdedRates.map((r, i) => emulatorRates[i] / r)) },
+    );
     report.detail('emulator', {
+      crowdedExchangesPerSecond: crowdedRates.map(Math.round),
       exchangesPerSecond: emulatorRates.map(Math.round),
       bareServerPostsPerSecond: echoRates.map(Math.round),
     });
   } finally {
     agent.destroy();
+    await crowded.close();
     await echo.close();
     await app.close();
   }

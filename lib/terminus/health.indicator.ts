@@ -6,6 +6,8 @@ import { PLATFORM_AUTH_INTEGRATION } from '../platform-auth.constants.js';
 import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
+import type { PlatformTenants } from '../tenants/platform-tenants.js';
+import { PLATFORM_TENANTS } from '../tenants/tenants.module.js';
 
 export interface PlatformAuthHealthOptions {
   /**
@@ -60,6 +62,26 @@ export class PlatformAuthHealthIndicator {
     }
     const problem = healthProblem(status);
     return problem ? session.down({ message: problem, ...detail(status) }) : session.up(detail(status));
+  }
+
+  /**
+   * One aggregate result for `PlatformAuthModule.forTenants`: counts by token state, never one check per tenant
+   * nor a tenant id. Down only when the registry itself cannot work (not in this application, or shut down): a
+   * tenant whose platform refuses it is that tenant's problem, shown in `byState`, not the application's.
+   */
+  isTenantsHealthy<const Key extends string = 'platform-auth-tenants'>(
+    key: Key = 'platform-auth-tenants' as Key,
+  ): HealthIndicatorResult<Key> {
+    const session = this.health.check(key);
+    let tenants: PlatformTenants;
+    try {
+      tenants = this.moduleRef.get<PlatformTenants>(PLATFORM_TENANTS, { strict: false });
+    } catch {
+      return session.down({ message: 'no tenant registry in this application (import PlatformAuthModule.forTenants)' });
+    }
+    const status = tenants.status();
+    if (status.closed) return session.down({ message: 'the tenant registry is shut down', ...status });
+    return session.up({ ...status });
   }
 
   /** The integrations this application's modules provide, in the order Nest registered them. */

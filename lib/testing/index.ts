@@ -1,4 +1,9 @@
 export { createTestCredentials, type TestCredentials, type TestCredentialsOptions } from './test-credentials.util.js';
+export {
+  createTestCertificates,
+  type TestCertificates,
+  type TestCertificatesOptions,
+} from './test-certificates.util.js';
 export type { SelfSignedCredentials, SelfSignedCredentialsOptions } from './self-signed-credentials.util.js';
 export { FakeClock } from './fake.clock.js';
 export { PlatformEmulator } from './emulator/platform.emulator.js';

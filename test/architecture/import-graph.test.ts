@@ -36,6 +36,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
       'platform-auth.module.ts',
       'platform-auth.integrations.ts',
       'index.ts',
+      'tenants',
     ],
   },
   { terminus: ['terminus'], user: ['user'], testing: ['testing'] },

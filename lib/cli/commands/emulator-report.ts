@@ -2,6 +2,7 @@ import type { PlatformEmulator } from '../../testing/emulator/platform.emulator.
 import type { PlatformEmulatorOptions } from '../../testing/emulator/emulator.types.js';
 import type { CommandContext } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
+import type { IntegrationsFileReport } from './emulator-integrations-file.js';
 import type { Registration } from './emulator-registration.js';
 import { shellWord } from './rotation-steps.util.js';
 import type { userClientOption } from './user-client-option.util.js';
@@ -20,6 +21,7 @@ export function report(
   emulator: PlatformEmulator,
   settings: ReportedSettings,
   registrations: readonly Registration[],
+  bulk?: IntegrationsFileReport,
 ): void {
   const out = context.out;
   const { clockOffsetMs = 0, tokenLifetimeSeconds, leewaySeconds = 0 } = settings.emulatorOptions;
@@ -47,6 +49,7 @@ export function report(
         ...described(registration),
         env: registration.env,
       })),
+      integrationsFile: bulk,
       userSignIn: settings.userClient ? { authorizeUrl: emulator.authorizeUrl, ...settings.userClient } : undefined,
       statePath: settings.statePath,
       notes: [...new Set(registrations.flatMap((registration) => registration.notes))],
@@ -65,6 +68,7 @@ export function report(
     ['leeway', leewaySeconds === 0 ? 'none (strict nbf and exp)' : `${leewaySeconds} s`],
     ['placeholder API', 'POST /api/messages, GET /api/billing (placeholders: the real paths are not published)'],
   ];
+  if (bulk) fields.push(['integrations file', `${bulk.count} integrations from ${bulk.path}`]);
   if (settings.statePath)
     fields.push(['state', `${settings.statePath} (port, integrations, machineIds and certificates; no private key)`]);
   if (settings.userClient)

@@ -13,6 +13,7 @@ import {
 } from '../cli.command.js';
 import { DEFAULT_INTEGRATION, integrationName } from '../../options/integration-name.util.js';
 import { register, type IntegrationRequest, type Registration } from './emulator-registration.js';
+import { registerIntegrationsFile } from './emulator-integrations-file.js';
 import { report } from './emulator-report.js';
 import { readEmulatorState, writeEmulatorState, type EmulatorState } from './emulator-state.js';
 import { userClientOption } from './user-client-option.util.js';
@@ -20,7 +21,7 @@ import { userClientOption } from './user-client-option.util.js';
 export const emulatorCommand: Command = {
   name: 'emulator',
   synopsis:
-    '[--certificate FILE] [--machine-id ID] [--integration NAME[=FILE]]… [--port N] [--state FILE] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
+    '[--certificate FILE] [--machine-id ID] [--integration NAME[=FILE]]… [--integrations-file FILE] [--port N] [--state FILE] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
   description: [
     'Runs the platform emulator of nestjs-platform-auth/testing on 127.0.0.1 and prints the PLATFORM_* variables that',
     'point an application at it. With --certificate, the certificate you made with keygen is registered as the system',
@@ -31,6 +32,7 @@ export const emulatorCommand: Command = {
     '--state FILE keeps the port, the integrations, their machineIds and certificates (never a private key) across',
     "restarts, so an .env stays valid. 'platform-auth emulator upload' replaces an integration's certificate in a",
     "running emulator, as the portal's upload does: a rotation rehearsed locally (emulator upload --help).",
+    '--integrations-file registers thousands of integrations at once (one per tenant of PlatformAuthModule.forTenants).',
   ].join('\n'),
   subcommands: {
     upload: async () => (await import('./emulator-upload.command.js')).emulatorUploadCommand,
@@ -52,6 +54,12 @@ export const emulatorCommand: Command = {
       placeholder: 'NAME[=FILE]',
       description:
         'also registers the named integration NAME (forRoot({ name })), with a throwaway key or the certificate FILE; repeatable',
+    },
+    'integrations-file': {
+      type: 'string',
+      placeholder: 'FILE',
+      description:
+        'also registers every integration of FILE, a JSON array of { certificatePem | certificateFile, machineId?, name?, status? }, all or none; not kept by --state',
     },
     port: {
       type: 'string',
@@ -98,6 +106,8 @@ interface EmulatorSettings {
   readonly emulatorOptions: PlatformEmulatorOptions;
   /** The default integration first, then the named ones in the order given. */
   readonly integrations: readonly IntegrationRequest[];
+  /** `--integrations-file FILE`, resolved. */
+  readonly integrationsFile?: string;
   /** `--state FILE`, resolved, and what it held when the emulator started. */
   readonly statePath?: string;
   readonly state?: EmulatorState;
@@ -123,6 +133,10 @@ async function run(context: CommandContext): Promise<number> {
   try {
     const registrations: Registration[] = [];
     for (const request of settings.integrations) registrations.push(await register(emulator, request));
+    const bulk =
+      settings.integrationsFile === undefined
+        ? undefined
+        : registerIntegrationsFile(emulator, settings.integrationsFile);
     const userClient = settings.userClient;
     if (userClient) {
       emulator.registerUserClient(userClient);
@@ -133,7 +147,7 @@ async function run(context: CommandContext): Promise<number> {
       kept = stateOf(emulator, registrations);
       writeEmulatorState(statePath, kept);
     }
-    report(context, emulator, settings, registrations);
+    report(context, emulator, settings, registrations, bulk);
     const signal = await context.untilStopped();
     await emulator.close();
     context.out.note(`${signal}: emulator closed.`);
@@ -168,6 +182,7 @@ function readSettings(context: CommandContext): EmulatorSettings {
   const machineId = stringOption(context, 'machine-id');
   if (machineId !== undefined && machineId.trim() === '') throw new UsageError('--machine-id must not be empty');
   const certificate = stringOption(context, 'certificate');
+  const integrationsFile = stringOption(context, 'integrations-file');
   const requested: IntegrationRequest[] = [
     {
       name: DEFAULT_INTEGRATION,
@@ -188,6 +203,7 @@ function readSettings(context: CommandContext): EmulatorSettings {
       control: true,
     },
     integrations: state ? withState(requested, state) : requested,
+    integrationsFile: integrationsFile === undefined ? undefined : resolve(context.cwd, integrationsFile),
     statePath,
     state,
   };

@@ -79,7 +79,7 @@ export class EmulatorControl {
     if (typeof certificatePem !== 'string' || certificatePem.trim() === '') {
       return failure(400, 'invalid_request', 'certificatePem is missing: send { "certificatePem": "-----BEGIN …" }');
     }
-    if (!this.sources.registry.entries().some((entry) => entry.integration.machineId === machineId)) {
+    if (!this.sources.registry.has(machineId)) {
       return failure(404, 'unknown_integration', `no system integration with machineId '${machineId}' is registered`);
     }
     try {

@@ -22,28 +22,45 @@ export class IntegrationRegistry {
   constructor(readonly thumbprintAlgorithm: ThumbprintAlgorithm) {}
 
   register(input: RegisterIntegrationInput): RegisteredIntegration {
-    const certificate = parseRsaCertificate(input.certificatePem, 'registerIntegration');
-    const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
-    if (this.byThumbprint.has(thumbprint)) {
-      throw new Error(
-        `registerIntegration: a system integration with certificate thumbprint ${thumbprint} is already registered`,
-      );
+    return this.registerAll([input], 'registerIntegration')[0];
+  }
+
+  /**
+   * Registers every input or none: each is checked (certificate, permissions, a thumbprint or machineId already
+   * registered or given twice in the batch) before any is added, so a bad row leaves the registry as it was.
+   */
+  registerAll(inputs: readonly RegisterIntegrationInput[], operation: string): RegisteredIntegration[] {
+    const thumbprints = new Set<string>();
+    const machineIds = new Set<string>();
+    const entries = inputs.map((input, index) => {
+      const where = inputs.length === 1 ? operation : `${operation}[${index}]`;
+      const certificate = parseRsaCertificate(input.certificatePem, where);
+      const thumbprint = certificateThumbprint(certificate, this.thumbprintAlgorithm);
+      if (this.byThumbprint.has(thumbprint) || thumbprints.has(thumbprint)) {
+        throw new Error(
+          `${where}: a system integration with certificate thumbprint ${thumbprint} is already registered`,
+        );
+      }
+      const machineId = input.machineId ?? randomUUID();
+      if (this.byMachineId.has(machineId) || machineIds.has(machineId)) {
+        throw new Error(`${where}: machineId '${machineId}' is already registered`);
+      }
+      thumbprints.add(thumbprint);
+      machineIds.add(machineId);
+      const integration: RegisteredIntegration = {
+        machineId,
+        thumbprint,
+        name: input.name ?? `Emulated integration ${this.byMachineId.size + index + 1}`,
+        status: input.status ?? ACTIVE_STATUS,
+        permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
+      };
+      return registryEntry(integration, certificate);
+    });
+    for (const entry of entries) {
+      this.byThumbprint.set(entry.integration.thumbprint, entry);
+      this.byMachineId.set(entry.integration.machineId, entry);
     }
-    const machineId = input.machineId ?? randomUUID();
-    if (this.byMachineId.has(machineId)) {
-      throw new Error(`registerIntegration: machineId '${machineId}' is already registered`);
-    }
-    const integration: RegisteredIntegration = {
-      machineId,
-      thumbprint,
-      name: input.name ?? `Emulated integration ${this.byMachineId.size + 1}`,
-      status: input.status ?? ACTIVE_STATUS,
-      permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
-    };
-    const entry = registryEntry(integration, certificate);
-    this.byThumbprint.set(thumbprint, entry);
-    this.byMachineId.set(machineId, entry);
-    return integration;
+    return entries.map((entry) => entry.integration);
   }
 
   /** The integration whose thumbprint is `iss`, ignoring case as the portal's display does. */
@@ -54,6 +71,10 @@ export class IntegrationRegistry {
   /** Every registered integration, in registration order. */
   entries(): RegistryEntry[] {
     return [...this.byMachineId.values()];
+  }
+
+  has(machineId: string): boolean {
+    return this.byMachineId.has(machineId);
   }
 
   get(machineId: string): RegisteredIntegration {

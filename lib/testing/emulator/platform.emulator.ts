@@ -176,6 +176,14 @@ export class PlatformEmulator {
     return this.registry.register(input);
   }
 
+  /**
+   * Adds many system integrations at once, all or none: every input is checked before any is registered. Lookups
+   * by thumbprint and machineId are keyed, so a token request takes as long with 10,000 integrations as with one.
+   */
+  registerIntegrations(inputs: readonly RegisterIntegrationInput[]): RegisteredIntegration[] {
+    return this.registry.registerAll(inputs, 'registerIntegrations');
+  }
+
   /** A throwaway key and certificate, registered as a new integration, with the settings an app needs to use it. */
   async createIntegration(input: Omit<RegisterIntegrationInput, 'certificatePem'> = {}): Promise<EmulatedIntegration> {
     // Validity is centred on the client's clock (`now`, without the offset): the library checks it at start-up.

@@ -1,0 +1,80 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Clock } from '../platform-auth.clock.js';
+import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { loadPlatformAuthConfig } from '../platform-auth.configuration.js';
+import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
+import { integrationHash } from '../telemetry/telemetry.events.js';
+import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import { PlatformTenantConfigError } from './tenants.errors.js';
+
+export interface TenantBuildInput {
+  readonly tenantId: string;
+  /** The shared settings with the tenant's own over them. */
+  readonly options: PlatformAuthOptions;
+  /** The registry's name: every tenant's telemetry and start-up line carry it, never the tenant id. */
+  readonly registry: string;
+  readonly clock: Clock;
+  readonly logger: LoggerService;
+}
+
+/**
+ * The shared settings with the tenant's own over them. A group of options given on both sides (a plain object, such
+ * as the shared store's settings or the exchange's) is merged one level deep, so a tenant that sets one field of a
+ * group keeps the registry's other fields of it.
+ */
+export function tenantOptions(shared: Partial<PlatformAuthOptions>, own: PlatformAuthOptions): PlatformAuthOptions {
+  const merged: Record<string, unknown> = { ...shared };
+  for (const [name, value] of Object.entries(own)) {
+    const base = merged[name];
+    merged[name] = isPlainObject(base) && isPlainObject(value) ? { ...base, ...value } : value;
+  }
+  return merged as unknown as PlatformAuthOptions;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/**
+ * One tenant built as a `forRoot` integration is: every start-up check (all problems at once, in an error naming
+ * the tenant), then the same composition root, started. The caller owns the runtime and stops it with
+ * `onApplicationShutdown()`, which ends its timers, sockets, store connection and PKCS#11 sessions.
+ */
+export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuthRuntime> {
+  const { tenantId, options, registry, clock, logger } = input;
+  let config;
+  try {
+    config = await loadPlatformAuthConfig(options, clock.now());
+  } catch (error) {
+    // Named by option only: the PLATFORM_* variable beside it would point at the environment, not the resolver.
+    if (error instanceof PlatformAuthConfigError) {
+      throw new PlatformTenantConfigError(
+        tenantId,
+        error.problems.map((problem) => ({ ...problem, setting: problem.option })),
+      );
+    }
+    throw error;
+  }
+  for (const warning of config.warnings) logger.warn(`Tenant settings: ${warning.option}: ${warning.message}`);
+  let runtime: PlatformAuthRuntime | undefined;
+  try {
+    const telemetry = await PlatformAuthTelemetry.load(
+      {
+        // The registry's, not the tenant's: attribute values must not grow with the number of tenants.
+        integration: integrationHash(registry, 'tenants'),
+        name: registry,
+        serverAddress: new URL(config.tokenUrl).hostname,
+        logger,
+      },
+      clock,
+    );
+    runtime = wirePlatformAuth({ config, integration: registry, clock, logger, telemetry });
+    await runtime.onModuleInit();
+    return runtime;
+  } catch (error) {
+    if (runtime) await runtime.onApplicationShutdown();
+    else await config.credentials.key.close();
+    throw error;
+  }
+}

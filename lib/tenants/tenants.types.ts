@@ -1,0 +1,54 @@
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { PlatformHttpService } from '../http/platform-http.service.js';
+import type { TokenProvider } from '../token/token.provider.js';
+import type { TokenState } from '../token/token-status.types.js';
+
+/** One tenant's integration: its settings in the shape `forRoot` takes (platform URL, machineId, key, …). */
+export type PlatformTenantOptions = PlatformAuthOptions;
+
+/**
+ * What `forTenants` takes: the application's lookup, the registry's bounds, and settings every tenant shares (the
+ * shared store, timeouts, telemetry, clock, logger). A tenant's own settings win over the shared ones.
+ */
+export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
+  /**
+   * The application's lookup (a database row, a secret manager, files): the tenant's settings, or `undefined` for a
+   * tenant it does not know (`UnknownTenantError`). Called once per resolution however many callers wait; when it
+   * throws, callers share the failure for a back-off of 1 s, doubling on each further failure up to 30 s.
+   */
+  resolve: (tenantId: string) => Promise<PlatformTenantOptions | undefined>;
+  /**
+   * The registry's name: the `platform_auth.integration.name` of every tenant's metrics and the logger context, so
+   * the number of attribute values never grows with tenants. Default `tenants`.
+   */
+  name?: string;
+  /** Tenants holding keys, tokens and sockets at once; past it the least recently used is evicted. Default 1,000. */
+  maxResident?: number;
+  /** A tenant unused for this long is evicted (it comes back on its next `get`). Default 30 minutes. */
+  idleTimeoutMs?: number;
+  /** Register the module globally. */
+  isGlobal?: boolean;
+}
+
+/** A resident tenant: its authenticated HTTP client and its token provider. Ask `PlatformTenants.get` per unit of work. */
+export interface PlatformTenant {
+  readonly tenantId: string;
+  /** Requests to the tenant's platform carry the tenant's token, and only the tenant's. */
+  readonly http: PlatformHttpService;
+  readonly tokens: TokenProvider;
+}
+
+/** Counts only: never a tenant id. */
+export interface PlatformTenantsStatus {
+  /** Tenants resident now (built or being built). */
+  readonly resident: number;
+  readonly maxResident: number;
+  /** Tenants evicted since start (least recently used, idle, or by `evict`). */
+  readonly evictions: number;
+  /** Resolutions that failed since start (the resolver threw, or the settings failed their checks). */
+  readonly resolverFailures: number;
+  /** True once the application shut the registry down: it resolves no tenant any more. */
+  readonly closed: boolean;
+  /** Resident tenants per token state; tenants still being built are under `none`. */
+  readonly byState: Readonly<Record<TokenState, number>>;
+}
