@@ -145,7 +145,7 @@ export class PlatformTenants {
     } else {
       entry.runtime = runtime;
     }
-    return { tenantId, http: runtime.httpService, tokens: runtime.tokens };
+    return { tenantId, http: runtime.httpService, fetch: runtime.platformFetch, tokens: runtime.tokens };
   }
 
   #evictOldest(): void {

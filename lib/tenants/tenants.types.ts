@@ -1,5 +1,6 @@
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { PlatformHttpService } from '../http/platform-http.service.js';
+import type { PlatformFetch } from '../http/transport/platform-fetch.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenState } from '../token/token-status.types.js';
 
@@ -35,6 +36,8 @@ export interface PlatformTenant {
   readonly tenantId: string;
   /** Requests to the tenant's platform carry the tenant's token, and only the tenant's. */
   readonly http: PlatformHttpService;
+  /** `fetch` with the tenant's token, by the same rules as `http` (see `PlatformFetch`). */
+  readonly fetch: PlatformFetch;
   readonly tokens: TokenProvider;
 }
 

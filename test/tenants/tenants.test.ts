@@ -105,6 +105,15 @@ describe('PlatformAuthModule.forTenants', () => {
     expect(tenants.status().byState.valid).toBe(4);
   });
 
+  it("each tenant's fetch carries that tenant's token only", async () => {
+    const { tenants } = await registry();
+    const fetchBilling = async (tenantId: string) => {
+      const response = await (await tenants.get(tenantId)).fetch.fetch('/api/billing');
+      return ((await response.json()) as { machineId: string }).machineId;
+    };
+    expect(await Promise.all(['t2', 't11', 't2'].map(fetchBilling))).toEqual(['machine-2', 'machine-11', 'machine-2']);
+  });
+
   it('resolves a tenant once however many callers wait for it', async () => {
     const { tenants, calls } = await registry();
     const got = await Promise.all(Array.from({ length: 50 }, () => tenants.get('t3')));
