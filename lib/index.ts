@@ -41,6 +41,7 @@ export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
+  DeprecatedKeySourceOptions,
   ExchangeOptions,
   KeySource,
   PlatformAuthDeprecatedOptions,

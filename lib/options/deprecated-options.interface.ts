@@ -10,12 +10,8 @@ export interface TokenStoreTimingOptions {
   waitTimeoutMs?: number;
 }
 
-/**
- * The flat option names of earlier releases, still read this release: each is the setting its `@deprecated` tag
- * names, start-up logs one warning listing those in use, and setting one together with its new name is a
- * configuration error. docs/configuration.md lists them.
- */
-export interface PlatformAuthDeprecatedOptions {
+/** The flat key-source names of earlier releases, in both modules: each is now a field of `key`. */
+export interface DeprecatedKeySourceOptions {
   /** @deprecated Use `key.privateKey`. */
   privateKey?: string;
   /** @deprecated Use `key.privateKeyPath`. */
@@ -30,6 +26,14 @@ export interface PlatformAuthDeprecatedOptions {
   certificate?: string;
   /** @deprecated Use `key.certificatePath`. */
   certificatePath?: string;
+}
+
+/**
+ * The flat option names of earlier releases, still read this release: each is the setting its `@deprecated` tag
+ * names, start-up logs one warning listing those in use, and setting one together with its new name is a
+ * configuration error. docs/configuration.md lists them.
+ */
+export interface PlatformAuthDeprecatedOptions extends DeprecatedKeySourceOptions {
   /** @deprecated Use `next.privateKey`. */
   nextPrivateKey?: string;
   /** @deprecated Use `next.privateKeyPath`. */

@@ -8,7 +8,11 @@ import type { TokenStoreOptions } from './token-store-options.interface.js';
 
 export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
 export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
-export type { PlatformAuthDeprecatedOptions, TokenStoreTimingOptions } from './deprecated-options.interface.js';
+export type {
+  DeprecatedKeySourceOptions,
+  PlatformAuthDeprecatedOptions,
+  TokenStoreTimingOptions,
+} from './deprecated-options.interface.js';
 
 export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 

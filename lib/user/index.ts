@@ -13,6 +13,7 @@ export type {
   PlatformUserAuthDeprecatedOptions,
   PlatformUserAuthOptions,
 } from './platform-user-auth-options.interface.js';
+export type { DeprecatedKeySourceOptions } from '../options/deprecated-options.interface.js';
 export { PlatformUserAuth } from './platform-user-auth.service.js';
 export type {
   AuthorizationRequest,

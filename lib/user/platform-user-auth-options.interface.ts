@@ -1,5 +1,6 @@
 import type { Clock } from '../platform-auth.clock.js';
-import type { KeySource, PlatformAuthSigner } from '../options/key-source.interface.js';
+import type { DeprecatedKeySourceOptions } from '../options/deprecated-options.interface.js';
+import type { KeySource } from '../options/key-source.interface.js';
 
 /** How the client authenticates at the token endpoint (and the revocation endpoint). */
 export type UserClientAuthentication = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
@@ -81,22 +82,7 @@ export interface PlatformUserAuthOptions extends PlatformUserAuthDeprecatedOptio
 }
 
 /** The flat key names of earlier releases, still read this release (one start-up warning names them). */
-export interface PlatformUserAuthDeprecatedOptions {
-  /** @deprecated Use `key.privateKey`. */
-  privateKey?: string;
-  /** @deprecated Use `key.privateKeyPath`. */
-  privateKeyPath?: string;
-  /** @deprecated Use `key.passphrase`. */
-  privateKeyPassphrase?: string;
-  /** @deprecated Use `key.privateKeyUri`. */
-  privateKeyUri?: string;
-  /** @deprecated Use `key.signer`. */
-  signer?: PlatformAuthSigner;
-  /** @deprecated Use `key.certificate`. */
-  certificate?: string;
-  /** @deprecated Use `key.certificatePath`. */
-  certificatePath?: string;
-}
+export type PlatformUserAuthDeprecatedOptions = DeprecatedKeySourceOptions;
 
 /** The options as the resolver reads them: `key`'s settings under the flat names of earlier releases. Internal. */
 export type FlatUserAuthOptions = Omit<PlatformUserAuthOptions, 'key'>;
