@@ -24,6 +24,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
   { credentials: ['credentials'] },
   { token: ['token'] },
   { telemetry: ['telemetry'], store: ['store'] },
+  { calls: ['calls'] },
   { http: ['http'] },
   {
     composition: [
@@ -39,7 +40,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
       'tenants',
     ],
   },
-  { terminus: ['terminus'], user: ['user'], testing: ['testing'] },
+  { terminus: ['terminus'], user: ['user'], testing: ['testing'], outbox: ['outbox'] },
   { cli: ['cli'] },
 ];
 

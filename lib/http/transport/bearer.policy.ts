@@ -1,5 +1,6 @@
 import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
+import { OPEN_GATE, type CallGate } from '../../calls/call-gate.js';
 import { isAllowedUrl, isNonReplayable, parseUrl } from '../request-target.util.js';
 
 /** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
@@ -18,6 +19,8 @@ export class BearerPolicy {
     private readonly tokens: TokenProvider,
     private readonly allowedOrigins: ReadonlySet<string>,
     private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
+    /** The integration's rate limit and `Retry-After` holds: every client waits here before each request it sends. */
+    readonly gate: CallGate = OPEN_GATE,
   ) {}
 
   isAllowed(url: URL | undefined): boolean {
