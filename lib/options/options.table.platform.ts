@@ -70,8 +70,8 @@ export const ASSERTION_ROWS = {
     env: 'PLATFORM_STARTUP_CHECK',
     kind: 'enum',
     values: ['off', 'warn', 'fail'],
-    default: 'off',
-    rule: '`fail` or `warn` acquires a token while the application boots, so a wrong machineId shows at deploy time',
+    default: 'warn',
+    rule: 'acquires a token while the application boots, so a wrong machineId shows at deploy time: `warn` logs the refusal and its hint and starts, `fail` rejects `app.init()`, `off` waits for the first call',
   },
   credentialsReloadIntervalMs: {
     env: 'PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS',

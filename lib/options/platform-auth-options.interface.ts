@@ -64,8 +64,10 @@ export interface PlatformAuthOptions extends PlatformAuthDeprecatedOptions {
   clockMarginSeconds?: number;
   /**
    * Acquire a token while the application boots (`onApplicationBootstrap`), so a wrong machineId or an unreachable
-   * platform shows at deploy time: `'fail'` stops the start-up, `'warn'` logs and goes on, `'off'` (default) waits
-   * for the first request.
+   * platform shows at deploy time: `'warn'` (default) logs why no token could be had, hint included, and starts
+   * anyway; `'fail'` rejects `app.init()`/`app.listen()` with the typed error; `'off'` waits for the first request.
+   * The boot waits for at most one exchange (`exchange.retry.maxTotalMs`); with `tokenStore`, replicas share it.
+   * Tenants of `forTenants` are built on first use and do not run it.
    */
   startupCheck?: 'off' | 'warn' | 'fail';
   /**

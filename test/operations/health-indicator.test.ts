@@ -68,6 +68,8 @@ async function startHealthApp(
         ...integration.moduleOptions,
         clock,
         exchange: { retry: { maxAttempts: 1 } },
+        // The probes are what acquires (or does not acquire) a token here, so the tests count exchanges from zero.
+        startupCheck: 'off',
         ...module,
       }),
     ],
@@ -220,11 +222,17 @@ describe('PlatformAuthHealthIndicator with named integrations', () => {
     @Module({
       imports: [
         TerminusModule.forRoot({ logger: false }),
-        PlatformAuthModule.forRoot({ ...main.moduleOptions, exchange: { retry: { maxAttempts: 1 } } }),
+        // No token at boot: the suspension below must be met by the active probe's own exchange.
+        PlatformAuthModule.forRoot({
+          ...main.moduleOptions,
+          exchange: { retry: { maxAttempts: 1 } },
+          startupCheck: 'off',
+        }),
         PlatformAuthModule.forRoot({
           name: 'billing',
           ...billing.moduleOptions,
           exchange: { retry: { maxAttempts: 1 } },
+          startupCheck: 'off',
         }),
       ],
       controllers: [HealthController],

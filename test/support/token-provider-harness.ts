@@ -42,6 +42,8 @@ export function createProvider(
       machineId: 'hardening-machine',
       privateKey: credentials.privateKeyPem,
       certificate: credentials.certificatePem,
+      // A runtime wired here and then booted counts exchanges from zero like every other harness.
+      startupCheck: 'off',
       ...overrides,
       exchange: {
         timeoutMs: 500,
