@@ -100,6 +100,11 @@ describe("the start-up check by default ('warn')", () => {
     expect(warnings[0]).toContain(hint);
     expect(emulator.counters.exchanges).toMatchObject({ total: 1, rejected: 1 });
     expectNoSecrets(logOf(logger), [integration.privateKeyPem]);
+    // What a readiness probe reads: the refusal, from the start.
+    expect(app.get(TokenProvider).status()).toMatchObject({
+      state: 'backoff',
+      lastExchange: { ok: false, reason: 'http_error', oauthError: 'invalid_client' },
+    });
   });
 
   it('makes exactly one exchange at boot, and the first call to the platform uses its token', async () => {
