@@ -49,7 +49,15 @@ async function registry(options: Partial<PlatformTenantsOptions> = {}): Promise<
       PlatformAuthModule.forTenants({
         clock,
         logger: new CapturingLogger(),
-        tokenStore: { url: redis().url, encryptionKey: randomBytes(32).toString('hex'), keyPrefix: prefix },
+        tokenStore: {
+          url: redis().url,
+          encryptionKey: randomBytes(32).toString('hex'),
+          keyPrefix: prefix,
+          // Generous: on a busy machine a slow round trip would degrade the store, which is not what is tested here.
+          operationTimeoutMs: 5_000,
+          lockTtlMs: 10_000,
+          waitTimeoutMs: 20_000,
+        },
         resolve: (tenantId) => Promise.resolve(emulatedTenant(platform.url, certificates, tenantId)),
         ...options,
       }),
