@@ -14,20 +14,31 @@ import type { PlatformTenantOptions } from './tenants.types.js';
  */
 export class TenantStoreConnection {
   #store?: RedisEntryStore;
+  #connected?: Promise<void>;
   #closed = false;
 
   /**
    * `config` with its store on the shared connection, when its connection came from the registry's settings. The
    * first tenant that needs it makes it, from its own resolved settings: those are the registry's, as it names no
-   * Redis of its own.
+   * Redis of its own. Connected before the tenant's first token is wanted, as a connection of its own would be, so
+   * a cold fleet shares that first exchange.
    */
-  adopt(config: ResolvedPlatformAuthConfig, own: PlatformTenantOptions): ResolvedPlatformAuthConfig {
+  async adopt(config: ResolvedPlatformAuthConfig, own: PlatformTenantOptions): Promise<ResolvedPlatformAuthConfig> {
     const settings = config.tokenStore;
     if (!settings?.connection || this.#closed || namesOwnRedis(own)) return config;
-    this.#store ??= new RedisEntryStore(
-      new OwnedRedisChannel(settings.connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
-      settings.maxEntryBytes,
-    );
+    if (!this.#store) {
+      this.#store = new RedisEntryStore(
+        new OwnedRedisChannel(settings.connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
+        settings.maxEntryBytes,
+      );
+      this.#connected = this.#store.connect();
+    }
+    try {
+      await this.#connected;
+    } catch {
+      // The `redis` package is missing: the tenant's own connection reports that as a configuration error.
+      return config;
+    }
     return { ...config, tokenStore: { ...settings, store: this.#store, connection: undefined } };
   }
 

@@ -69,7 +69,7 @@ export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuth
     }
     throw error;
   }
-  config = storeConnection.adopt(config, own);
+  config = await storeConnection.adopt(config, own);
   for (const warning of config.warnings) logger.warn(`Tenant settings: ${warning.option}: ${warning.message}`);
   let runtime: PlatformAuthRuntime | undefined;
   try {
