@@ -9,8 +9,8 @@ import type { PlatformTenantOptions } from './tenants.types.js';
 /**
  * The registry's one connection to the Redis its shared settings name, used by every tenant that does not name a
  * Redis of its own: a connection per tenant would open a socket (two, with the bounded reader) for each of up to
- * `maxResident` tenants on every replica. Each tenant's store is handed this one as a store passed in, which stays
- * its owner's, so evicting a tenant never closes it; the registry closes it at shutdown.
+ * `maxResident` tenants on every replica. Each tenant's store settings keep their connection's, with this one as the
+ * store, which stays its owner's, so evicting a tenant never closes it; the registry closes it at shutdown.
  */
 export class TenantStoreConnection {
   #store?: RedisEntryStore;
@@ -39,7 +39,7 @@ export class TenantStoreConnection {
       // The `redis` package is missing: the tenant's own connection reports that as a configuration error.
       return config;
     }
-    return { ...config, tokenStore: { ...settings, store: this.#store, connection: undefined } };
+    return { ...config, tokenStore: { ...settings, store: this.#store } };
   }
 
   /** After every tenant stopped: no tenant may use it any more. */

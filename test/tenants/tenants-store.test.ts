@@ -75,8 +75,8 @@ it('shares one Redis connection among every tenant of the registry', async () =>
   expect(forOne).toBeGreaterThan(0);
   for (const id of ids.slice(1)) await (await tenants.get(id)).tokens.getAccessToken();
   expect((await connections()) - before).toBe(forOne);
-  const stores = await Promise.all(ids.map(async (id) => (await tenants.get(id)).tokens.status().sharedStore?.state));
-  expect(new Set(stores)).toEqual(new Set(['shared']));
+  const stores = await Promise.all(ids.map(async (id) => (await tenants.get(id)).tokens.status().sharedStore));
+  expect(new Set(stores.map((store) => `${store?.state} ${store?.mode}`))).toEqual(new Set(['shared standalone']));
   await moduleRef!.close();
   moduleRef = undefined;
   expect(await connections()).toBe(before);
