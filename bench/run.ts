@@ -9,6 +9,8 @@ import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
 import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
+import { measureTenantsFleet } from './scenarios/tenants-fleet.js';
+import { measureTenants } from './scenarios/tenants.js';
 import { measureTokenCache } from './scenarios/token-cache.js';
 import { measureUnauthorizedStorm } from './scenarios/unauthorized-storm.js';
 import { describeMachine } from './support/machine.js';
@@ -52,6 +54,16 @@ const sizes = {
     waitRounds: scale(10, 2),
     cache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
   },
+  tenants: {
+    tenants: scale(10_000, 1_000),
+    maxResident: scale(1_000, 100),
+    keys: scale(1_000, 100),
+    inFlight: 8,
+    warmRounds: scale(20, 4),
+    requestsPerRound: scale(500, 200),
+    coldRounds: scale(20, 4),
+  },
+  tenantsFleet: { replicas: 4, tenants: scale(1_000, 100), inFlight: 16 },
 };
 
 const machine = describeMachine();
@@ -76,6 +88,8 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['memory', (p) => measureMemory(p, report, sizes.memory)],
   ['emulator throughput', (p) => measureEmulatorThroughput(p, report, sizes.emulator)],
   ['shared store', (p) => measureSharedStore(p, report, sizes.store)],
+  ['tenants', () => measureTenants(report, sizes.tenants)],
+  ['tenants fleet', () => measureTenantsFleet(report, sizes.tenantsFleet)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;

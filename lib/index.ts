@@ -23,6 +23,7 @@ export type {
   PlatformTenantOptions,
   PlatformTenantsOptions,
   PlatformTenantsStatus,
+  PlatformTenantsTelemetryOptions,
 } from './tenants/tenants.types.js';
 export {
   NoCurrentTenantError,

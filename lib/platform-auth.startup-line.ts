@@ -26,9 +26,9 @@ export function startupLine(
           nowMs,
         )} days left)`;
   const store = config.tokenStore
-    ? config.tokenStore.store
-      ? 'shared (a TokenStore of the app)'
-      : 'shared (Redis)'
+    ? config.tokenStore.connection
+      ? 'shared (Redis)'
+      : 'shared (a TokenStore of the app)'
     : 'in-process';
   return `Integration '${integration}' started: platform ${new URL(config.baseUrl).host}, ${certificate}, token store ${store}`;
 }

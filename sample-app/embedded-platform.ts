@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 
 export const SAMPLE_USER_CLIENT_ID = 'sample-app';
+/** The customer organisations the embedded platform registers, each an integration of its own. */
+export const SAMPLE_TENANTS = ['acme', 'globex'] as const;
 
 /**
  * The embedded platform for a fresh clone: an emulator with a new system integration and, when the app's port is
@@ -19,8 +21,19 @@ export async function startEmbeddedPlatform(
     permissions: ['Retrieve billing data'],
   });
   Object.assign(process.env, integration.env, namedEnv('BILLING', billing.env));
+  // Two customer organisations, each with an integration of its own, for the tenant registry (`forTenants`).
+  const tenants: string[] = [];
+  for (const tenantId of SAMPLE_TENANTS) {
+    const tenant = await emulator.createIntegration({
+      name: `sample-app tenant ${tenantId}`,
+      permissions: ['Send message'],
+    });
+    Object.assign(process.env, namedEnv(`TENANT_${tenantId.toUpperCase()}`, tenant.env));
+    tenants.push(`${tenantId} ${tenant.machineId}`);
+  }
+  process.env.SAMPLE_APP_TENANTS = SAMPLE_TENANTS.join(',');
   log(
-    `Embedded platform emulator on ${emulator.url} (integrations: messaging ${integration.machineId}, billing ${billing.machineId}).`,
+    `Embedded platform emulator on ${emulator.url} (integrations: messaging ${integration.machineId}, billing ${billing.machineId}; tenants ${tenants.join(', ')}).`,
   );
   if (appPort !== undefined) {
     const redirectUri = `http://127.0.0.1:${appPort}/callback`;

@@ -66,6 +66,12 @@ if (once) {
   curl -s -X POST ${base}/messages -H 'Content-Type: application/json' -d '{"to":"someone","text":"hello"}'
   curl -s ${base}/billing                              # through the billing integration
   curl -s ${base}/billing/with-messaging-integration   # the wrong integration: the platform answers 403${
+    process.env.SAMPLE_APP_TENANTS
+      ? `
+  curl -s -X POST ${base}/tenants/acme/messages -H 'Content-Type: application/json' -d '{"to":"someone","text":"hello"}'
+                                                       # as a customer organisation: its own integration`
+      : ''
+  }${
     process.env.PLATFORM_USER_CLIENT_ID
       ? `
 Sign in as a user in a browser: open ${base}/login, pick a test user and approve; you land on ${base}/me,

@@ -43,12 +43,13 @@ export class TokenStoreHost {
     this.integration = integration;
     const { connection } = settings;
     this.mode = connection?.mode ?? 'provided';
-    this.owned = connection
-      ? new RedisEntryStore(
-          new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
-          settings.maxEntryBytes,
-        )
-      : undefined;
+    this.owned =
+      connection && !settings.store
+        ? new RedisEntryStore(
+            new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
+            settings.maxEntryBytes,
+          )
+        : undefined;
     const namespace = namespaceOf(identity);
     this.coordinator = new SharedTokenCoordinator(
       settings.store ?? this.owned!,

@@ -15,7 +15,10 @@ import {
 
 /** The shared store's settings after start-up validation. */
 export interface ResolvedTokenStoreConfig {
-  /** The store the user passed; absent when the module connects to Redis itself (`connection`). */
+  /**
+   * The store the user passed; absent when the module connects to Redis itself (`connection`). Given with
+   * `connection`, it is a connection to that Redis someone else made and closes (the tenant registry's, shared).
+   */
   readonly store?: TokenStore;
   readonly connection?: RedisConnectionSettings;
   readonly keys: readonly EncryptionKey[];

@@ -36,6 +36,11 @@ export const TELEMETRY_ATTRIBUTES = {
   integration: 'platform_auth.integration',
   /** The integration's name (`forRoot({ name })`), `default` for the default one; not secret. */
   integrationName: 'platform_auth.integration.name',
+  /**
+   * A tenant's id: on spans when `forTenants({ telemetry: { tenantIdInSpans } })`, on data points only for the tenants
+   * `telemetry.tenantIdInMetrics` lists; never otherwise, so the number of series does not grow with tenants.
+   */
+  tenantId: 'platform_auth.tenant.id',
   /** `success` or `failure`. */
   outcome: 'platform_auth.outcome',
   /** HTTP attempts one token exchange made. */

@@ -34,6 +34,10 @@ export interface TelemetryIdentity {
   readonly serverAddress?: string;
   /** Where each exchange is described at `debug` level. */
   readonly logger?: LoggerService;
+  /** Added to spans only: a tenant's id, where the application turned that on (spans do not add to cardinality). */
+  readonly spanAttributes?: Readonly<Record<string, string>>;
+  /** Added to data points only: a tenant's id, for the tenants the application listed (each one a new series). */
+  readonly metricAttributes?: Readonly<Record<string, string>>;
 }
 
 const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
@@ -49,24 +53,29 @@ const diagnostics = channel(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL);
  */
 export class PlatformAuthTelemetry implements PlatformAuthObserver {
   private instruments?: Instruments;
-  /** On every span and data point: the integration's hash and its name (`default` for the default one). */
+  /** On every data point: the integration's hash and its name (`default` for the default one). */
   private readonly attributes: Readonly<Record<string, string>>;
   /** The exchange's: {@link attributes} and the token endpoint's host. */
   private readonly exchangeAttributes: Readonly<Record<string, string>>;
+  /** On every span: the integration's hash and its name. */
+  private readonly spanAttributes: Readonly<Record<string, string>>;
+  private readonly exchangeSpanAttributes: Readonly<Record<string, string>>;
   private gaugeSources?: TelemetryGaugeSources;
 
   private constructor(
     private readonly identity: TelemetryIdentity,
     private readonly clock: Clock,
   ) {
-    this.attributes = {
+    const common = {
       [ATTR.integration]: identity.integration,
       [ATTR.integrationName]: identity.name ?? DEFAULT_INTEGRATION,
     };
-    this.exchangeAttributes = {
-      ...this.attributes,
-      ...(identity.serverAddress === undefined ? {} : { [ATTR.serverAddress]: identity.serverAddress }),
-    };
+    const server: Record<string, string> =
+      identity.serverAddress === undefined ? {} : { [ATTR.serverAddress]: identity.serverAddress };
+    this.attributes = { ...common, ...identity.metricAttributes };
+    this.exchangeAttributes = { ...this.attributes, ...server };
+    this.spanAttributes = { ...common, ...identity.spanAttributes };
+    this.exchangeSpanAttributes = { ...this.spanAttributes, ...server };
   }
 
   /** Loads `@opentelemetry/api` when it is installed; a channel-only instance when it is not. */
@@ -102,7 +111,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     const otel = this.instruments;
     const span = otel?.tracer.startSpan(NAMES.exchangeSpan, {
       kind: OTEL_SPAN_KIND_INTERNAL,
-      attributes: this.exchangeAttributes,
+      attributes: this.exchangeSpanAttributes,
     });
     let outcome: T;
     try {
@@ -141,7 +150,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     if (!otel) return resend();
     const span = otel.tracer.startSpan(NAMES.reauthenticationSpan, {
       kind: OTEL_SPAN_KIND_INTERNAL,
-      attributes: this.attributes,
+      attributes: this.spanAttributes,
     });
     try {
       const response = await inContext(otel.api, span, resend);

@@ -5,7 +5,8 @@ import { shutdownError } from '../platform-auth.errors.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { TokenState } from '../token/token-status.types.js';
-import { buildTenant, tenantOptions } from './tenant.builder.js';
+import { buildTenant, tenantOptions, type TenantTelemetrySettings } from './tenant.builder.js';
+import { TenantStoreConnection } from './tenant-store.js';
 import { TenantFailures } from './tenant-failures.js';
 import { PlatformTenantConfigError, UnknownTenantError } from './tenants.errors.js';
 import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
@@ -18,6 +19,7 @@ export interface TenantRegistrySettings {
   readonly shared: Partial<PlatformAuthOptions>;
   readonly maxResident: number;
   readonly idleTimeoutMs: number;
+  readonly telemetry: TenantTelemetrySettings;
   readonly clock: Clock;
   readonly logger: LoggerService;
 }
@@ -43,6 +45,7 @@ export class PlatformTenants {
   readonly #residents = new Map<string, Resident>();
   readonly #failures: TenantFailures;
   readonly #context = new AsyncLocalStorage<string>();
+  readonly #storeConnection = new TenantStoreConnection();
   #evictions = 0;
   #cancelSweep?: () => void;
   #closed = false;
@@ -124,15 +127,25 @@ export class PlatformTenants {
     this.#closed = true;
     this.#cancelSweep?.();
     await Promise.all([...this.#residents].map(([tenantId, resident]) => this.#stop(tenantId, resident)));
+    await this.#storeConnection.close();
   }
 
   async #build(tenantId: string, entry: Resident): Promise<PlatformTenant> {
-    const { resolve, shared, clock, logger, name } = this.#settings;
+    const { resolve, shared, clock, logger, name, telemetry } = this.#settings;
     let runtime: PlatformAuthRuntime;
     try {
       const own = await resolve(tenantId);
       if (own === undefined) throw new UnknownTenantError(tenantId);
-      runtime = await buildTenant({ tenantId, options: tenantOptions(shared, own), registry: name, clock, logger });
+      runtime = await buildTenant({
+        tenantId,
+        own,
+        options: tenantOptions(shared, own),
+        registry: name,
+        telemetry,
+        storeConnection: this.#storeConnection,
+        clock,
+        logger,
+      });
     } catch (error) {
       if (this.#residents.get(tenantId) === entry) this.#residents.delete(tenantId);
       if (error instanceof UnknownTenantError || error instanceof PlatformTenantConfigError) throw error;

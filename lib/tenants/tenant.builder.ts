@@ -3,17 +3,30 @@ import type { Clock } from '../platform-auth.clock.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { loadPlatformAuthConfig } from '../platform-auth.configuration.js';
 import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
-import { integrationHash } from '../telemetry/telemetry.events.js';
+import { integrationHash, TELEMETRY_ATTRIBUTES } from '../telemetry/telemetry.events.js';
 import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import { PlatformTenantConfigError } from './tenants.errors.js';
+import type { TenantStoreConnection } from './tenant-store.js';
+import type { PlatformTenantOptions } from './tenants.types.js';
+
+/** Where a tenant's id may appear in its telemetry (`forTenants({ telemetry })`, checked). */
+export interface TenantTelemetrySettings {
+  readonly tenantIdInSpans: boolean;
+  readonly tenantIdInMetrics: ReadonlySet<string>;
+}
 
 export interface TenantBuildInput {
   readonly tenantId: string;
+  /** The tenant's own settings, as the resolver gave them. */
+  readonly own: PlatformTenantOptions;
   /** The shared settings with the tenant's own over them. */
   readonly options: PlatformAuthOptions;
-  /** The registry's name: every tenant's telemetry and start-up line carry it, never the tenant id. */
+  /** The registry's name: every tenant's telemetry and start-up line carry it, not the tenant id unless opted in. */
   readonly registry: string;
+  readonly telemetry: TenantTelemetrySettings;
+  /** The registry's Redis connection, for the tenants whose settings name no Redis of their own. */
+  readonly storeConnection: TenantStoreConnection;
   readonly clock: Clock;
   readonly logger: LoggerService;
 }
@@ -42,7 +55,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * `onApplicationShutdown()`, which ends its timers, sockets, store connection and PKCS#11 sessions.
  */
 export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuthRuntime> {
-  const { tenantId, options, registry, clock, logger } = input;
+  const { tenantId, own, options, registry, telemetry: shown, storeConnection, clock, logger } = input;
   let config;
   try {
     config = await loadPlatformAuthConfig(options, clock.now());
@@ -56,6 +69,7 @@ export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuth
     }
     throw error;
   }
+  config = await storeConnection.adopt(config, own);
   for (const warning of config.warnings) logger.warn(`Tenant settings: ${warning.option}: ${warning.message}`);
   let runtime: PlatformAuthRuntime | undefined;
   try {
@@ -66,6 +80,10 @@ export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuth
         name: registry,
         serverAddress: new URL(config.tokenUrl).hostname,
         logger,
+        spanAttributes: shown.tenantIdInSpans ? { [TELEMETRY_ATTRIBUTES.tenantId]: tenantId } : undefined,
+        metricAttributes: shown.tenantIdInMetrics.has(tenantId)
+          ? { [TELEMETRY_ATTRIBUTES.tenantId]: tenantId }
+          : undefined,
       },
       clock,
     );

@@ -33,7 +33,7 @@ export interface PlatformTenantsAsyncOptions extends Pick<ModuleMetadata, 'impor
 
 /** The registry's own settings checked (every problem at once); the rest is shared by every tenant. */
 export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantRegistrySettings {
-  const { resolve, name, maxResident, idleTimeoutMs, isGlobal: _global, ...shared } = options;
+  const { resolve, name, maxResident, idleTimeoutMs, telemetry, isGlobal: _global, ...shared } = options;
   const problems: ConfigProblem[] = [];
   const problem = (option: string, message: string) => problems.push({ option, setting: option, message });
   if (typeof resolve !== 'function')
@@ -50,6 +50,13 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
   if (idleTimeoutMs !== undefined && !(Number.isInteger(idleTimeoutMs) && idleTimeoutMs >= MIN_IDLE_TIMEOUT_MS)) {
     problem('idleTimeoutMs', `must be a whole number of ms >= ${MIN_IDLE_TIMEOUT_MS}, got ${String(idleTimeoutMs)}`);
   }
+  const inSpans = telemetry?.tenantIdInSpans;
+  if (inSpans !== undefined && typeof inSpans !== 'boolean')
+    problem('telemetry.tenantIdInSpans', 'must be true or false');
+  const inMetrics = telemetry?.tenantIdInMetrics ?? [];
+  if (!Array.isArray(inMetrics) || !inMetrics.every((id) => typeof id === 'string' && id !== '')) {
+    problem('telemetry.tenantIdInMetrics', 'must be a list of tenant ids (non-empty strings)');
+  }
   if (problems.length > 0) throw new PlatformAuthConfigError(problems, registry);
   return {
     name: registry,
@@ -57,6 +64,7 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
     shared,
     maxResident: maxResident ?? DEFAULT_MAX_RESIDENT,
     idleTimeoutMs: idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    telemetry: { tenantIdInSpans: inSpans ?? false, tenantIdInMetrics: new Set(inMetrics) },
     clock: shared.clock ?? systemClock,
     logger: shared.logger ?? new Logger(`${LOGGER_CONTEXT}:${registry}`),
   };

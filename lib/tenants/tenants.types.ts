@@ -27,8 +27,24 @@ export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
   maxResident?: number;
   /** A tenant unused for this long is evicted (it comes back on its next `get`). Default 30 minutes. */
   idleTimeoutMs?: number;
+  /** Whether tenants' telemetry may carry their ids (by default it never does). */
+  telemetry?: PlatformTenantsTelemetryOptions;
   /** Register the module globally. */
   isGlobal?: boolean;
+}
+
+/**
+ * Where a tenant's id (`platform_auth.tenant.id`) may appear in telemetry. Without these, nothing a tenant emits
+ * names it: a metric attribute per tenant makes a series per tenant, and an id may say who the customer is.
+ */
+export interface PlatformTenantsTelemetryOptions {
+  /** Every tenant's spans (the token exchange, the 401 re-send) carry its id. Default false. */
+  tenantIdInSpans?: boolean;
+  /**
+   * The tenants whose metrics carry their id, each a series of its own (a few large customers watched apart); the
+   * others' metrics stay under the registry's name. Default none.
+   */
+  tenantIdInMetrics?: readonly string[];
 }
 
 /** A resident tenant: its authenticated HTTP client and its token provider. Ask `PlatformTenants.get` per unit of work. */

@@ -15,6 +15,8 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 let platform: PlatformEmulator;
 let integration: EmulatedIntegration;
 let billing: EmulatedIntegration;
+/** Two customer organisations, each an integration of its own, for the tenant route. */
+const tenants: Record<string, EmulatedIntegration> = {};
 let AppModule: Type;
 const saved = { ...process.env };
 
@@ -23,6 +25,11 @@ beforeAll(async () => {
   integration = await platform.createIntegration({ name: 'sample-app e2e', permissions: ['Send message'] });
   billing = await platform.createIntegration({ name: 'sample-app billing', permissions: ['Retrieve billing data'] });
   Object.assign(process.env, integration.env, billingEnv(billing));
+  for (const tenantId of ['acme', 'globex']) {
+    tenants[tenantId] = await platform.createIntegration({ name: `tenant ${tenantId}`, permissions: ['Send message'] });
+    Object.assign(process.env, namedEnv(`TENANT_${tenantId.toUpperCase()}`, tenants[tenantId]));
+  }
+  process.env.SAMPLE_APP_TENANTS = 'acme,globex';
   // Imported once the variables are set, as the launcher does: the app module decides at import which optional
   // modules (the billing integration, user sign-in) it registers.
   ({ AppModule } = await import('../../sample-app/src/app.module.js'));
@@ -32,6 +39,13 @@ beforeAll(async () => {
 function billingEnv(named: EmulatedIntegration): Record<string, string | undefined> {
   return Object.fromEntries(
     Object.entries(named.env).map(([key, value]) => [key.replace(/^PLATFORM_/, 'PLATFORM_BILLING_'), value]),
+  );
+}
+
+/** An integration's variables under a name: `PLATFORM_<NAME>_*`. */
+function namedEnv(name: string, named: EmulatedIntegration): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(named.env).map(([key, value]) => [key.replace(/^PLATFORM_/, `PLATFORM_${name}_`), value]),
   );
 }
 afterAll(async () => {
@@ -85,6 +99,19 @@ describe.each(['express', 'fastify'] as const)('sample app on %s', (kind) => {
   it('gets the platform 403 when billing is read through the messaging integration', async () => {
     const response = await request(app.getHttpServer()).get('/billing/with-messaging-integration').expect(200);
     expect(response.body).toEqual({ platformStatus: 403 });
+  });
+
+  it("sends as each customer organisation with the tenant's own integration, and 404s an unknown tenant", async () => {
+    for (const tenantId of ['acme', 'globex', 'acme']) {
+      const response = await request(app.getHttpServer())
+        .post(`/tenants/${tenantId}/messages`)
+        .send({ to: 'alice', text: `hi from ${tenantId}` })
+        .expect(202);
+      expect(response.body).toMatchObject({ accepted: true, machineId: tenants[tenantId].machineId });
+    }
+    const unknown = await request(app.getHttpServer()).post('/tenants/initech/messages').send({ to: 'a', text: 'b' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.text).toContain("Unknown tenant 'initech'");
   });
 
   it('reports health through the Terminus indicator without showing the token', async () => {

@@ -10,6 +10,7 @@ import {
 } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { emulatedTenant } from './tenants-kit.js';
 
 const TENANTS = 40;
 const REPLICAS = 4;
@@ -36,26 +37,22 @@ it('makes one exchange per tenant for a fleet of replicas sharing the store', as
   const shared: Partial<PlatformAuthOptions> = {
     clock,
     logger: new CapturingLogger(),
-    tokenStoreUrl: redis().url,
-    tokenStoreEncryptionKey: randomBytes(32).toString('hex'),
-    tokenStoreKeyPrefix: `tenants-${randomBytes(4).toString('hex')}:`,
-    // Generous, so that a busy machine's slow Redis round trips neither time out nor outlive a lock.
-    tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000 },
+    tokenStore: {
+      url: redis().url,
+      encryptionKey: randomBytes(32).toString('hex'),
+      keyPrefix: `tenants-${randomBytes(4).toString('hex')}:`,
+      // Generous, so that a busy machine's slow Redis round trips neither time out nor outlive a lock.
+      operationTimeoutMs: 2_000,
+      lockTtlMs: 10_000,
+      waitTimeoutMs: 20_000,
+    },
   };
   for (let replica = 0; replica < REPLICAS; replica += 1) {
     const moduleRef = await Test.createTestingModule({
       imports: [
         PlatformAuthModule.forTenants({
           ...shared,
-          resolve: (tenantId) => {
-            const index = Number(tenantId.slice(1));
-            return Promise.resolve({
-              baseUrl: platform.url,
-              machineId: `machine-${index}`,
-              privateKey: certificates.privateKeyPem,
-              certificate: certificates.certificatePems[index],
-            });
-          },
+          resolve: (tenantId) => Promise.resolve(emulatedTenant(platform.url, certificates, tenantId)),
         }),
       ],
     }).compile();

@@ -11,6 +11,7 @@ import {
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { keyInToken } from '../keys/keys-kit.js';
 import { SoftHsm } from '../keys/softhsm.js';
+import { emulatedTenant } from './tenants-kit.js';
 
 const TOKEN = 'tenants';
 let hsm: SoftHsm;
@@ -38,22 +39,15 @@ afterAll(async () => {
   hsm?.close();
 });
 
-function settings(tenantId: string): PlatformTenantOptions {
+function settings(tenantId: string): PlatformTenantOptions | undefined {
   if (tenantId === 'hsm') {
     return {
       baseUrl: platform.url,
       machineId: 'machine-hsm',
-      privateKeyUri: hsm.uri(TOKEN, 'tenant-key'),
-      certificate: hsmCertificate,
+      key: { privateKeyUri: hsm.uri(TOKEN, 'tenant-key'), certificate: hsmCertificate },
     };
   }
-  const index = Number(tenantId.slice(1));
-  return {
-    baseUrl: platform.url,
-    machineId: `machine-${index}`,
-    privateKey: certificates.privateKeyPem,
-    certificate: certificates.certificatePems[index],
-  };
+  return emulatedTenant(platform.url, certificates, tenantId);
 }
 
 it('evicts a tenant whose key is in a PKCS#11 token and restores it, while other tenants call', async () => {

@@ -27,6 +27,7 @@ import { CapturingLogger } from '../support/capturing-logger.js';
 import { installOtelMemory } from '../support/otel-memory.js';
 import { TELEMETRY_NAMES } from '../../lib/telemetry/telemetry.events.js';
 import { tenantOptions } from '../../lib/tenants/tenant.builder.js';
+import { emulatedTenant } from './tenants-kit.js';
 
 const TENANTS = 2_000;
 const clock = new FakeClock(Date.now());
@@ -43,16 +44,8 @@ beforeAll(async () => {
 
 afterAll(() => platform.close());
 
-/** Tenant `t<index>` is the emulator's integration `machine-<index>`; every tenant shares the platform URL. */
 function tenantSettings(tenantId: string): PlatformTenantOptions | undefined {
-  const index = Number(/^t(\d+)$/.exec(tenantId)?.[1] ?? Number.NaN);
-  if (!(index >= 0 && index < TENANTS)) return undefined;
-  return {
-    baseUrl: platform.url,
-    machineId: `machine-${index}`,
-    privateKey: certificates.privateKeyPem,
-    certificate: certificates.certificatePems[index],
-  };
+  return emulatedTenant(platform.url, certificates, tenantId);
 }
 
 let moduleRef: TestingModule | undefined;
@@ -171,7 +164,11 @@ describe('PlatformAuthModule.forTenants', () => {
       resolve: (tenantId) =>
         Promise.resolve(
           tenantId === 'bad'
-            ? { baseUrl: 'ftp://x', machineId: '', privateKey: certificates.certificatePems[0], certificate: 'junk' }
+            ? {
+                baseUrl: 'ftp://x',
+                machineId: '',
+                key: { privateKey: certificates.certificatePems[0], certificate: 'junk' },
+              }
             : tenantSettings(tenantId),
         ),
     });
@@ -245,6 +242,9 @@ describe('PlatformAuthModule.forTenants', () => {
       expect(points.reduce((sum, point) => sum + (point.value as number), 0)).toBe(3);
       expect(points.map((point) => point.attributes['platform_auth.integration.name'])).toEqual(['customers']);
       expect(JSON.stringify(points)).not.toMatch(/t6\d|machine-6\d/);
+      const spans = otel.spans.getFinishedSpans();
+      expect(spans.filter((span) => span.name === TELEMETRY_NAMES.exchangeSpan)).toHaveLength(3);
+      expect(JSON.stringify(spans.map((span) => span.attributes))).not.toMatch(/t6\d|machine-6\d/);
     } finally {
       unsubscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, onEvent);
       await otel.close();
@@ -252,6 +252,31 @@ describe('PlatformAuthModule.forTenants', () => {
     expect(events.filter((event) => event.event === 'exchange:end')).toHaveLength(3);
     expect(new Set(events.map((event) => event.integration)).size).toBe(1);
     expect(JSON.stringify(events)).not.toMatch(/t6\d|machine-6\d/);
+  });
+
+  it("puts a tenant's id on spans only when turned on, and on metrics only for the tenants listed", async () => {
+    const otel = installOtelMemory();
+    try {
+      const { tenants } = await registry({
+        name: 'customers',
+        telemetry: { tenantIdInSpans: true, tenantIdInMetrics: ['t65'] },
+      });
+      for (const id of ['t65', 't66', 't67']) await billingOf(tenants, id);
+      const spans = otel.spans.getFinishedSpans().filter((span) => span.name === TELEMETRY_NAMES.exchangeSpan);
+      expect(spans.map((span) => span.attributes['platform_auth.tenant.id'])).toEqual(['t65', 't66', 't67']);
+      const points = (await otel.collect()).get(TELEMETRY_NAMES.exchanges)!.dataPoints;
+      const series = points.map((point) => [point.attributes['platform_auth.tenant.id'], point.value]);
+      expect(series).toEqual(
+        expect.arrayContaining([
+          ['t65', 1],
+          [undefined, 2],
+        ]),
+      );
+      expect(series).toHaveLength(2);
+      expect(JSON.stringify(points)).not.toMatch(/t6[67]/);
+    } finally {
+      await otel.close();
+    }
   });
 
   it('takes its options from a factory with forTenantsAsync', async () => {
@@ -281,10 +306,13 @@ describe('PlatformAuthModule.forTenants', () => {
             name: 'Bad Name',
             maxResident: 0,
             idleTimeoutMs: 5,
+            telemetry: { tenantIdInSpans: 'yes' as never, tenantIdInMetrics: [''] },
           }),
         ],
       }).compile(),
-    ).rejects.toThrow(/\(4 problems\)[\s\S]*resolve[\s\S]*name[\s\S]*maxResident[\s\S]*idleTimeoutMs/);
+    ).rejects.toThrow(
+      /\(6 problems\)[\s\S]*resolve[\s\S]*name[\s\S]*maxResident[\s\S]*idleTimeoutMs[\s\S]*tenantIdInSpans[\s\S]*tenantIdInMetrics/,
+    );
   });
 
   it('reports health as one aggregate of counts, down only when the registry cannot work', async () => {
@@ -323,12 +351,12 @@ describe('PlatformAuthModule.forTenants', () => {
   it("lays a tenant's settings over the shared ones, a group of options merged one level deep", () => {
     const logger = new CapturingLogger();
     const merged = tenantOptions(
-      { clock, logger, exchangeTimeoutMs: 5_000, tokenStoreTiming: { lockTtlMs: 10_000, waitTimeoutMs: 20_000 } },
+      { clock, logger, exchange: { timeoutMs: 5_000 }, tokenStore: { lockTtlMs: 10_000, waitTimeoutMs: 20_000 } },
       {
         baseUrl: 'https://a.example',
         machineId: 'm',
-        exchangeTimeoutMs: 7_000,
-        tokenStoreTiming: { lockTtlMs: 3_000 },
+        exchange: { timeoutMs: 7_000 },
+        tokenStore: { lockTtlMs: 3_000 },
       },
     );
     expect(merged).toEqual({
@@ -336,8 +364,8 @@ describe('PlatformAuthModule.forTenants', () => {
       logger,
       baseUrl: 'https://a.example',
       machineId: 'm',
-      exchangeTimeoutMs: 7_000,
-      tokenStoreTiming: { lockTtlMs: 3_000, waitTimeoutMs: 20_000 },
+      exchange: { timeoutMs: 7_000 },
+      tokenStore: { lockTtlMs: 3_000, waitTimeoutMs: 20_000 },
     });
     expect(merged.clock).toBe(clock);
   });
