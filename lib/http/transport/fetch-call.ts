@@ -1,0 +1,61 @@
+import type { BearerPolicy } from './bearer.policy.js';
+import { hasHeader, withHeader } from './fetch-headers.util.js';
+import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
+import type { PolicyCall, Sent } from './policy-call.js';
+
+type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSent>;
+
+/**
+ * One call of `PlatformFetch.fetch`, as the policy sees it. Its idempotency key is added to a copy of `init` once,
+ * so every re-send carries the same one; the caller's `init` is never changed (it is often a shared constant).
+ */
+export class FetchCall implements PolicyCall<Response, Response> {
+  readonly method: string;
+  readonly eligible: boolean;
+  readonly signal: AbortSignal | undefined;
+  private readonly init: RequestInit;
+
+  constructor(
+    private readonly policy: BearerPolicy,
+    private readonly start: URL,
+    init: PlatformFetchInit,
+    private readonly follow: Follow,
+  ) {
+    const method = (init.method ?? 'GET').toUpperCase();
+    const keyHeader = policy.retry.keyHeader(method);
+    this.init =
+      keyHeader === undefined || hasHeader(init.headers, keyHeader)
+        ? init
+        : { ...init, headers: withHeader(init.headers, keyHeader, policy.retry.newKey()) };
+    this.method = method;
+    this.signal = init.signal ?? undefined;
+    this.eligible = policy.retry.start(
+      method,
+      keyHeader !== undefined,
+      init.retry === false,
+      policy.isReplayable(init.body),
+    );
+  }
+
+  url(): string {
+    return `${this.start.origin}${this.start.pathname}`;
+  }
+
+  async send(token: string): Promise<Sent<Response>> {
+    const { response, url } = await this.follow(this.start, this.init, token);
+    const renewable = this.policy.mayRenewAfter(response.status, url, this.policy.isReplayable(this.init.body));
+    return { response, status: response.status, renewable };
+  }
+
+  retryAfter(response: Response): unknown {
+    return response.headers.get('retry-after') ?? undefined;
+  }
+
+  discard(response: Response): Promise<void> | undefined {
+    return response.body?.cancel();
+  }
+
+  finish(response: Response): Response {
+    return response;
+  }
+}
