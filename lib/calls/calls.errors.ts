@@ -5,18 +5,23 @@ import { PlatformAuthError } from '../platform-auth.errors.js';
  * fails at once rather than waiting, and says when the platform takes calls again. The URL has no query string.
  */
 export class PlatformUnavailableError extends PlatformAuthError {
+  /** `PLATFORM_AUTH_PLATFORM_UNAVAILABLE`. */
   readonly code = 'PLATFORM_AUTH_PLATFORM_UNAVAILABLE';
   /** When the platform takes calls again: epoch ms, on the integration's clock. */
   readonly availableAtMs: number;
 
   constructor(
+    /** 429 or 503. */
     readonly status: number,
+    /** The call's method, upper case. */
     readonly method: string,
+    /** The URL that answered, without its query string. */
     readonly url: string,
     /** The platform's `Retry-After`, in ms. */
     readonly retryAfterMs: number,
     /** The longest wait `retry.maxDelayMs` allows. */
     readonly maxDelayMs: number,
+    /** When the answer came, on the integration's clock. */
     nowMs: number,
   ) {
     const availableAtMs = nowMs + retryAfterMs;

@@ -146,7 +146,10 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     });
     try {
       const response = await inContext(otel.api, span, resend);
-      this.reauthenticationEnded(span, { status: response.status });
+      // An answer is an answer whatever the client makes of it (axios throws for a 4xx, fetch does not): a re-send
+      // refused again, or failed otherwise, is a failure on every client alike.
+      const { status } = response;
+      this.reauthenticationEnded(span, { status, errorType: status >= 400 ? String(status) : undefined });
       return response;
     } catch (error) {
       const status = (error as { response?: { status?: unknown } }).response?.status;

@@ -10,8 +10,12 @@ import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } 
 /** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
 const MAX_REDIRECTS = 20;
 
-/** `fetch`'s `init`, and `retry: false`: this request is never re-sent after a transient failure. */
+/** `fetch`'s `init`, and the retry policy's per-request switch. */
 export interface PlatformFetchInit extends RequestInit {
+  /**
+   * `false`: this request is never re-sent after a transient failure, whatever the integration's `retry` policy
+   * says (the one re-send after a 401 still happens).
+   */
   retry?: boolean;
 }
 
