@@ -69,7 +69,8 @@ class AxiosCall implements PolicyCall<AxiosResponse, AxiosResponse> {
     const keyHeader = policy.retry.keyHeader(method);
     if (keyHeader !== undefined && !config.headers.has(keyHeader)) config.headers.set(keyHeader, policy.retry.newKey());
     this.method = method;
-    this.signal = config.signal as AbortSignal | undefined;
+    // axios takes any object with `aborted` and `addEventListener`; a wait on the clock needs a real one.
+    this.signal = config.signal instanceof AbortSignal ? config.signal : undefined;
     this.eligible = policy.retry.start(
       method,
       keyHeader !== undefined,
