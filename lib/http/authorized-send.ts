@@ -1,9 +1,9 @@
 import { AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import { AxiosHops, discard, type Adapter } from './axios-hops.js';
+import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
 import { resolveRequestUrl } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
-import { runCall, type PolicyCall, type Sent } from './transport/policy-call.js';
+import { runCall, type PolicyCall } from './transport/policy-call.js';
 
 /** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
 export interface SendRules {
@@ -52,7 +52,7 @@ export class AuthorizedSend {
  * One call through the adapter. Its idempotency key goes into the caller's config, so every hop and re-send carries
  * it, and so does a config the caller sends again (`error.config`).
  */
-class AxiosCall implements PolicyCall<AxiosResponse, AxiosResponse> {
+class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
   readonly method: string;
   readonly eligible: boolean;
   readonly signal: AbortSignal | undefined;
@@ -84,25 +84,33 @@ class AxiosCall implements PolicyCall<AxiosResponse, AxiosResponse> {
     return url ? `${url.origin}${url.pathname}` : '';
   }
 
-  async send(token: string): Promise<Sent<AxiosResponse>> {
+  send(token: string): Promise<Outcome> {
     if (this.tokens.at(-1) !== token) this.tokens.push(token);
-    const { response, carried } = await this.hops.follow(this.adapter, this.config, token, this.tokens);
-    // `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
-    // token again, so a 401 from an allowed hop after that is not the token's fault.
-    const renewable = response.status === 401 && carried && this.policy.isReplayable(this.config.data);
-    return { response, status: response.status, renewable };
+    return this.hops.follow(this.adapter, this.config, token, this.tokens);
   }
 
-  retryAfter(response: AxiosResponse): unknown {
+  status({ response }: Outcome): number {
+    return response.status;
+  }
+
+  /**
+   * `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
+   * token again, so a 401 from an allowed hop after that is not the token's fault.
+   */
+  renewable({ response, carried }: Outcome): boolean {
+    return response.status === 401 && carried && this.policy.isReplayable(this.config.data);
+  }
+
+  retryAfter({ response }: Outcome): unknown {
     return AxiosHeaders.from(response.headers as AxiosHeaders).get('Retry-After');
   }
 
-  discard(response: AxiosResponse): void {
+  discard({ response }: Outcome): void {
     discard(response);
   }
 
   /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */
-  finish(response: AxiosResponse): AxiosResponse {
+  finish({ response }: Outcome): AxiosResponse {
     const status = response.status;
     const leaving = leavingResponse(response, this.config, status >= 200 && status < 300 ? [] : this.tokens);
     const validate = this.config.validateStatus;

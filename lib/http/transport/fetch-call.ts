@@ -1,7 +1,7 @@
 import type { BearerPolicy } from './bearer.policy.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
 import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
-import type { PolicyCall, Sent } from './policy-call.js';
+import type { PolicyCall } from './policy-call.js';
 
 type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSent>;
 
@@ -9,7 +9,7 @@ type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSen
  * One call of `PlatformFetch.fetch`, as the policy sees it. Its idempotency key is added to a copy of `init` once,
  * so every re-send carries the same one; the caller's `init` is never changed (it is often a shared constant).
  */
-export class FetchCall implements PolicyCall<Response, Response> {
+export class FetchCall implements PolicyCall<FetchSent, Response> {
   readonly method: string;
   readonly eligible: boolean;
   readonly signal: AbortSignal | undefined;
@@ -41,21 +41,27 @@ export class FetchCall implements PolicyCall<Response, Response> {
     return `${this.start.origin}${this.start.pathname}`;
   }
 
-  async send(token: string): Promise<Sent<Response>> {
-    const { response, url } = await this.follow(this.start, this.init, token);
-    const renewable = this.policy.mayRenewAfter(response.status, url, this.policy.isReplayable(this.init.body));
-    return { response, status: response.status, renewable };
+  send(token: string): Promise<FetchSent> {
+    return this.follow(this.start, this.init, token);
   }
 
-  retryAfter(response: Response): unknown {
+  status({ response }: FetchSent): number {
+    return response.status;
+  }
+
+  renewable({ response, url }: FetchSent): boolean {
+    return this.policy.mayRenewAfter(response.status, url, this.policy.isReplayable(this.init.body));
+  }
+
+  retryAfter({ response }: FetchSent): unknown {
     return response.headers.get('retry-after') ?? undefined;
   }
 
-  discard(response: Response): Promise<void> | undefined {
+  discard({ response }: FetchSent): Promise<void> | undefined {
     return response.body?.cancel();
   }
 
-  finish(response: Response): Response {
+  finish({ response }: FetchSent): Response {
     return response;
   }
 }

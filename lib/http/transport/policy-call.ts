@@ -1,55 +1,48 @@
 import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
 
-/** One send of a call, as the client made it: redirects followed, the response not yet read. */
-export interface Sent<R> {
-  readonly response: R;
-  readonly status: number;
-  /** A 401 the token is to blame for (it carried the token, from an allowed origin, with a body sent again). */
-  readonly renewable: boolean;
-}
-
 /**
  * One call of a promise-based client, as the policy sees it: its facts, and how the client sends it once with a
- * token, reads `Retry-After`, drops a response and makes the caller's answer.
+ * token (redirects followed; `S` is what one send gives), reads what the policy needs from a send, drops a response
+ * and makes the caller's answer.
  */
-export interface PolicyCall<R, F> {
+export interface PolicyCall<S, F> {
   readonly method: string;
   /** Whether the retry policy allows re-sending it (`CallRetryPolicy.start`). */
   readonly eligible: boolean;
   readonly signal: AbortSignal | undefined;
   /** The URL as an error may show it: no query string. */
   url(): string;
-  send(token: string): Promise<Sent<R>>;
-  retryAfter(response: R): unknown;
-  discard(response: R): unknown;
-  finish(response: R): F;
+  send(token: string): Promise<S>;
+  status(sent: S): number;
+  /** A 401 the token is to blame for (it carried the token, from an allowed origin, with a body sent again). */
+  renewable(sent: S): boolean;
+  retryAfter(sent: S): unknown;
+  discard(sent: S): unknown;
+  finish(sent: S): F;
 }
 
 /**
  * One call of a promise-based client (axios through the adapter, `PlatformFetch`), from its first send to the answer
  * the caller gets: each send waits at the gate; a 401 the token is to blame for gets one renewal and one re-send
  * (counted in no retry limit); a transient failure is re-sent as the retry policy says, after its delay on the
- * integration's clock. With nothing to retry it costs no promise beyond the sends.
+ * integration's clock. With nothing to retry it costs no promise and no object beyond the sends.
  */
-export async function runCall<R, F>(policy: BearerPolicy, call: PolicyCall<R, F>, first: string): Promise<F> {
+export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
   let token = first;
   let renewed = false;
   for (let attempt = 1; ; attempt += 1) {
-    let sent: Sent<R>;
+    let sent: S;
     try {
       const turn = policy.acquire(call.signal);
       if (turn) await turn;
       sent = await call.send(token);
-      if (sent.renewable && !renewed) {
+      if (!renewed && call.renewable(sent)) {
         renewed = true;
-        await call.discard(sent.response);
-        sent = await policy.renew(token, async (fresh) => {
-          token = fresh;
-          const again = policy.acquire(call.signal);
-          if (again) await again;
-          return call.send(fresh);
-        });
+        await call.discard(sent);
+        const again = await policy.renew(token, (fresh) => resendWith(policy, call, fresh));
+        token = again.token;
+        sent = again.sent;
       }
     } catch (error) {
       const delay = call.eligible ? policy.retry.afterFailure(error, attempt, call.signal) : undefined;
@@ -57,21 +50,34 @@ export async function runCall<R, F>(policy: BearerPolicy, call: PolicyCall<R, F>
       await policy.retry.wait(delay, call.signal);
       continue;
     }
-    if (!isRetriableStatus(sent.status)) return call.finish(sent.response);
+    const status = call.status(sent);
+    if (!isRetriableStatus(status)) return call.finish(sent);
     let delay: number | undefined;
     try {
-      delay = policy.retry.afterAnswer(sent.status, call.retryAfter(sent.response), attempt, {
+      delay = policy.retry.afterAnswer(status, call.retryAfter(sent), attempt, {
         eligible: call.eligible,
         gate: policy.gate,
         method: call.method,
         url: call.url(),
       });
     } catch (error) {
-      await call.discard(sent.response);
+      await call.discard(sent);
       throw error;
     }
-    if (delay === undefined) return call.finish(sent.response);
-    await call.discard(sent.response);
+    if (delay === undefined) return call.finish(sent);
+    await call.discard(sent);
     await policy.retry.wait(delay, call.signal);
   }
+}
+
+/** The re-send after a 401 with `fresh`, and its status for the observer's span. */
+async function resendWith<S, F>(
+  policy: BearerPolicy,
+  call: PolicyCall<S, F>,
+  fresh: string,
+): Promise<{ status: number; sent: S; token: string }> {
+  const turn = policy.acquire(call.signal);
+  if (turn) await turn;
+  const sent = await call.send(fresh);
+  return { status: call.status(sent), sent, token: fresh };
 }
