@@ -51,9 +51,10 @@ export class CallRetryPolicy {
     this.budget = new RetryBudget(settings.budgetPercent, settings.budgetMinPerMinute, clock);
   }
 
-  /** The idempotency key's header when calls of `method` get one; `undefined` otherwise. */
+  /** The idempotency key's header when calls of `method` (any case) get one; `undefined` otherwise. */
   keyHeader(method: string): string | undefined {
-    return this.idempotency?.methods.has(method) ? this.idempotency.header : undefined;
+    const idempotency = this.idempotency;
+    return idempotency?.methods.has(method.toUpperCase()) ? idempotency.header : undefined;
   }
 
   /** A new key: one per call, kept on its every re-send. */
@@ -61,13 +62,17 @@ export class CallRetryPolicy {
     return randomUUID();
   }
 
-  /**
-   * Counts a call (its first send) into the budget, and says whether it may be re-sent at all: not when the caller
-   * said `retry: false` or its body cannot be sent again; GET, HEAD, OPTIONS, PUT and DELETE may, other methods only
-   * with an idempotency key.
-   */
-  start(method: string, carriesKey: boolean, optedOut: boolean, replayable: boolean): boolean {
+  /** Counts a call (its first send) into the budget: every call does, once. */
+  countCall(): void {
     this.budget.countCall();
+  }
+
+  /**
+   * Whether a call may be re-sent at all: not when the caller said `retry: false` or its body cannot be sent again;
+   * GET, HEAD, OPTIONS, PUT and DELETE may, other methods only with an idempotency key. Asked only once something
+   * failed, so a call that succeeds pays nothing for it.
+   */
+  allows(method: string, carriesKey: boolean, optedOut: boolean, replayable: boolean): boolean {
     if (optedOut || !replayable || this.settings.maxAttempts < 2) return false;
     return IDEMPOTENT.has(method) || carriesKey;
   }

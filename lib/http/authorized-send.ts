@@ -53,11 +53,9 @@ export class AuthorizedSend {
  * it, and so does a config the caller sends again (`error.config`).
  */
 class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
-  readonly method: string;
-  readonly eligible: boolean;
-  readonly signal: AbortSignal | undefined;
   /** Every token this call sent, so that none shows in what reaches the caller. */
   private readonly tokens: string[] = [];
+  private readonly carriesKey: boolean;
 
   constructor(
     private readonly policy: BearerPolicy,
@@ -65,18 +63,30 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
     private readonly adapter: Adapter,
     private readonly config: InternalAxiosRequestConfig,
   ) {
-    const method = (config.method ?? 'get').toUpperCase();
-    const keyHeader = policy.retry.keyHeader(method);
+    policy.retry.countCall();
+    const keyHeader = policy.retry.keyHeader(config.method ?? 'get');
     if (keyHeader !== undefined && !config.headers.has(keyHeader)) config.headers.set(keyHeader, policy.retry.newKey());
-    this.method = method;
-    // axios takes any object with `aborted` and `addEventListener`; a wait on the clock needs a real one.
-    this.signal = config.signal instanceof AbortSignal ? config.signal : undefined;
-    this.eligible = policy.retry.start(
-      method,
-      keyHeader !== undefined,
+    this.carriesKey = keyHeader !== undefined;
+  }
+
+  get method(): string {
+    return (this.config.method ?? 'get').toUpperCase();
+  }
+
+  get eligible(): boolean {
+    const { config } = this;
+    return this.policy.retry.allows(
+      this.method,
+      this.carriesKey,
       config.retry === false,
-      policy.isReplayable(config.data),
+      this.policy.isReplayable(config.data),
     );
+  }
+
+  /** axios takes any object with `aborted` and `addEventListener`; a wait on the clock needs a real one. */
+  get signal(): AbortSignal | undefined {
+    const { signal } = this.config;
+    return signal instanceof AbortSignal ? signal : undefined;
   }
 
   url(): string {

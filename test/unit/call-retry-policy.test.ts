@@ -27,16 +27,16 @@ function policyWith(settings: Partial<CallRetrySettings> = {}, idempotency?: Ide
 }
 
 describe('the retry policy of calls', () => {
-  it('re-sends GET, HEAD, OPTIONS, PUT and DELETE; POST and PATCH only with a key; never a stream or an opt-out', () => {
+  it('allows re-sending GET, HEAD, OPTIONS, PUT and DELETE; POST and PATCH only with a key; never a stream or an opt-out', () => {
     const { policy } = policyWith();
     for (const method of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'])
-      expect(policy.start(method, false, false, true)).toBe(true);
-    expect(policy.start('POST', false, false, true)).toBe(false);
-    expect(policy.start('PATCH', false, false, true)).toBe(false);
-    expect(policy.start('POST', true, false, true)).toBe(true);
-    expect(policy.start('GET', false, true, true)).toBe(false);
-    expect(policy.start('PUT', false, false, false)).toBe(false);
-    expect(policyWith({ maxAttempts: 1 }).policy.start('GET', false, false, true)).toBe(false);
+      expect(policy.allows(method, false, false, true)).toBe(true);
+    expect(policy.allows('POST', false, false, true)).toBe(false);
+    expect(policy.allows('PATCH', false, false, true)).toBe(false);
+    expect(policy.allows('POST', true, false, true)).toBe(true);
+    expect(policy.allows('GET', false, true, true)).toBe(false);
+    expect(policy.allows('PUT', false, false, false)).toBe(false);
+    expect(policyWith({ maxAttempts: 1 }).policy.allows('GET', false, false, true)).toBe(false);
   });
 
   it('gives a key header to the configured methods only, and a new key each time', () => {
@@ -94,7 +94,7 @@ describe('the retry policy of calls', () => {
 
   it('keeps re-sends within 10 % of the last minute of calls plus 10, says so once, and forgets after a minute', () => {
     const { policy, call, seen, clock } = policyWith();
-    for (let i = 0; i < 100; i += 1) policy.start('GET', false, false, true);
+    for (let i = 0; i < 100; i += 1) policy.countCall();
     const granted = Array.from({ length: 25 }, () => policy.afterAnswer(503, '1', 1, call)).filter(
       (delay) => delay !== undefined,
     );

@@ -10,10 +10,8 @@ type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSen
  * so every re-send carries the same one; the caller's `init` is never changed (it is often a shared constant).
  */
 export class FetchCall implements PolicyCall<FetchSent, Response> {
-  readonly method: string;
-  readonly eligible: boolean;
-  readonly signal: AbortSignal | undefined;
-  private readonly init: RequestInit;
+  private readonly init: PlatformFetchInit;
+  private readonly carriesKey: boolean;
 
   constructor(
     private readonly policy: BearerPolicy,
@@ -21,20 +19,31 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     init: PlatformFetchInit,
     private readonly follow: Follow,
   ) {
-    const method = (init.method ?? 'GET').toUpperCase();
-    const keyHeader = policy.retry.keyHeader(method);
+    policy.retry.countCall();
+    const keyHeader = policy.retry.keyHeader(init.method ?? 'GET');
     this.init =
       keyHeader === undefined || hasHeader(init.headers, keyHeader)
         ? init
         : { ...init, headers: withHeader(init.headers, keyHeader, policy.retry.newKey()) };
-    this.method = method;
-    this.signal = init.signal ?? undefined;
-    this.eligible = policy.retry.start(
-      method,
-      keyHeader !== undefined,
+    this.carriesKey = keyHeader !== undefined;
+  }
+
+  get method(): string {
+    return (this.init.method ?? 'GET').toUpperCase();
+  }
+
+  get eligible(): boolean {
+    const { init } = this;
+    return this.policy.retry.allows(
+      this.method,
+      this.carriesKey,
       init.retry === false,
-      policy.isReplayable(init.body),
+      this.policy.isReplayable(init.body),
     );
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.init.signal ?? undefined;
   }
 
   url(): string {

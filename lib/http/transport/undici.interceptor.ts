@@ -72,7 +72,8 @@ type Dropped = { then: 'renew' } | { then: 'retry'; delayMs: number } | { then: 
 class BearerCall implements Handler {
   private readonly controller = new CurrentController();
   private readonly options: DispatchOptions;
-  private readonly eligible: boolean;
+  private readonly optedOut: boolean;
+  private readonly carriesKey: boolean;
   private started = false;
   private forwarded = false;
   private renewed = false;
@@ -88,16 +89,23 @@ class BearerCall implements Handler {
     options: DispatchOptions,
     private readonly handler: Handler,
   ) {
+    policy.retry.countCall();
     let headers = options.headers;
-    const optedOut = hasHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    if (optedOut) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    const method = options.method.toUpperCase();
-    const keyHeader = policy.retry.keyHeader(method);
+    const optOut = headerValue(headers, PLATFORM_AUTH_RETRY_HEADER);
+    if (optOut !== undefined) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
+    const keyHeader = policy.retry.keyHeader(options.method);
     if (keyHeader !== undefined && !hasHeader(headers, keyHeader))
       headers = withHeader(headers, keyHeader, policy.retry.newKey());
     this.options = headers === options.headers ? options : { ...options, headers };
-    const off = optedOut && String(headerValue(options.headers, PLATFORM_AUTH_RETRY_HEADER)) === 'false';
-    this.eligible = policy.retry.start(method, keyHeader !== undefined, off, policy.isReplayable(options.body));
+    this.optedOut = String(optOut) === 'false';
+    this.carriesKey = keyHeader !== undefined;
+  }
+
+  /** Whether the retry policy allows re-sending this call; asked only once something failed. */
+  private get eligible(): boolean {
+    const { policy, options } = this;
+    const replayable = policy.isReplayable(options.body);
+    return policy.retry.allows(options.method.toUpperCase(), this.carriesKey, this.optedOut, replayable);
   }
 
   /** Sends with `token` after the gate's turn; `true` while a turn is awaited, as undici's dispatch returns. */
