@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform-auth.clock.js';
+import { PlatformAuthError } from '../platform-auth.errors.js';
 import type { RetryObserver, RetryReason } from '../platform-auth.observer.js';
 import type { CallRetrySettings, IdempotencyKeySettings } from '../options/calls.resolver.js';
 import { parseRetryAfter } from '../token/retry-after.util.js';
@@ -135,11 +136,14 @@ export class CallRetryPolicy {
   }
 }
 
-/** A connection failure before any response, found on the error or its causes (fetch wraps undici's in a TypeError). */
+/**
+ * A connection failure before any response, found on the error or its causes (fetch wraps undici's in a TypeError).
+ * None of the module's own errors is one, whatever its cause: a failed token exchange is never re-sent by this policy.
+ */
 function isConnectionFailure(error: unknown): boolean {
   for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 5; depth += 1) {
     const { code, cause, response } = e as { code?: unknown; cause?: unknown; response?: unknown };
-    if (response !== undefined) return false;
+    if (response !== undefined || e instanceof PlatformAuthError) return false;
     if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
     e = cause;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PlatformUnavailableError, type RetryReason } from 'nestjs-platform-auth';
+import { PlatformUnavailableError, TokenExchangeError, type RetryReason } from 'nestjs-platform-auth';
 import { FakeClock } from 'nestjs-platform-auth/testing';
 import type { CallGate } from '../../lib/calls/call-gate.js';
 import { CallRetryPolicy } from '../../lib/calls/retry.policy.js';
@@ -83,13 +83,23 @@ describe('the retry policy of calls', () => {
     expect(error).toMatchObject({ status: 429, retryAfterMs: 11_000, availableAtMs: clock.now() + 11_000 });
   });
 
-  it('re-sends after a connection failure found on a cause, not after an abort or an answer', () => {
+  it('re-sends after a connection failure found on a cause, not after an abort, an answer or a failed exchange', () => {
     const { policy } = policyWith();
     const reset = new TypeError('fetch failed', { cause: Object.assign(new Error('socket'), { code: 'ECONNRESET' }) });
     expect(policy.afterFailure(reset, 1, undefined)).toBeTypeOf('number');
     expect(policy.afterFailure(reset, 1, AbortSignal.abort())).toBeUndefined();
     expect(policy.afterFailure({ code: 'ECONNRESET', response: { status: 500 } }, 1, undefined)).toBeUndefined();
     expect(policy.afterFailure({ code: 'ECONNABORTED' }, 1, undefined)).toBeUndefined();
+    const exchange = new TokenExchangeError('token endpoint unreachable', {
+      reason: 'network_error',
+      transient: true,
+      attempts: 4,
+      retried: true,
+      hint: 'Check the network.',
+      networkCode: 'ECONNREFUSED',
+    });
+    Object.assign(exchange, { cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }) });
+    expect(policy.afterFailure(exchange, 1, undefined)).toBeUndefined();
   });
 
   it('keeps re-sends within 10 % of the last minute of calls plus 10, says so once, and forgets after a minute', () => {
