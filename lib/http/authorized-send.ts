@@ -1,4 +1,4 @@
-import { AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
 import { resolveRequestUrl } from './request-target.util.js';
@@ -117,6 +117,11 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
 
   discard({ response }: Outcome): void {
     discard(response);
+  }
+
+  /** axios's own error for a cancelled request, as when the signal aborts a request in flight. */
+  aborted(): CanceledError<unknown> {
+    return new CanceledError(undefined, undefined, this.config);
   }
 
   /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */

@@ -73,4 +73,9 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
   finish({ response }: FetchSent): Response {
     return response;
   }
+
+  /** What fetch rejects with for an aborted request: the signal's reason. */
+  aborted(reason: unknown): unknown {
+    return reason;
+  }
 }

@@ -20,6 +20,8 @@ export interface PolicyCall<S, F> {
   retryAfter(sent: S): unknown;
   discard(sent: S): unknown;
   finish(sent: S): F;
+  /** What the caller gets when its signal aborted the wait before a re-send: what the client throws for an abort. */
+  aborted(reason: unknown): unknown;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>
     } catch (error) {
       const delay = call.eligible ? policy.retry.afterFailure(error, attempt, call.signal) : undefined;
       if (delay === undefined) throw error;
-      await policy.retry.wait(delay, call.signal);
+      await waitOrAbort(policy, call, delay);
       continue;
     }
     const status = call.status(sent);
@@ -66,7 +68,15 @@ export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>
     }
     if (delay === undefined) return call.finish(sent);
     await call.discard(sent);
-    await policy.retry.wait(delay, call.signal);
+    await waitOrAbort(policy, call, delay);
+  }
+}
+
+async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
+  try {
+    await policy.retry.wait(delayMs, call.signal);
+  } catch (reason) {
+    throw call.aborted(reason);
   }
 }
 
