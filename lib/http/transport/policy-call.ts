@@ -28,7 +28,7 @@ export interface PolicyCall<S, F> {
  * One call of a promise-based client (axios through the adapter, `PlatformFetch`), from its first send to the answer
  * the caller gets: each send waits at the gate; a 401 the token is to blame for gets one renewal and one re-send
  * (counted in no retry limit); a transient failure is re-sent as the retry policy says, after its delay on the
- * integration's clock. With nothing to retry it costs no promise and no object beyond the sends.
+ * integration's clock. With nothing to retry it adds no promise to the sends.
  */
 export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
   let token = first;
