@@ -34,16 +34,23 @@ export {
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
-export { PlatformFetch } from './http/transport/platform-fetch.js';
-export type { PlatformDispatcher, PlatformInterceptor } from './http/transport/undici.interceptor.js';
+export { PlatformFetch, type PlatformFetchInit } from './http/transport/platform-fetch.js';
+export {
+  PLATFORM_AUTH_RETRY_HEADER,
+  type PlatformDispatcher,
+  type PlatformInterceptor,
+} from './http/transport/undici.interceptor.js';
+export { PlatformUnavailableError } from './calls/calls.errors.js';
 export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
 export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
+  CallRetryOptions,
   DeprecatedKeySourceOptions,
   ExchangeOptions,
+  IdempotencyKeyOptions,
   KeySource,
   PlatformAuthDeprecatedOptions,
   PlatformAuthOptions,
@@ -62,6 +69,7 @@ export {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   type CredentialChangeOutcome,
   type PlatformAuthDiagnosticsEvent,
+  type RetryReason,
   type PlatformAuthDiagnosticsEventBody,
   type StoreLockOutcome,
 } from './telemetry/telemetry.events.js';

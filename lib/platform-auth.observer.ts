@@ -2,7 +2,7 @@
  * What the module's parts report as it happens, for telemetry to count and publish. The parts know only this
  * interface; the composition root plugs the telemetry in (or nothing), so no layer imports the telemetry folder.
  */
-export interface PlatformAuthObserver {
+export interface PlatformAuthObserver extends RetryObserver {
   /**
    * A 401 from the platform made the interceptor drop the token; `resend` renews it and sends the request again.
    * Resolves or rejects as `resend` does (telemetry traces it on the caller's trace).
@@ -20,3 +20,17 @@ export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
  * switched to the next pair after the platform refused the current one as not registered and accepted the next.
  */
 export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed' | 'switched';
+
+/**
+ * Why a call to the platform's APIs was re-sent: 429 with `Retry-After`, 502, 503, 504, or a connection that failed
+ * before any response.
+ */
+export type RetryReason = 'rate_limited' | 'bad_gateway' | 'unavailable' | 'gateway_timeout' | 'connection_failed';
+
+/** What the retry policy of calls reports. */
+export interface RetryObserver {
+  /** A call is re-sent for `reason`; `resendCount` is this re-send's number (1 for the first re-send). */
+  retried(reason: RetryReason, resendCount: number): void;
+  /** The retry budget has no re-send left: failures reach callers at once until it has. Once per such period. */
+  retryBudgetExhausted(): void;
+}

@@ -18,6 +18,8 @@ import { TokenStoreHost } from './store/token-store.host.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
 import { BearerPolicy } from './http/transport/bearer.policy.js';
+import { OPEN_GATE } from './calls/call-gate.js';
+import { CallRetryPolicy } from './calls/retry.policy.js';
 import { PlatformFetch } from './http/transport/platform-fetch.js';
 import { startupLine } from './platform-auth.startup-line.js';
 
@@ -119,7 +121,8 @@ export class PlatformAuthRuntime {
     });
 
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
-    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry);
+    const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry);
+    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, OPEN_GATE, retry);
     const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);

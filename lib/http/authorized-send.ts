@@ -1,24 +1,9 @@
-import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import { REDACTED_BEARER, detachedRequest, leavingError, leavingResponse, statusError } from './redaction.util.js';
-import { parseUrl, resolveRequestUrl } from './request-target.util.js';
+import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
+import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
+import { resolveRequestUrl } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
-
-/** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
-const DEFAULT_MAX_REDIRECTS = 21;
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-
-type Adapter = (config: InternalAxiosRequestConfig) => Promise<AxiosResponse>;
-type RedirectHook = (
-  options: Record<string, unknown>,
-  responseDetails: { headers: unknown; statusCode: number },
-  requestDetails: { url: string; method: string; headers: Record<string, unknown> },
-) => void;
-
-interface Outcome {
-  readonly response: AxiosResponse;
-  /** Whether the request that got this response carried the token: only then can a 401 be blamed on it. */
-  readonly carried: boolean;
-}
+import { runCall, type PolicyCall } from './transport/policy-call.js';
 
 /** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
 export interface SendRules {
@@ -27,25 +12,22 @@ export interface SendRules {
   readonly clearTextAllowed: boolean;
 }
 
-/** The end of a body read for nothing (a redirect, a 401 about to be re-sent), so its socket is freed. */
-function discard(response: AxiosResponse): void {
-  const data = response.data as { destroy?: () => void } | ReadableStream | undefined;
-  if (data instanceof ReadableStream) data.cancel().catch(() => undefined);
-  else if (typeof data?.destroy === 'function') data.destroy();
-}
-
 /**
  * What happens inside the adapter the interceptor installs, after every request interceptor has run. The caller's
- * config never holds the token: each request sent is a copy of it (a "hop") with the header, `maxRedirects: 0` and
- * every status accepted, so the library sees each redirect and each 401 itself. It follows redirects (the token only
- * to allowed origins, and never again once a hop left them), re-sends once after a 401 the token is to blame for,
- * applies the caller's `validateStatus`, and hands out responses and errors built new (redaction.util).
+ * config never holds the token: each request sent is a copy of it with the header (`AxiosHops`), so the library sees
+ * each redirect, each 401 and each transient failure itself. It re-sends once after a 401 the token is to blame for,
+ * re-sends as the retry policy says (`runCall`), applies the caller's `validateStatus`, and hands out responses and
+ * errors built new (redaction.util).
  */
 export class AuthorizedSend {
+  private readonly hops: AxiosHops;
+
   constructor(
     private readonly policy: BearerPolicy,
     private readonly rules: SendRules,
-  ) {}
+  ) {
+    this.hops = new AxiosHops(policy, rules.clearTextAllowed);
+  }
 
   send(adapter: Adapter, config: InternalAxiosRequestConfig): Promise<AxiosResponse> {
     const headers = config.headers;
@@ -59,172 +41,95 @@ export class AuthorizedSend {
     }
     // What the config shows from now on, to interceptors, logs and a re-send of `error.config`.
     headers.set('Authorization', REDACTED_BEARER);
+    const call = new AxiosCall(this.policy, this.hops, adapter, config);
     const cached = this.policy.peekToken();
-    if (cached !== undefined) return this.authorized(adapter, config, cached);
-    return this.policy.token().then((token) => this.authorized(adapter, config, token));
+    if (cached !== undefined) return runCall(this.policy, call, cached);
+    return this.policy.token().then((token) => runCall(this.policy, call, token));
+  }
+}
+
+/**
+ * One call through the adapter. Its idempotency key goes into the caller's config, so every hop and re-send carries
+ * it, and so does a config the caller sends again (`error.config`).
+ */
+class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
+  /** Every token this call sent, so that none shows in what reaches the caller. */
+  private readonly tokens: string[] = [];
+  private readonly carriesKey: boolean;
+
+  constructor(
+    private readonly policy: BearerPolicy,
+    private readonly hops: AxiosHops,
+    private readonly adapter: Adapter,
+    private readonly config: InternalAxiosRequestConfig,
+  ) {
+    policy.retry.countCall();
+    const keyHeader = policy.retry.keyHeader(config.method ?? 'get');
+    if (keyHeader !== undefined && !config.headers.has(keyHeader)) config.headers.set(keyHeader, policy.retry.newKey());
+    this.carriesKey = keyHeader !== undefined;
   }
 
-  private async authorized(
-    adapter: Adapter,
-    config: InternalAxiosRequestConfig,
-    token: string,
-  ): Promise<AxiosResponse> {
-    const first = await this.follow(adapter, config, token, [token]);
-    // `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
-    // token again, so a 401 from an allowed hop after that is not the token's fault.
-    if (first.response.status !== 401 || !first.carried || !this.policy.isReplayable(config.data))
-      return this.settle(first.response, config, [token]);
-    discard(first.response);
-    return this.policy.renew(token, async (fresh) => {
-      const again = await this.follow(adapter, config, fresh, [token, fresh]);
-      return this.settle(again.response, config, [token, fresh]);
-    });
+  get method(): string {
+    return (this.config.method ?? 'get').toUpperCase();
   }
 
-  /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */
-  private settle(
-    response: AxiosResponse,
-    config: InternalAxiosRequestConfig,
-    tokens: readonly string[],
-  ): AxiosResponse {
-    const status = response.status;
-    const leaving = leavingResponse(response, config, status >= 200 && status < 300 ? [] : tokens);
-    const validate = config.validateStatus;
-    if (!status || !validate || validate(status)) return leaving;
-    throw statusError(leaving, config);
+  get eligible(): boolean {
+    const { config } = this;
+    return this.policy.retry.allows(
+      this.method,
+      this.carriesKey,
+      config.retry === false,
+      this.policy.isReplayable(config.data),
+    );
   }
 
-  private async follow(
-    adapter: Adapter,
-    config: InternalAxiosRequestConfig,
-    token: string,
-    tokens: readonly string[],
-  ): Promise<Outcome> {
-    const limit = config.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-    let hop = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
-    let carried = true;
-    let crossed = false;
-    let url: URL | undefined;
-    for (let redirects = 0; ; redirects += 1) {
-      let response: AxiosResponse;
-      try {
-        response = await adapter(hop);
-      } catch (error) {
-        throw leavingError(error, config, tokens);
-      }
-      const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
-      if (limit === 0 || !REDIRECTS.has(response.status) || typeof location !== 'string') return { response, carried };
-      const method = (hop.method ?? 'get').toUpperCase();
-      const status = response.status;
-      const keepsBody = !(
-        ((status === 301 || status === 302) && method === 'POST') ||
-        (status === 303 && method !== 'GET' && method !== 'HEAD')
-      );
-      // A stream is gone once sent: the redirect goes back to the caller, as with `maxRedirects: 0`.
-      if (keepsBody && !this.policy.isReplayable(hop.data)) return { response, carried };
-      const from = url ?? parseUrl(axios.getUri(config));
-      const next = from && parseUrl(location, from);
-      if (!from || !next) return { response, carried };
-      if (redirects >= limit) {
-        discard(response);
-        throw new AxiosError(
-          'Maximum number of redirects exceeded',
-          'ERR_FR_TOO_MANY_REDIRECTS',
-          config,
-          detachedRequest(response.request),
-        );
-      }
-      discard(response);
-      carried &&= this.policy.isAllowed(next);
-      crossed ||= next.origin !== from.origin;
-      const headers = this.redirectHeaders(config, hop, response, from, next, { keepsBody, crossed, method });
-      hop = this.hop(
-        config,
-        this.headersFor(headers, carried ? token : undefined),
-        {
-          url: next.href,
-          baseURL: undefined,
-          params: undefined,
-          method: keepsBody ? hop.method : 'get',
-          data: keepsBody ? (hop.data as unknown) : undefined,
-        },
-        next.protocol,
-      );
-      url = next;
-    }
+  /** axios takes any object with `aborted` and `addEventListener`; a wait on the clock needs a real one. */
+  get signal(): AbortSignal | undefined {
+    const { signal } = this.config;
+    return signal instanceof AbortSignal ? signal : undefined;
+  }
+
+  url(): string {
+    const url = resolveRequestUrl(this.config);
+    return url ? `${url.origin}${url.pathname}` : '';
+  }
+
+  send(token: string): Promise<Outcome> {
+    if (this.tokens.at(-1) !== token) this.tokens.push(token);
+    return this.hops.follow(this.adapter, this.config, token, this.tokens);
+  }
+
+  status({ response }: Outcome): number {
+    return response.status;
   }
 
   /**
-   * The next hop's headers, before the token: the caller's, without cookies once the chain changed origin (what
-   * follow-redirects does), without the body's headers when the body is dropped, then the caller's `beforeRedirect`.
+   * `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
+   * token again, so a 401 from an allowed hop after that is not the token's fault.
    */
-  private redirectHeaders(
-    config: InternalAxiosRequestConfig,
-    hop: InternalAxiosRequestConfig,
-    response: AxiosResponse,
-    from: URL,
-    next: URL,
-    how: { keepsBody: boolean; crossed: boolean; method: string },
-  ): AxiosHeaders {
-    const headers = new AxiosHeaders(config.headers);
-    headers.delete('Authorization');
-    if (how.crossed) {
-      headers.delete('Cookie');
-      headers.delete('Proxy-Authorization');
-    }
-    if (!how.keepsBody) {
-      headers.delete('Content-Type');
-      headers.delete('Content-Length');
-    }
-    const hook = config.beforeRedirect as RedirectHook | undefined;
-    if (!hook) return headers;
-    const options: Record<string, unknown> = {
-      protocol: next.protocol,
-      hostname: next.hostname,
-      port: next.port,
-      path: `${next.pathname}${next.search}`,
-      href: next.href,
-      method: how.keepsBody ? how.method : 'GET',
-      headers: headers.toJSON(),
-    };
-    const sent = new AxiosHeaders(hop.headers);
-    sent.delete('Authorization');
-    hook(
-      options,
-      { headers: response.headers, statusCode: response.status },
-      { url: from.href, method: how.method, headers: sent.toJSON() },
-    );
-    return new AxiosHeaders(options.headers as Record<string, string>);
+  renewable({ response, carried }: Outcome): boolean {
+    return response.status === 401 && carried && this.policy.isReplayable(this.config.data);
   }
 
-  private headersFor(from: AxiosHeaders, token: string | undefined): AxiosHeaders {
-    const headers = new AxiosHeaders(from);
-    if (token === undefined) headers.delete('Authorization');
-    else headers.set('Authorization', `Bearer ${token}`);
-    return headers;
+  retryAfter({ response }: Outcome): unknown {
+    return AxiosHeaders.from(response.headers as AxiosHeaders).get('Retry-After');
   }
 
-  /** One request as sent: a copy of the caller's config; axios follows no redirect and accepts every status. */
-  private hop(
-    config: InternalAxiosRequestConfig,
-    headers: AxiosHeaders,
-    overrides: Partial<InternalAxiosRequestConfig>,
-    protocol: string | undefined,
-  ): InternalAxiosRequestConfig {
-    const direct = this.rules.clearTextAllowed && config.proxy === undefined && protocol === 'http:';
-    return {
-      ...config,
-      ...overrides,
-      headers,
-      maxRedirects: 0,
-      beforeRedirect: undefined,
-      validateStatus: null,
-      fetchOptions: { ...(config.fetchOptions as object), redirect: 'manual' },
-      ...(direct && { proxy: false }),
-    };
+  discard({ response }: Outcome): void {
+    discard(response);
   }
 
-  private firstProtocol(config: InternalAxiosRequestConfig): string | undefined {
-    return this.rules.clearTextAllowed ? resolveRequestUrl(config)?.protocol : undefined;
+  /** axios's own error for a cancelled request, as when the signal aborts a request in flight. */
+  aborted(): CanceledError<unknown> {
+    return new CanceledError(undefined, undefined, this.config);
+  }
+
+  /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */
+  finish({ response }: Outcome): AxiosResponse {
+    const status = response.status;
+    const leaving = leavingResponse(response, this.config, status >= 200 && status < 300 ? [] : this.tokens);
+    const validate = this.config.validateStatus;
+    if (!status || !validate || validate(status)) return leaving;
+    throw statusError(leaving, this.config);
   }
 }

@@ -6,6 +6,16 @@ import type { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
 
 type Send = (config: AxiosRequestConfig) => Promise<AxiosResponse>;
 
+declare module 'axios' {
+  interface AxiosRequestConfig {
+    /**
+     * `false`: this request is never re-sent after a transient failure, whatever the integration's `retry` policy
+     * says (the one re-send after a 401 still happens). Read by `PlatformHttpService` and `PlatformAuthInterceptor`.
+     */
+    retry?: boolean;
+  }
+}
+
 /**
  * The authenticated `HttpService`: its `baseURL` is the platform's, and requests to allowed origins carry a valid
  * bearer token. Inject this class (not `HttpService`) so that another `HttpModule` in scope can never change which

@@ -1,3 +1,4 @@
+import type { CallRetryOptions } from './call-options.interface.js';
 import type { RetryOptions } from './exchange-options.interface.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import type { RedisTokenStoreClient, TokenStore } from './token-store.interface.js';
@@ -7,8 +8,14 @@ import type { RedisTokenStoreClient, TokenStore } from './token-store.interface.
  * whichever shape the caller used (`flattenOptions` maps `key`, `next`, `exchange` and `tokenStore` onto them).
  * Internal: the public shape is `PlatformAuthOptions`.
  */
-export interface FlatPlatformAuthOptions extends Omit<PlatformAuthOptions, 'key' | 'next' | 'exchange' | 'tokenStore'> {
+export interface FlatPlatformAuthOptions extends Omit<
+  PlatformAuthOptions,
+  'key' | 'next' | 'exchange' | 'tokenStore' | 'retry'
+> {
+  /** `exchange.retry`, under its name of earlier releases. */
   retry?: RetryOptions;
+  /** The top-level `retry`: the policy of calls to the platform's APIs. */
+  callRetry?: CallRetryOptions;
   /** `next.passphrase`; without it the next pair's encrypted key uses `privateKeyPassphrase`. */
   nextPrivateKeyPassphrase?: string;
   /** `tokenStore.instance`, or a `TokenStore` given as `tokenStore`. */

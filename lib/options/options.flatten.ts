@@ -2,14 +2,14 @@ import { isSecret, reveal } from '../util/secret.util.js';
 import type { ConfigReport } from './config.report.js';
 import type { FlatPlatformAuthOptions } from './flat-options.interface.js';
 import { PLATFORM_AUTH_OPTIONS, internalName, type OptionTable } from './options.table.js';
-import { ownAt, ownOptions, setAt } from './own-options.util.js';
+import { REFUSED_PATHS, ownAt, ownOptions, setAt } from './own-options.util.js';
 
 /**
  * The options of `table` under their names inside the resolvers, whichever shape the caller used: `key.privateKeyPath`
  * and its deprecated alias `privateKeyPath` both become `privateKeyPath`. Own properties only (see `ownOptions`),
  * with the text of every `Secret` (`platformAuthConfig` puts secrets into its namespace as `Secret`s). Into `report`:
- * an option set under both its names (a problem naming both), a top-level `retry` (a problem naming
- * `exchange.retry`), a group that is no object, and one warning listing every deprecated name in use. From here on
+ * an option set under both its names (a problem naming both), the exchange's `retry.maxTotalMs` at the top level (a
+ * problem naming `exchange.retry`), a group that is no object, and one warning listing every deprecated name in use. From here on
  * the report names each setting as the caller did, so a message points at the line they wrote.
  */
 export function flattenOptions(
@@ -27,6 +27,8 @@ export function flattenOptions(
     if (row.kind === 'object') {
       if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value)))
         report.problem(name, `must be an object (its settings are the ${name}.* options)`);
+      else if (value !== undefined && row.internal !== undefined && ownAt(flat, row.internal) === undefined)
+        setAt(flat, row.internal, Object.create(null));
       continue;
     }
     const internal = internalName(name, row);
@@ -41,10 +43,12 @@ export function flattenOptions(
     const given = value ?? old;
     if (given !== undefined) setAt(flat, internal, isSecret(given) ? reveal(given) : given);
   }
-  if (ownAt(options, 'retry') !== undefined && table === PLATFORM_AUTH_OPTIONS) {
+  for (const path of table === PLATFORM_AUTH_OPTIONS ? REFUSED_PATHS : []) {
+    if (ownAt(options, path) === undefined) continue;
+    const [group, name] = path.split('.');
     report.problem(
-      'retry',
-      "has moved to exchange.retry (the token exchange's retry policy); the top-level name is kept for the retry policy of calls to the platform's APIs",
+      group,
+      `has ${name}, a setting of the token exchange's retry policy: set it as exchange.${path}; the top-level ${group} is the policy of calls to the platform's APIs`,
     );
   }
   report.useNames(names);

@@ -1,3 +1,4 @@
+import { resolveCallSettings, type CallSettings } from './calls.resolver.js';
 import type { RetryOptions } from './exchange-options.interface.js';
 import type { FlatPlatformAuthOptions } from './flat-options.interface.js';
 import { definedOnly, quotable, type ConfigReport } from './config.report.js';
@@ -8,7 +9,7 @@ import { parseHttpUrl } from './url.rules.js';
  * The options that shape token acquisition, validated and with defaults applied. Credentials and the shared store
  * are resolved by their own layers; the composition root puts the three together.
  */
-export interface PlatformAuthSettings {
+export interface PlatformAuthSettings extends CallSettings {
   /** Without a trailing slash. */
   readonly baseUrl: string;
   readonly origin: string;
@@ -76,6 +77,7 @@ export function resolveSettings(
 
   const retry = { ...retryDefaults(), ...definedOnly(options.retry) };
   for (const name of RETRY_NAMES) checked(`retry.${name}`, retry[name], report);
+  const calls = resolveCallSettings(options, report, (name, value) => checked(name, value, report));
 
   const credentialsReloadIntervalMs = options.credentialsReloadIntervalMs;
   if (credentialsReloadIntervalMs !== undefined) {
@@ -106,6 +108,7 @@ export function resolveSettings(
     audience: audience!,
     allowedOrigins,
     retry,
+    ...calls,
     credentialsReloadIntervalMs,
   };
 }

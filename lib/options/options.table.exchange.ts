@@ -9,7 +9,7 @@ export const EXCHANGE_ROWS = {
   'exchange.retry': {
     kind: 'object',
     internal: 'retry',
-    rule: 'network errors, timeouts, 5xx, 408 and 429 are retried within one exchange, as the `exchange.retry.*` rows say; the top-level `retry` of earlier releases is refused',
+    rule: "network errors, timeouts, 5xx, 408 and 429 are retried within one exchange, as the `exchange.retry.*` rows say; the top-level `retry` is the policy of calls to the platform's APIs",
   },
   'exchange.retry.maxAttempts': {
     internal: 'retry.maxAttempts',

@@ -1,4 +1,5 @@
 import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interface.js';
+import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
@@ -7,6 +8,7 @@ import type {
   TokenStoreSentinelOptions,
   TokenStoreTlsOptions,
 } from './token-store-options.interface.js';
+import { CALL_ROWS } from './options.table.calls.js';
 import { EXCHANGE_ROWS } from './options.table.exchange.js';
 import { KEY_ROWS } from './options.table.key.js';
 import { ASSERTION_ROWS, PLATFORM_ROWS, RUNTIME_ROWS } from './options.table.platform.js';
@@ -24,7 +26,9 @@ type OptionPath =
   | `exchange.retry.${keyof RetryOptions}`
   | `tokenStore.${keyof TokenStoreOptions}`
   | `tokenStore.sentinel.${keyof TokenStoreSentinelOptions}`
-  | `tokenStore.tls.${keyof TokenStoreTlsOptions}`;
+  | `tokenStore.tls.${keyof TokenStoreTlsOptions}`
+  | `retry.${keyof CallRetryOptions}`
+  | `idempotencyKey.${keyof IdempotencyKeyOptions}`;
 
 /**
  * Every option of machine authentication in one place (user sign-in's are in `options.table.user.ts`, in the same
@@ -39,6 +43,7 @@ export const PLATFORM_AUTH_OPTIONS = {
   ...ASSERTION_ROWS,
   ...EXCHANGE_ROWS,
   ...STORE_ROWS,
+  ...CALL_ROWS,
   ...RUNTIME_ROWS,
 } as const satisfies Record<OptionPath, OptionRow>;
 

@@ -1,8 +1,11 @@
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import { PLATFORM_AUTH_OPTIONS, type OptionTable } from './options.table.js';
 
-/** Top-level names the options no longer take but that are copied, so start-up can say where they went. */
-const REFUSED_NAMES = ['retry'];
+/**
+ * Settings no option takes, copied so that start-up can say where they went: the exchange's `retry.maxTotalMs`,
+ * written at the top level as in earlier releases, where `retry` is now the policy of calls to the platform's APIs.
+ */
+export const REFUSED_PATHS = ['retry.maxTotalMs'];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
@@ -55,12 +58,20 @@ export function ownOptions(input: unknown, table: OptionTable = PLATFORM_AUTH_OP
   for (const [name, row] of Object.entries(table)) {
     for (const path of row.alias === undefined ? [name] : [name, row.alias]) {
       const value = ownAt(source, path);
-      // A group is copied through its members; only a value that is no group is kept, for start-up to refuse.
-      if (value === undefined || (row.kind === 'object' && isObject(value) && !Array.isArray(value))) continue;
+      // A group is copied through its members; only a value that is no group is kept, for start-up to refuse. A
+      // group with a name inside the resolvers is a setting in itself (`idempotencyKey: {}` turns keys on).
+      if (row.kind === 'object' && isObject(value) && !Array.isArray(value)) {
+        if (row.internal !== undefined && ownAt(copy, path) === undefined) setAt(copy, path, Object.create(null));
+        continue;
+      }
+      if (value === undefined) continue;
       setAt(copy, path, row.kind === 'list' && Array.isArray(value) ? ownItems(value) : value);
     }
   }
-  for (const name of REFUSED_NAMES) if (Object.hasOwn(input, name)) copy[name] = input[name];
+  for (const path of REFUSED_PATHS) {
+    const value = ownAt(input, path);
+    if (value !== undefined) setAt(copy, path, value);
+  }
   return copy as unknown as PlatformAuthOptions;
 }
 

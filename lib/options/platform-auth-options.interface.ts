@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interface.js';
+import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
 import type { TokenStore } from './token-store.interface.js';
@@ -8,6 +9,7 @@ import type { TokenStoreOptions } from './token-store-options.interface.js';
 
 export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
 export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
+export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 export type {
   DeprecatedKeySourceOptions,
   PlatformAuthDeprecatedOptions,
@@ -44,10 +46,18 @@ export interface PlatformAuthOptions extends PlatformAuthDeprecatedOptions {
   audience?: string;
   /**
    * The token exchange: retry policy, timeout, endpoint path, encoding, response bound, failure back-off. Its retry
-   * policy is `exchange.retry`; a top-level `retry` (the name of earlier releases) is a configuration error, so a
-   * policy meant for the exchange is never mistaken for one of calls to the platform's APIs.
+   * policy is `exchange.retry`; the top-level `retry` is the policy of calls to the platform's APIs.
    */
   exchange?: ExchangeOptions;
+  /**
+   * Re-sends of calls to the platform's APIs after a transient failure (429/503 with `Retry-After`, 502/503/504, a
+   * connection that failed before any response), with back-off, a per-call limit and a retry budget per
+   * integration. On by default; `retry: false` on one request (axios config, `PlatformFetch.fetch` init) turns it
+   * off for that request. `retry.maxTotalMs`, a setting of the exchange's policy only, is refused here.
+   */
+  retry?: CallRetryOptions;
+  /** An idempotency key on calls of the listed methods, kept on every re-send. Off unless set. */
+  idempotencyKey?: IdempotencyKeyOptions;
   /** Renew this long before expiry. Default 60; never more than half the token's lifetime. */
   refreshBeforeExpirySeconds?: number;
   /** Assertion lifetime. Default 300; above 300 is a configuration error. */

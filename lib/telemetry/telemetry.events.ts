@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
+import type { CredentialChangeOutcome, RetryReason, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /**
  * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
@@ -22,6 +22,7 @@ export const TELEMETRY_NAMES = {
   reauthentications: 'platform_auth.reauthentications',
   storeLock: 'platform_auth.store.lock',
   credentialChanges: 'platform_auth.credentials.changes',
+  retries: 'platform_auth.http.retries',
   userTokenRequests: 'platform_auth.user.token_requests',
   userTokenRequestDuration: 'platform_auth.user.token_request.duration',
   exchangeSpan: 'platform_auth.token_exchange',
@@ -54,9 +55,13 @@ export const TELEMETRY_ATTRIBUTES = {
   statusCode: 'http.response.status_code',
   /** The host of the token endpoint. */
   serverAddress: 'server.address',
+  /** Why a call to the platform's APIs was re-sent. */
+  retryReason: 'platform_auth.retry.reason',
+  /** Which re-send of its call this one is: 1 for the first. */
+  resendCount: 'http.request.resend_count',
 } as const;
 
-export type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
+export type { CredentialChangeOutcome, RetryReason, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /** What happened, without the integration it happened to. */
 export type PlatformAuthDiagnosticsEventBody =
@@ -72,7 +77,9 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'reauthentication' }
   | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }
   | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
-  | { readonly event: 'certificate:expiring'; readonly daysLeft: number };
+  | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
+  | { readonly event: 'call:retry'; readonly reason: RetryReason; readonly resendCount: number }
+  | { readonly event: 'call:retry-budget-exhausted' };
 
 /** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
 export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;

@@ -29,6 +29,7 @@ export interface Instruments {
   readonly reauthentications: OtelCounter;
   readonly storeLock: OtelCounter;
   readonly credentialChanges: OtelCounter;
+  readonly retries: OtelCounter;
   readonly gauges: readonly [OtelObservableGauge, (result: OtelObservableResult) => void][];
 }
 
@@ -70,6 +71,10 @@ export function createInstruments(scope: InstrumentationScope, gaugeCallback: Ga
     credentialChanges: meter.createCounter(NAMES.credentialChanges, {
       description: 'Credential reloads and rotations, by outcome',
       unit: '{change}',
+    }),
+    retries: meter.createCounter(NAMES.retries, {
+      description: "Calls to the platform's APIs re-sent after a transient failure, by reason",
+      unit: '{request}',
     }),
     gauges,
   };

@@ -18,6 +18,7 @@ import {
   TELEMETRY_NAMES as NAMES,
   type CredentialChangeOutcome,
   type PlatformAuthDiagnosticsEventBody,
+  type RetryReason,
   type StoreLockOutcome,
 } from './telemetry.events.js';
 import { describeExchange, reauthenticationErrorType, type ExchangeResult } from './telemetry.exchange.js';
@@ -154,7 +155,10 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     });
     try {
       const response = await inContext(otel.api, span, resend);
-      this.reauthenticationEnded(span, { status: response.status });
+      // An answer is an answer whatever the client makes of it (axios throws for a 4xx, fetch does not): a re-send
+      // refused again, or failed otherwise, is a failure on every client alike.
+      const { status } = response;
+      this.reauthenticationEnded(span, { status, errorType: status >= 400 ? String(status) : undefined });
       return response;
     } catch (error) {
       const status = (error as { response?: { status?: unknown } }).response?.status;
@@ -179,6 +183,23 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
 
   certificateExpiring(daysLeft: number): void {
     this.publish({ event: 'certificate:expiring', daysLeft });
+  }
+
+  /**
+   * A call to the platform's APIs is re-sent. The library makes no HTTP spans of its own (the app's instrumentation
+   * does), so the re-send's number is on the counter and the event.
+   */
+  retried(reason: RetryReason, resendCount: number): void {
+    this.instruments?.retries.add(1, {
+      ...this.attributes,
+      [ATTR.retryReason]: reason,
+      [ATTR.resendCount]: resendCount,
+    });
+    this.publish({ event: 'call:retry', reason, resendCount });
+  }
+
+  retryBudgetExhausted(): void {
+    this.publish({ event: 'call:retry-budget-exhausted' });
   }
 
   /** At shutdown: the gauges stop reading from this integration. */

@@ -2,15 +2,23 @@ import { Readable } from 'node:stream';
 import axios, { type AxiosInstance } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { request } from 'undici';
-import { PlatformAuthInterceptor, PlatformFetch, PlatformHttpService } from 'nestjs-platform-auth';
+import {
+  PLATFORM_AUTH_RETRY_HEADER,
+  PlatformAuthInterceptor,
+  PlatformFetch,
+  PlatformHttpService,
+} from 'nestjs-platform-auth';
 import type { PlatformFixture } from '../support/platform-fixture.js';
 
 /** One call as every client can make it; `url` relative to the platform URL, or absolute. */
 export interface Call {
   url: string;
-  method?: 'GET' | 'POST';
-  /** `stream`: a body that is consumed by sending it. */
-  body?: 'stream';
+  method?: 'GET' | 'POST' | 'PUT';
+  /** `stream`: a body that is consumed by sending it; `json`: a string, sent again as it is. */
+  body?: 'stream' | 'json';
+  headers?: Record<string, string>;
+  /** `false`: the per-request opt-out of the retry policy, as each client spells it. */
+  retry?: false;
 }
 
 /** What a call ended with, whatever the client: a status (any, 4xx too), or what it threw. */
@@ -19,13 +27,47 @@ export type Outcome = { status: number; kept: unknown } | { error: unknown };
 /** A client under test: how it makes a call, bound to one fixture's integration. */
 export interface ClientUnderTest {
   readonly name: string;
+  /**
+   * `false`: a body reaches the library as a stream whatever the caller passed (global `fetch` hands its dispatcher
+   * a stream), so a request with a body is never re-sent.
+   */
+  readonly replaysBodies?: false;
   bind(f: PlatformFixture): (call: Call) => Promise<Outcome>;
 }
 
 const absolute = (f: PlatformFixture, url: string) => (/^https?:/.test(url) ? url : `${f.platform.url}${url}`);
 const JSON_HEADERS = { 'content-type': 'application/json' };
+const JSON_BODY = '{"to":"someone","text":"hello"}';
 const streamed = () => Readable.from([Buffer.from('{"to":"someone","text":"streamed"}')]);
 const webStream = () => Readable.toWeb(streamed()) as unknown as ReadableStream<Uint8Array>;
+const headersOf = (call: Call) =>
+  call.body || call.headers ? { ...(call.body && JSON_HEADERS), ...call.headers } : undefined;
+/** A request of `fetch`'s shape: the body, and `duplex` for a stream. */
+const fetchBody = (call: Call) =>
+  call.body === 'stream'
+    ? { body: webStream(), duplex: 'half' as const }
+    : call.body === 'json'
+      ? { body: JSON_BODY }
+      : {};
+/** A client that takes a dispatcher passes headers only: the opt-out is a header the interceptor removes. */
+const dispatcherHeaders = (call: Call) => {
+  const headers = headersOf(call);
+  return call.retry === false ? { ...headers, [PLATFORM_AUTH_RETRY_HEADER]: 'false' } : headers;
+};
+const axiosData = (call: Call) => (call.body === 'stream' ? streamed() : call.body === 'json' ? JSON_BODY : undefined);
+
+/** The status a call ended with; a call that threw fails the test. */
+export function statusOf(outcome: Outcome): number {
+  if ('error' in outcome) throw new Error(`the call failed: ${String(outcome.error)}`);
+  return outcome.status;
+}
+
+/** The error itself, or one of its causes (global fetch wraps what its dispatcher threw in a TypeError). */
+export function inChain<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  for (let e = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause)
+    if (e instanceof type) return e;
+  return undefined;
+}
 
 async function outcome<T>(send: () => Promise<T>, status: (value: T) => number): Promise<Outcome> {
   try {
@@ -47,8 +89,9 @@ function viaAxios(name: string, instance: (f: PlatformFixture) => AxiosInstance,
             client.request({
               url: relative ? call.url : absolute(f, call.url),
               method: call.method ?? 'GET',
-              data: call.body === 'stream' ? streamed() : undefined,
-              headers: call.body ? JSON_HEADERS : undefined,
+              data: axiosData(call),
+              headers: headersOf(call),
+              retry: call.retry,
               validateStatus: () => true,
             }),
           (response) => response.status,
@@ -69,8 +112,9 @@ export const CLIENTS: readonly ClientUnderTest[] = [
               http.request({
                 url: call.url,
                 method: call.method ?? 'GET',
-                data: call.body === 'stream' ? streamed() : undefined,
-                headers: call.body ? JSON_HEADERS : undefined,
+                data: axiosData(call),
+                headers: headersOf(call),
+                retry: call.retry,
                 validateStatus: () => true,
               }),
             ),
@@ -96,7 +140,9 @@ export const CLIENTS: readonly ClientUnderTest[] = [
           () =>
             fetch(call.url, {
               method: call.method ?? 'GET',
-              ...(call.body === 'stream' ? { body: webStream(), duplex: 'half', headers: JSON_HEADERS } : {}),
+              headers: headersOf(call),
+              retry: call.retry,
+              ...fetchBody(call),
             }),
           (response) => response.status,
         );
@@ -104,6 +150,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
   },
   {
     name: 'global fetch with PlatformFetch.dispatcher',
+    replaysBodies: false,
     bind: (f) => {
       const { dispatcher } = f.moduleRef.get(PlatformFetch);
       return (call) =>
@@ -112,7 +159,8 @@ export const CLIENTS: readonly ClientUnderTest[] = [
             fetch(absolute(f, call.url), {
               method: call.method ?? 'GET',
               dispatcher,
-              ...(call.body === 'stream' ? { body: webStream(), duplex: 'half', headers: JSON_HEADERS } : {}),
+              headers: dispatcherHeaders(call),
+              ...fetchBody(call),
             }),
           (response) => response.status,
         );
@@ -131,7 +179,8 @@ export const CLIENTS: readonly ClientUnderTest[] = [
             const response = await request(absolute(f, call.url), {
               method: call.method ?? 'GET',
               dispatcher,
-              ...(call.body === 'stream' ? { body: streamed(), headers: JSON_HEADERS } : {}),
+              headers: dispatcherHeaders(call),
+              ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
             });
             await response.body.dump();
             return response;

@@ -10,6 +10,8 @@ import {
   AssertionKeyError,
   AssertionSignatureError,
   PlatformAuthConfigError,
+  PlatformHttpService,
+  PlatformUnavailableError,
   PlatformAuthModule,
   TokenProvider,
 } from 'nestjs-platform-auth';
@@ -103,6 +105,23 @@ describe('leak sweep over logs', () => {
       expectClean(output, secrets(token, renewed));
     } finally {
       await app.close();
+    }
+  });
+
+  it('a PlatformUnavailableError shows neither the token nor the query string', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [PlatformAuthModule.forRoot(integration.moduleOptions)],
+    }).compile();
+    await moduleRef.init();
+    try {
+      const token = await moduleRef.get(TokenProvider).getAccessToken();
+      platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '3600' } }, 'api');
+      const http = moduleRef.get(PlatformHttpService);
+      const error: unknown = await firstValueFrom(http.get(`/api/billing?echo=${token}`)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PlatformUnavailableError);
+      expectNoSecrets(error, secrets(token));
+    } finally {
+      await moduleRef.close();
     }
   });
 

@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import { inspect } from 'node:util';
 import { ConsoleLogger } from '@nestjs/common';
-import axios, { AxiosError, type AxiosResponse } from 'axios';
+import axios, { AxiosError, isCancel, type AxiosResponse } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { PlatformAuthInterceptor } from 'nestjs-platform-auth';
 import { REDACTED } from '../../lib/util/remote-text.util.js';
+import { eventually } from '../support/eventually.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();
@@ -20,6 +21,19 @@ async function failure(promise: Promise<unknown>): Promise<AxiosError> {
 }
 
 describe('authenticated HttpService', () => {
+  it('ends a call whose signal aborts while it waits to be re-sent as axios ends a cancelled request', async () => {
+    const f = await start({ autoAdvance: false });
+    await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '5' } }, 'api');
+    const controller = new AbortController();
+    const call = f.http.axiosRef.get('/api/billing', { signal: controller.signal }).catch((e: unknown) => e);
+    // Parked on the clock, which this fixture moves only when told: the abort comes during the wait.
+    await eventually(() => expect(f.clock.sleeps).toContain(5_000));
+    controller.abort();
+    expect(isCancel(await call)).toBe(true);
+    expect(f.platform.counters.apiCalls.total).toBe(1);
+  });
+
   it('sends the bearer token to the platform base URL', async () => {
     const f = await start();
     const response = await firstValueFrom(f.http.post('/api/messages', { to: 'someone', text: 'hello' }));

@@ -99,10 +99,46 @@ describe('the option shape', () => {
     ]);
   });
 
-  it('refuses a top-level retry, naming exchange.retry', () => {
-    const error = problemsOf({ ...base(), retry: { maxAttempts: 1 } } as PlatformAuthOptions);
-    expect(error.problems).toEqual([expect.objectContaining({ option: 'retry' })]);
-    expect(error.problems[0].message).toMatch(/^has moved to exchange\.retry/);
+  it('reads the top-level retry and idempotencyKey as the policy of calls, apart from exchange.retry', () => {
+    const config = resolvePlatformAuthOptions(
+      {
+        ...base(),
+        retry: { maxAttempts: 5, budgetPercent: 20 },
+        idempotencyKey: { methods: ['post', 'PATCH'] },
+        exchange: { retry: { maxAttempts: 2 } },
+      },
+      Date.now(),
+    );
+    expect(config.callRetry).toEqual({
+      maxAttempts: 5,
+      baseDelayMs: 200,
+      maxDelayMs: 30_000,
+      budgetPercent: 20,
+      budgetMinPerMinute: 10,
+    });
+    expect(config.idempotencyKey).toEqual({ header: 'idempotency-key', methods: new Set(['POST', 'PATCH']) });
+    expect(config.retry.maxAttempts).toBe(2);
+  });
+
+  it('turns idempotency keys on with an empty group, and leaves them off without one', () => {
+    expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey: {} }, Date.now()).idempotencyKey).toEqual({
+      header: 'idempotency-key',
+      methods: new Set(['POST']),
+    });
+    expect(resolvePlatformAuthOptions(base(), Date.now()).idempotencyKey).toBeUndefined();
+  });
+
+  it("refuses the exchange's retry.maxTotalMs at the top level, naming exchange.retry, and a bad key header", () => {
+    const error = problemsOf({
+      ...base(),
+      retry: { maxAttempts: 0, maxTotalMs: 1_000 } as PlatformAuthOptions['retry'],
+      idempotencyKey: { header: 'Authorization' },
+    });
+    expect(error.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
+      "retry: has maxTotalMs, a setting of the token exchange's retry policy: set it as exchange.retry.maxTotalMs; the top-level retry is the policy of calls to the platform's APIs",
+      'retry.maxAttempts: must be a number from 1 to 10',
+      'idempotencyKey.header: must be a header name (letters, digits and -), not Authorization',
+    ]);
   });
 
   it('refuses a group that is not an object', () => {

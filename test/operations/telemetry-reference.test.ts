@@ -72,7 +72,8 @@ afterAll(async () => {
 
 /**
  * Everything the module emits, made to happen for real where a test can: exchanges that succeed and fail (a named
- * integration among them), a 401 re-send that works and one that is refused again, a rotation, a certificate close
+ * integration among them), a 401 re-send that works and one that is refused again, a re-send after a 503 and one
+ * the retry budget refuses, a rotation, a certificate close
  * to expiry, and user sign-in's code exchange, refresh and a refused refresh. The store lock, whose caller is the
  * shared store, is reported through the same telemetry the module builds.
  */
@@ -86,7 +87,12 @@ async function emitEverything(): Promise<Emitted> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       PlatformAuthModule.forRoot({ ...main.moduleOptions, clock }),
-      PlatformAuthModule.forRoot({ name: 'billing', ...billing.moduleOptions, clock }),
+      PlatformAuthModule.forRoot({
+        name: 'billing',
+        ...billing.moduleOptions,
+        clock,
+        retry: { budgetPercent: 0, budgetMinPerMinute: 0 },
+      }),
       PlatformAuthModule.forRoot({
         name: 'audit',
         ...audit.moduleOptions,
@@ -105,6 +111,10 @@ async function emitEverything(): Promise<Emitted> {
     platform.injectFault({ kind: 'status', status: 401 }, 'api');
     platform.injectFault({ kind: 'status', status: 401 }, 'api');
     await firstValueFrom(http('billing').get('/api/billing')).catch(() => undefined); // refused again
+    platform.injectFault({ kind: 'status', status: 503 }, 'api');
+    await firstValueFrom(http().get('/api/billing')); // 503, re-sent: 200
+    platform.injectFault({ kind: 'status', status: 503 }, 'api');
+    await firstValueFrom(http('billing').get('/api/billing')).catch(() => undefined); // a budget of none
     await expect(tokens('audit').getAccessToken()).rejects.toBeInstanceOf(TokenExchangeError);
     await tokens('billing').rotateCredentials({
       privateKey: billing.privateKeyPem,
@@ -218,7 +228,9 @@ describe('the telemetry reference in docs/operations.md', () => {
     ]);
     expect(sorted(tables.get('attribute')!.map(([name]) => codeIn(name)[0]))).toEqual(used);
     for (const key of used)
-      expect(key).toMatch(/^(platform_auth\.[a-z_.]+|error\.type|http\.response\.status_code|server\.address)$/);
+      expect(key).toMatch(
+        /^(platform_auth\.[a-z_.]+|error\.type|http\.response\.status_code|http\.request\.resend_count|server\.address)$/,
+      );
   });
 
   it('lists every diagnostics channel event with its fields', () => {

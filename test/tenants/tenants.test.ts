@@ -348,6 +348,17 @@ describe('PlatformAuthModule.forTenants', () => {
     }
   });
 
+  it('applies the shared retry policy to every tenant', async () => {
+    const { tenants } = await registry({ retry: { maxAttempts: 1 } });
+    const { http } = await tenants.get('t9');
+    await (await tenants.get('t9')).tokens.getAccessToken();
+    const before = platform.counters.apiCalls.total;
+    platform.injectFault({ kind: 'status', status: 503 }, 'api');
+    const answer = await firstValueFrom(http.get('/api/billing', { validateStatus: () => true }));
+    expect(answer.status).toBe(503);
+    expect(platform.counters.apiCalls.total - before).toBe(1);
+  });
+
   it("lays a tenant's settings over the shared ones, a group of options merged one level deep", () => {
     const logger = new CapturingLogger();
     const merged = tenantOptions(

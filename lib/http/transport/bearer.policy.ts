@@ -1,6 +1,7 @@
 import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
 import { OPEN_GATE, type CallGate } from '../../calls/call-gate.js';
+import type { CallRetryPolicy } from '../../calls/retry.policy.js';
 import { isAllowedUrl, isNonReplayable, parseUrl } from '../request-target.util.js';
 
 /** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
@@ -20,8 +21,15 @@ export class BearerPolicy {
     private readonly allowedOrigins: ReadonlySet<string>,
     private readonly observer: Pick<PlatformAuthObserver, 'reauthenticate'>,
     /** The integration's rate limit and `Retry-After` holds: every client waits here before each request it sends. */
-    readonly gate: CallGate = OPEN_GATE,
+    readonly gate: CallGate,
+    /** Which calls are re-sent after a transient failure, when, and with which idempotency key. */
+    readonly retry: CallRetryPolicy,
   ) {}
+
+  /** The gate's turn before a send (the first, a retry, the re-send after a 401); `undefined` when it is open. */
+  acquire(signal: AbortSignal | undefined): Promise<void> | undefined {
+    return this.gate === OPEN_GATE ? undefined : this.gate.acquire(signal);
+  }
 
   isAllowed(url: URL | undefined): boolean {
     return isAllowedUrl(url, this.allowedOrigins);

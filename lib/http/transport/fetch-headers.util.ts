@@ -9,23 +9,33 @@ const AUTHORIZATION = 'authorization';
 type HeadersInit = NonNullable<RequestInit['headers']>;
 
 export function hasAuthorization(headers: HeadersInit | undefined): boolean {
+  return hasHeader(headers, AUTHORIZATION);
+}
+
+/** Whether `headers` has `name` (lower case). */
+export function hasHeader(headers: HeadersInit | undefined, name: string): boolean {
   if (headers === undefined) return false;
-  if (headers instanceof Headers) return headers.has(AUTHORIZATION);
-  if (Array.isArray(headers)) return headers.some(([name]) => name.toLowerCase() === AUTHORIZATION);
-  for (const name in headers) if (name.toLowerCase() === AUTHORIZATION) return true;
+  if (headers instanceof Headers) return headers.has(name);
+  if (Array.isArray(headers)) return headers.some(([key]) => key.toLowerCase() === name);
+  for (const key in headers) if (key.toLowerCase() === name) return true;
   return false;
 }
 
 /** A copy of `headers` with `Authorization` set to `value` (the caller checked there was none). */
 export function withAuthorization(headers: HeadersInit | undefined, value: string): HeadersInit {
-  if (headers === undefined) return { authorization: value };
+  return withHeader(headers, AUTHORIZATION, value);
+}
+
+/** A copy of `headers` with `name` (lower case) set to `value` (the caller checked there was none). */
+export function withHeader(headers: HeadersInit | undefined, name: string, value: string): HeadersInit {
+  if (headers === undefined) return { [name]: value };
   if (headers instanceof Headers) {
     const copy = new Headers(headers);
-    copy.set(AUTHORIZATION, value);
+    copy.set(name, value);
     return copy;
   }
-  if (Array.isArray(headers)) return [...headers, [AUTHORIZATION, value]];
-  return { ...headers, [AUTHORIZATION]: value };
+  if (Array.isArray(headers)) return [...headers, [name, value]];
+  return { ...headers, [name]: value };
 }
 
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];

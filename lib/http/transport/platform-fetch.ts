@@ -1,13 +1,26 @@
 import { createRequire } from 'node:module';
+import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
 import { resolveRequestUrl } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
+import { FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
+import { runCall } from './policy-call.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
 /** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
 const MAX_REDIRECTS = 20;
 
-interface Sent {
+/** `fetch`'s `init`, and the retry policy's per-request switch. */
+export interface PlatformFetchInit extends RequestInit {
+  /**
+   * `false`: this request is never re-sent after a transient failure, whatever the integration's `retry` policy
+   * says (the one re-send after a 401 still happens).
+   */
+  retry?: boolean;
+}
+
+/** One send, redirects followed. */
+export interface FetchSent {
   readonly response: Response;
   /** The URL that answered: the last hop's. */
   readonly url: URL;
@@ -33,6 +46,9 @@ export class PlatformFetch {
   // True private fields: the policy reaches the token provider, which nobody inspecting this object should.
   readonly #policy: BearerPolicy;
   readonly #baseUrl: string;
+  /** `follow`, bound once: each call hands it to its `FetchCall`. */
+  readonly #follow = (start: URL, init: RequestInit, token: string): Promise<FetchSent> =>
+    this.follow(start, init, token);
   #dispatcher?: PlatformDispatcher;
 
   /** @internal Only the composition root builds it; apps get it from the container. */
@@ -52,8 +68,11 @@ export class PlatformFetch {
     return this.#dispatcher;
   }
 
-  /** Like the global `fetch`; a relative URL is resolved against the platform URL. */
-  fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  /**
+   * Like the global `fetch`; a relative URL is resolved against the platform URL. A transient failure is re-sent as
+   * the integration's `retry` policy says, unless `init.retry` is `false`.
+   */
+  fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
     if (input instanceof Request) return this.fetchRequest(input, init);
     const url = typeof input === 'string' ? resolveRequestUrl({ url: input, baseURL: this.#baseUrl }) : input;
     if (url === undefined) return Promise.reject(new TypeError(`PlatformFetch: not a URL: ${input as string}`));
@@ -70,9 +89,9 @@ export class PlatformFetch {
    * A `Request` is taken apart into its URL and init; `init` overrides as it does for `fetch`. Its body is a stream
    * by then, whatever it was made from, so a 401 to a request with a body is not re-sent: pass the body in `init`.
    */
-  private fetchRequest(request: Request, init: RequestInit | undefined): Promise<Response> {
+  private fetchRequest(request: Request, init: PlatformFetchInit | undefined): Promise<Response> {
     const { method, headers, body, signal, redirect } = request;
-    const merged: RequestInit = { method, headers, signal, redirect };
+    const merged: PlatformFetchInit = { method, headers, signal, redirect };
     // Clients that wrap fetch (ky) pass an init with keys present but undefined: those do not override the Request.
     for (const [key, value] of Object.entries(init ?? {}) as [string, unknown][])
       if (value !== undefined) Object.assign(merged, { [key]: value });
@@ -80,14 +99,10 @@ export class PlatformFetch {
     return this.fetch(request.url, merged);
   }
 
-  private async withToken(url: URL, init: RequestInit): Promise<Response> {
+  private async withToken(url: URL, init: PlatformFetchInit): Promise<Response> {
     const policy = this.#policy;
-    const sent = policy.peekToken() ?? (await policy.token());
-    const first = await this.follow(url, init, sent);
-    const replayable = policy.isReplayable(init.body);
-    if (!policy.mayRenewAfter(first.response.status, first.url, replayable)) return first.response;
-    await first.response.body?.cancel();
-    return policy.renew(sent, async (fresh) => (await this.follow(url, init, fresh)).response);
+    const call = new FetchCall(policy, url, init, this.#follow);
+    return runCall(policy, call, policy.peekToken() ?? (await policy.token()));
   }
 
   /**
@@ -95,7 +110,7 @@ export class PlatformFetch {
    * POST, become a GET without a body) unless `init.redirect` says otherwise. A 307/308 cannot re-send a stream:
    * that redirect response is returned as it is.
    */
-  private async follow(start: URL, init: RequestInit, token: string): Promise<Sent> {
+  private async follow(start: URL, init: RequestInit, token: string): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
     let url = start;
     let request: RequestInit = { ...init, redirect: 'manual' };
@@ -104,14 +119,14 @@ export class PlatformFetch {
         ? withAuthorization(request.headers, `Bearer ${token}`)
         : request.headers;
       const response = await fetch(url, { ...request, headers });
-      const location = isRedirect(response.status) ? response.headers.get('location') : null;
+      const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
       if (location === null || mode === 'manual') return { response, url };
       await response.body?.cancel();
       if (mode === 'error')
         throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
       if (hop === MAX_REDIRECTS) throw new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
       const method = (request.method ?? 'GET').toUpperCase();
-      if (response.status === 303 ? method !== 'HEAD' : response.status <= 302 && method === 'POST') {
+      if (redirectDropsBody(response.status, method)) {
         request = { ...request, method: 'GET', body: undefined, headers: withoutBodyHeaders(request.headers) };
       } else if (!this.#policy.isReplayable(request.body)) {
         return { response, url };
@@ -121,10 +136,6 @@ export class PlatformFetch {
       url = next;
     }
   }
-}
-
-function isRedirect(status: number): boolean {
-  return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 }
 
 /** undici's `Agent`, loaded when first asked for: an optional peer that most apps never load. */

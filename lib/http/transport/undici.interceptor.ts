@@ -1,4 +1,7 @@
+import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
+import { CurrentController, type Controller } from './undici-controller.js';
+import { hasHeader, headerValue, withHeader, withoutHeader, type DispatchHeaders } from './undici-headers.util.js';
 
 /**
  * undici's `Dispatcher`, as the global `RequestInit['dispatcher']` names it (the `undici-types` that `@types/node`
@@ -8,23 +11,19 @@ export type PlatformDispatcher = NonNullable<RequestInit['dispatcher']>;
 /** An interceptor for undici's `Dispatcher.compose`. */
 export type PlatformInterceptor = (dispatch: PlatformDispatcher['dispatch']) => PlatformDispatcher['dispatch'];
 
-type Headers = Record<string, string | string[] | undefined> | readonly unknown[] | Iterable<unknown> | null;
+/**
+ * A request header the undici interceptor reads and removes before sending: `x-platform-auth-retry: false` turns
+ * the retry policy off for that request, as `retry: false` does for `PlatformFetch.fetch` and axios. A header,
+ * because a client that takes a dispatcher (global `fetch`, openapi-fetch, ky) passes headers and nothing else.
+ */
+export const PLATFORM_AUTH_RETRY_HEADER = 'x-platform-auth-retry';
 
 interface DispatchOptions {
   origin?: string | URL;
+  path?: string;
   method: string;
-  headers?: Headers;
+  headers?: DispatchHeaders;
   body?: unknown;
-}
-
-/** undici 7's handler interface: `compose` hands every interceptor one (it wraps the older callback kind). */
-interface Controller {
-  readonly aborted: boolean;
-  readonly paused: boolean;
-  readonly reason: Error | null;
-  abort(reason: Error): void;
-  pause(): void;
-  resume(): void;
 }
 
 interface Handler {
@@ -40,13 +39,15 @@ type LooseDispatch = (options: DispatchOptions, handler: Handler) => boolean;
 
 /**
  * The bearer rules as an undici interceptor: the token on requests to allowed origins that carry no `Authorization`
- * of their own, and after a 401 one re-send with a fresh token, for a body undici can send again. Every hop of a
- * redirect that passes through it is decided on its own origin.
+ * of their own, after a 401 one re-send with a fresh token, and re-sends after transient failures as the retry
+ * policy says, for a body undici can send again. Every hop of a redirect that passes through it is decided on its
+ * own origin.
  */
 export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
   const interceptor = (next: LooseDispatch): LooseDispatch => {
     return (options, handler) => {
-      if (hasAuthorization(options.headers) || !policy.isAllowedOrigin(options.origin)) return next(options, handler);
+      if (hasHeader(options.headers, 'authorization') || !policy.isAllowedOrigin(options.origin))
+        return next(options, handler);
       const call = new BearerCall(policy, next, options, handler);
       const token = policy.peekToken();
       if (token !== undefined) return call.send(token);
@@ -60,16 +61,24 @@ export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
   return interceptor as unknown as PlatformInterceptor;
 }
 
+/** What becomes of a response the handler downstream does not see: read to its end, then this. */
+type Dropped = { then: 'renew' } | { then: 'retry'; delayMs: number } | { then: 'fail'; error: Error };
+
 /**
- * One request through the interceptor. The handler downstream sees one request and one response: the refused
- * attempt's response is read and dropped, and the controller it holds follows whichever attempt is current.
+ * One call through the interceptor. The handler downstream sees one request and one response: a response dropped
+ * for a re-send (a 401, a transient failure) is read to its end, and the controller it holds follows whichever
+ * attempt is current.
  */
 class BearerCall implements Handler {
   private readonly controller = new CurrentController();
+  private readonly options: DispatchOptions;
+  private readonly optedOut: boolean;
+  private readonly carriesKey: boolean;
   private started = false;
-  /** The 401 of the first attempt is being read to its end, then the re-send starts. */
-  private refused = false;
-  private resent = false;
+  private forwarded = false;
+  private renewed = false;
+  private attempt = 1;
+  private dropped?: Dropped;
   private sent = '';
   /** Settles the observer's `reauthenticate` when the re-sent attempt answers. */
   private answered?: { resolve(value: { status: number }): void; reject(error: Error): void };
@@ -77,17 +86,46 @@ class BearerCall implements Handler {
   constructor(
     private readonly policy: BearerPolicy,
     private readonly next: LooseDispatch,
-    private readonly options: DispatchOptions,
+    options: DispatchOptions,
     private readonly handler: Handler,
-  ) {}
-
-  send(token: string): boolean {
-    this.sent = token;
-    return this.next({ ...this.options, headers: withAuthorization(this.options.headers, `Bearer ${token}`) }, this);
+  ) {
+    policy.retry.countCall();
+    let headers = options.headers;
+    const optOut = headerValue(headers, PLATFORM_AUTH_RETRY_HEADER);
+    if (optOut !== undefined) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
+    const keyHeader = policy.retry.keyHeader(options.method);
+    if (keyHeader !== undefined && !hasHeader(headers, keyHeader))
+      headers = withHeader(headers, keyHeader, policy.retry.newKey());
+    this.options = headers === options.headers ? options : { ...options, headers };
+    this.optedOut = String(optOut) === 'false';
+    this.carriesKey = keyHeader !== undefined;
   }
 
+  /** Whether the retry policy allows re-sending this call; asked only once something failed. */
+  private get eligible(): boolean {
+    const { policy, options } = this;
+    const replayable = policy.isReplayable(options.body);
+    return policy.retry.allows(options.method.toUpperCase(), this.carriesKey, this.optedOut, replayable);
+  }
+
+  /** Sends with `token` after the gate's turn; `true` while a turn is awaited, as undici's dispatch returns. */
+  send(token: string): boolean {
+    this.sent = token;
+    const turn = this.policy.acquire(undefined);
+    if (!turn) return this.dispatch();
+    turn.then(
+      () => this.dispatch(),
+      (error: Error) => this.fail(error),
+    );
+    return true;
+  }
+
+  /** The call ends with `error`: through `renew` when a re-send after a 401 waits for its answer. */
   fail(error: Error): void {
-    this.handler.onResponseError?.(this.controller, error);
+    const answered = this.answered;
+    this.answered = undefined;
+    if (answered) answered.reject(error);
+    else this.handler.onResponseError?.(this.controller, error);
   }
 
   onRequestStart(controller: Controller, context: unknown): void {
@@ -102,121 +140,93 @@ class BearerCall implements Handler {
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: unknown, statusMessage?: string): void {
-    if (!this.resent && this.policy.mayRenewAfter(statusCode, this.options.origin, this.replayable())) {
-      this.refused = true;
-      return;
-    }
+    this.dropped = this.dropFor(statusCode, headers);
+    if (this.dropped) return;
+    this.forwarded = true;
     this.answered?.resolve({ status: statusCode });
     this.answered = undefined;
     this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage);
   }
 
   onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (!this.refused) this.handler.onResponseData?.(this.controller, chunk);
+    if (!this.dropped) this.handler.onResponseData?.(this.controller, chunk);
   }
 
   onResponseEnd(_controller: Controller, trailers: unknown): void {
-    if (!this.refused) {
-      this.handler.onResponseEnd?.(this.controller, trailers);
+    const dropped = this.dropped;
+    this.dropped = undefined;
+    if (!dropped) this.handler.onResponseEnd?.(this.controller, trailers);
+    else if (dropped.then === 'fail') this.fail(dropped.error);
+    else if (dropped.then === 'retry') this.retryAfter(dropped.delayMs);
+    else this.renew();
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    this.dropped = undefined;
+    if (this.forwarded) {
+      this.handler.onResponseError?.(this.controller, error);
       return;
     }
-    this.refused = false;
-    this.resent = true;
+    const delay = this.eligible ? this.policy.retry.afterFailure(error, this.attempt, undefined) : undefined;
+    if (delay === undefined) this.fail(error);
+    else this.retryAfter(delay);
+  }
+
+  /** What to do instead of forwarding a response with `status`; `undefined`: forward it. */
+  private dropFor(status: number, headers: unknown): Dropped | undefined {
+    const { policy, options } = this;
+    if (!this.renewed && policy.mayRenewAfter(status, options.origin, policy.isReplayable(options.body)))
+      return { then: 'renew' };
+    if (!isRetriableStatus(status)) return undefined;
+    try {
+      const delayMs = policy.retry.afterAnswer(
+        status,
+        headerValue(headers as DispatchHeaders, 'retry-after'),
+        this.attempt,
+        {
+          eligible: this.eligible,
+          gate: policy.gate,
+          method: options.method.toUpperCase(),
+          url: `${String(options.origin)}${(options.path ?? '').split('?', 1)[0]}`,
+        },
+      );
+      return delayMs === undefined ? undefined : { then: 'retry', delayMs };
+    } catch (error) {
+      return { then: 'fail', error: error as Error };
+    }
+  }
+
+  private renew(): void {
+    this.renewed = true;
     this.policy
       .renew(
         this.sent,
         (fresh) =>
           new Promise<{ status: number }>((resolve, reject) => {
             this.answered = { resolve, reject };
-            this.send(fresh);
+            this.resend(fresh);
           }),
       )
       .catch((error: Error) => this.fail(error));
   }
 
-  onResponseError(_controller: Controller, error: Error): void {
-    const answered = this.answered;
-    this.answered = undefined;
-    // The re-sent attempt failed before it answered: `renew` rejects, and its `catch` tells the handler.
-    if (answered) answered.reject(error);
-    else this.handler.onResponseError?.(this.controller, error);
+  private retryAfter(delayMs: number): void {
+    this.attempt += 1;
+    this.policy.retry.wait(delayMs, undefined).then(
+      () => this.resend(this.sent),
+      (error: Error) => this.fail(error),
+    );
   }
 
-  private replayable(): boolean {
-    return this.policy.isReplayable(this.options.body);
-  }
-}
-
-/** The controller the downstream handler holds: it forwards to the current attempt's, keeping a pause across. */
-class CurrentController implements Controller {
-  private current?: Controller;
-  private pausedHere = false;
-
-  set target(controller: Controller) {
-    this.current = controller;
-    if (this.pausedHere) controller.pause();
+  /** Another attempt, unless the handler downstream aborted the call meanwhile. */
+  private resend(token: string): void {
+    const reason = this.controller.reason;
+    if (this.controller.aborted) this.fail(reason ?? new Error('aborted'));
+    else this.send(token);
   }
 
-  get aborted(): boolean {
-    return this.current?.aborted ?? false;
-  }
-
-  get paused(): boolean {
-    return this.pausedHere || (this.current?.paused ?? false);
-  }
-
-  get reason(): Error | null {
-    return this.current?.reason ?? null;
-  }
-
-  abort(reason: Error): void {
-    this.current?.abort(reason);
-  }
-
-  pause(): void {
-    this.pausedHere = true;
-    this.current?.pause();
-  }
-
-  resume(): void {
-    this.pausedHere = false;
-    this.current?.resume();
-  }
-}
-
-const AUTHORIZATION = 'authorization';
-
-function hasAuthorization(headers: Headers | undefined): boolean {
-  if (!headers) return false;
-  if (isRecord(headers)) {
-    for (const name in headers) if (name.toLowerCase() === AUTHORIZATION) return true;
-    return false;
-  }
-  for (const [name] of headerPairs(headers)) if (name.toLowerCase() === AUTHORIZATION) return true;
-  return false;
-}
-
-/** A copy with `Authorization` added, in the shape undici takes every other: a flat list of names and values. */
-function withAuthorization(headers: Headers | undefined, value: string): Headers {
-  if (!headers) return { [AUTHORIZATION]: value };
-  if (isRecord(headers)) return { ...headers, [AUTHORIZATION]: value };
-  const flat: unknown[] = [];
-  for (const [name, header] of headerPairs(headers)) flat.push(name, header);
-  flat.push(AUTHORIZATION, value);
-  return flat;
-}
-
-function isRecord(headers: NonNullable<Headers>): headers is Record<string, string | string[] | undefined> {
-  return !Array.isArray(headers) && typeof (headers as Iterable<unknown>)[Symbol.iterator] !== 'function';
-}
-
-/** undici's header shapes: a record, a flat `[name, value, …]` list, or an iterable of `[name, value]` pairs. */
-function* headerPairs(headers: NonNullable<Headers>): Generator<[string, unknown]> {
-  if (isRecord(headers)) {
-    for (const name in headers) yield [name, headers[name]];
-  } else if (Array.isArray(headers) && !Array.isArray(headers[0])) {
-    for (let i = 0; i + 1 < headers.length; i += 2) yield [String(headers[i]), headers[i + 1]];
-  } else {
-    for (const pair of headers as Iterable<[unknown, unknown]>) yield [String(pair[0]), pair[1]];
+  private dispatch(): boolean {
+    const headers = withHeader(this.options.headers, 'authorization', `Bearer ${this.sent}`);
+    return this.next({ ...this.options, headers }, this);
   }
 }

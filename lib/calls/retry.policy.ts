@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../platform-auth.clock.js';
+import { PlatformAuthError } from '../platform-auth.errors.js';
+import type { RetryObserver, RetryReason } from '../platform-auth.observer.js';
+import type { CallRetrySettings, IdempotencyKeySettings } from '../options/calls.resolver.js';
+import { parseRetryAfter } from '../token/retry-after.util.js';
+import type { CallGate } from './call-gate.js';
+import { PlatformUnavailableError } from './calls.errors.js';
+import { RetryBudget } from './retry.budget.js';
+
+/** Methods whose repetition changes nothing more than the first send did (RFC 9110 §9.2.2), so a re-send is safe. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** Codes of a connection that failed before any response: nothing of the request can have been acted on twice. */
+const CONNECTION_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+const REASONS: Readonly<Record<number, RetryReason>> = {
+  429: 'rate_limited',
+  502: 'bad_gateway',
+  503: 'unavailable',
+  504: 'gateway_timeout',
+};
+
+/** An answer a re-send may fix: 429 (with `Retry-After`, see `afterAnswer`), 502, 503, 504. */
+export function isRetriableStatus(status: number): boolean {
+  return status === 429 || (status >= 502 && status <= 504);
+}
+
+/**
+ * The retry policy of calls to the platform's APIs, decided here once for every client: which calls may be re-sent,
+ * after which answers, how long to wait, and whether the integration's retry budget has a re-send left. The clients
+ * only send, read, drop and wait. A failed token exchange never reaches it (the exchange has its own policy), and the
+ * one re-send after a 401 is the bearer policy's, counted neither in `maxAttempts` nor in the budget.
+ */
+export class CallRetryPolicy {
+  private readonly budget: RetryBudget;
+  private exhausted = false;
+
+  constructor(
+    private readonly settings: CallRetrySettings,
+    private readonly idempotency: IdempotencyKeySettings | undefined,
+    private readonly clock: Clock,
+    private readonly observer: RetryObserver,
+  ) {
+    this.budget = new RetryBudget(settings.budgetPercent, settings.budgetMinPerMinute, clock);
+  }
+
+  /** The idempotency key's header when calls of `method` (any case) get one; `undefined` otherwise. */
+  keyHeader(method: string): string | undefined {
+    const idempotency = this.idempotency;
+    return idempotency?.methods.has(method.toUpperCase()) ? idempotency.header : undefined;
+  }
+
+  /** A new key: one per call, kept on its every re-send. */
+  newKey(): string {
+    return randomUUID();
+  }
+
+  /** Counts a call (its first send) into the budget: every call does, once. */
+  countCall(): void {
+    this.budget.countCall();
+  }
+
+  /**
+   * Whether a call may be re-sent at all: not when the caller said `retry: false` or its body cannot be sent again;
+   * GET, HEAD, OPTIONS, PUT and DELETE may, other methods only with an idempotency key. Asked only once something
+   * failed, so a call that succeeds pays nothing for it.
+   */
+  allows(method: string, carriesKey: boolean, optedOut: boolean, replayable: boolean): boolean {
+    if (optedOut || !replayable || this.settings.maxAttempts < 2) return false;
+    return IDEMPOTENT.has(method) || carriesKey;
+  }
+
+  /**
+   * After a retriable status (`isRetriableStatus`) answered send number `attempt` of a call: a 429 or 503 with
+   * `Retry-After` holds `gate` until then, whatever the call; for a call `start` allowed to be re-sent, the delay
+   * before the next send, or `undefined` when this answer goes to the caller. A 429 without `Retry-After` is not
+   * re-sent: only the platform knows when it takes calls again.
+   * @throws PlatformUnavailableError when `Retry-After` is longer than `maxDelayMs`.
+   */
+  afterAnswer(
+    status: number,
+    retryAfter: unknown,
+    attempt: number,
+    call: { readonly eligible: boolean; readonly gate: CallGate; readonly method: string; readonly url: string },
+  ): number | undefined {
+    const now = this.clock.now();
+    const retryAfterMs = parseRetryAfter(retryAfter, now);
+    if (retryAfterMs !== undefined && (status === 429 || status === 503)) call.gate.holdUntil(now + retryAfterMs);
+    if (!call.eligible || attempt >= this.settings.maxAttempts || (status === 429 && retryAfterMs === undefined))
+      return undefined;
+    if (retryAfterMs !== undefined && retryAfterMs > this.settings.maxDelayMs) {
+      const { method, url } = call;
+      throw new PlatformUnavailableError(status, method, url, retryAfterMs, this.settings.maxDelayMs, now);
+    }
+    return this.resend(REASONS[status], attempt, retryAfterMs);
+  }
+
+  /**
+   * After send number `attempt` of a call `start` allowed to be re-sent failed without an answer: the delay before
+   * the next send, or `undefined` when the error goes to the caller (not a connection failure, or aborted).
+   */
+  afterFailure(error: unknown, attempt: number, signal: AbortSignal | undefined): number | undefined {
+    if (attempt >= this.settings.maxAttempts || signal?.aborted === true || !isConnectionFailure(error))
+      return undefined;
+    return this.resend('connection_failed', attempt, undefined);
+  }
+
+  /** Waits `ms` on the integration's clock; rejects with the signal's reason when the caller aborts meanwhile. */
+  wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return this.clock.sleep(ms, signal);
+  }
+
+  private resend(reason: RetryReason, attempt: number, retryAfterMs: number | undefined): number | undefined {
+    if (!this.budget.tryResend()) {
+      if (!this.exhausted) this.observer.retryBudgetExhausted();
+      this.exhausted = true;
+      return undefined;
+    }
+    this.exhausted = false;
+    this.observer.retried(reason, attempt);
+    return retryAfterMs ?? this.backoff(attempt);
+  }
+
+  /** Exponential with equal jitter, capped at `maxDelayMs`: replicas failed together do not come back together. */
+  private backoff(attempt: number): number {
+    const ceiling = Math.min(this.settings.maxDelayMs, this.settings.baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+  }
+}
+
+/**
+ * A connection failure before any response, found on the error or its causes (fetch wraps undici's in a TypeError).
+ * None of the module's own errors is one, whatever its cause: a failed token exchange is never re-sent by this policy.
+ */
+function isConnectionFailure(error: unknown): boolean {
+  for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 5; depth += 1) {
+    const { code, cause, response } = e as { code?: unknown; cause?: unknown; response?: unknown };
+    if (response !== undefined || e instanceof PlatformAuthError) return false;
+    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
+    e = cause;
+  }
+  return false;
+}

@@ -1,0 +1,81 @@
+import type { BearerPolicy } from './bearer.policy.js';
+import { hasHeader, withHeader } from './fetch-headers.util.js';
+import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
+import type { PolicyCall } from './policy-call.js';
+
+type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSent>;
+
+/**
+ * One call of `PlatformFetch.fetch`, as the policy sees it. Its idempotency key is added to a copy of `init` once,
+ * so every re-send carries the same one; the caller's `init` is never changed (it is often a shared constant).
+ */
+export class FetchCall implements PolicyCall<FetchSent, Response> {
+  private readonly init: PlatformFetchInit;
+  private readonly carriesKey: boolean;
+
+  constructor(
+    private readonly policy: BearerPolicy,
+    private readonly start: URL,
+    init: PlatformFetchInit,
+    private readonly follow: Follow,
+  ) {
+    policy.retry.countCall();
+    const keyHeader = policy.retry.keyHeader(init.method ?? 'GET');
+    this.init =
+      keyHeader === undefined || hasHeader(init.headers, keyHeader)
+        ? init
+        : { ...init, headers: withHeader(init.headers, keyHeader, policy.retry.newKey()) };
+    this.carriesKey = keyHeader !== undefined;
+  }
+
+  get method(): string {
+    return (this.init.method ?? 'GET').toUpperCase();
+  }
+
+  get eligible(): boolean {
+    const { init } = this;
+    return this.policy.retry.allows(
+      this.method,
+      this.carriesKey,
+      init.retry === false,
+      this.policy.isReplayable(init.body),
+    );
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.init.signal ?? undefined;
+  }
+
+  url(): string {
+    return `${this.start.origin}${this.start.pathname}`;
+  }
+
+  send(token: string): Promise<FetchSent> {
+    return this.follow(this.start, this.init, token);
+  }
+
+  status({ response }: FetchSent): number {
+    return response.status;
+  }
+
+  renewable({ response, url }: FetchSent): boolean {
+    return this.policy.mayRenewAfter(response.status, url, this.policy.isReplayable(this.init.body));
+  }
+
+  retryAfter({ response }: FetchSent): unknown {
+    return response.headers.get('retry-after') ?? undefined;
+  }
+
+  discard({ response }: FetchSent): Promise<void> | undefined {
+    return response.body?.cancel();
+  }
+
+  finish({ response }: FetchSent): Response {
+    return response;
+  }
+
+  /** What fetch rejects with for an aborted request: the signal's reason. */
+  aborted(reason: unknown): unknown {
+    return reason;
+  }
+}

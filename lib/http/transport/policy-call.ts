@@ -1,0 +1,93 @@
+import { isRetriableStatus } from '../../calls/retry.policy.js';
+import type { BearerPolicy } from './bearer.policy.js';
+
+/**
+ * One call of a promise-based client, as the policy sees it: its facts, and how the client sends it once with a
+ * token (redirects followed; `S` is what one send gives), reads what the policy needs from a send, drops a response
+ * and makes the caller's answer.
+ */
+export interface PolicyCall<S, F> {
+  readonly method: string;
+  /** Whether the retry policy allows re-sending it (`CallRetryPolicy.start`). */
+  readonly eligible: boolean;
+  readonly signal: AbortSignal | undefined;
+  /** The URL as an error may show it: no query string. */
+  url(): string;
+  send(token: string): Promise<S>;
+  status(sent: S): number;
+  /** A 401 the token is to blame for (it carried the token, from an allowed origin, with a body sent again). */
+  renewable(sent: S): boolean;
+  retryAfter(sent: S): unknown;
+  discard(sent: S): unknown;
+  finish(sent: S): F;
+  /** What the caller gets when its signal aborted the wait before a re-send: what the client throws for an abort. */
+  aborted(reason: unknown): unknown;
+}
+
+/**
+ * One call of a promise-based client (axios through the adapter, `PlatformFetch`), from its first send to the answer
+ * the caller gets: each send waits at the gate; a 401 the token is to blame for gets one renewal and one re-send
+ * (counted in no retry limit); a transient failure is re-sent as the retry policy says, after its delay on the
+ * integration's clock. With nothing to retry it adds no promise to the sends.
+ */
+export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
+  let token = first;
+  let renewed = false;
+  for (let attempt = 1; ; attempt += 1) {
+    let sent: S;
+    try {
+      const turn = policy.acquire(call.signal);
+      if (turn) await turn;
+      sent = await call.send(token);
+      if (!renewed && call.renewable(sent)) {
+        renewed = true;
+        await call.discard(sent);
+        const again = await policy.renew(token, (fresh) => resendWith(policy, call, fresh));
+        token = again.token;
+        sent = again.sent;
+      }
+    } catch (error) {
+      const delay = call.eligible ? policy.retry.afterFailure(error, attempt, call.signal) : undefined;
+      if (delay === undefined) throw error;
+      await waitOrAbort(policy, call, delay);
+      continue;
+    }
+    const status = call.status(sent);
+    if (!isRetriableStatus(status)) return call.finish(sent);
+    let delay: number | undefined;
+    try {
+      delay = policy.retry.afterAnswer(status, call.retryAfter(sent), attempt, {
+        eligible: call.eligible,
+        gate: policy.gate,
+        method: call.method,
+        url: call.url(),
+      });
+    } catch (error) {
+      await call.discard(sent);
+      throw error;
+    }
+    if (delay === undefined) return call.finish(sent);
+    await call.discard(sent);
+    await waitOrAbort(policy, call, delay);
+  }
+}
+
+async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
+  try {
+    await policy.retry.wait(delayMs, call.signal);
+  } catch (reason) {
+    throw call.aborted(reason);
+  }
+}
+
+/** The re-send after a 401 with `fresh`, and its status for the observer's span. */
+async function resendWith<S, F>(
+  policy: BearerPolicy,
+  call: PolicyCall<S, F>,
+  fresh: string,
+): Promise<{ status: number; sent: S; token: string }> {
+  const turn = policy.acquire(call.signal);
+  if (turn) await turn;
+  const sent = await call.send(fresh);
+  return { status: call.status(sent), sent, token: fresh };
+}
