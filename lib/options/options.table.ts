@@ -1,6 +1,7 @@
 import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interface.js';
 import type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
+import type { RateLimitOptions } from './rate-limit-options.interface.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import type {
   TokenStoreOptions,
@@ -10,6 +11,7 @@ import type {
 import { EXCHANGE_ROWS } from './options.table.exchange.js';
 import { KEY_ROWS } from './options.table.key.js';
 import { ASSERTION_ROWS, PLATFORM_ROWS, RUNTIME_ROWS } from './options.table.platform.js';
+import { RATE_LIMIT_ROWS } from './options.table.rate-limit.js';
 import { STORE_ROWS } from './options.table.store.js';
 import type { OptionRow, OptionTable } from './options.table.types.js';
 
@@ -24,7 +26,8 @@ type OptionPath =
   | `exchange.retry.${keyof RetryOptions}`
   | `tokenStore.${keyof TokenStoreOptions}`
   | `tokenStore.sentinel.${keyof TokenStoreSentinelOptions}`
-  | `tokenStore.tls.${keyof TokenStoreTlsOptions}`;
+  | `tokenStore.tls.${keyof TokenStoreTlsOptions}`
+  | `rateLimit.${keyof RateLimitOptions}`;
 
 /**
  * Every option of machine authentication in one place (user sign-in's are in `options.table.user.ts`, in the same
@@ -39,6 +42,7 @@ export const PLATFORM_AUTH_OPTIONS = {
   ...ASSERTION_ROWS,
   ...EXCHANGE_ROWS,
   ...STORE_ROWS,
+  ...RATE_LIMIT_ROWS,
   ...RUNTIME_ROWS,
 } as const satisfies Record<OptionPath, OptionRow>;
 

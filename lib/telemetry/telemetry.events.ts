@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
+import type { CredentialChangeOutcome, RateLimitMode, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /**
  * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
@@ -22,6 +22,7 @@ export const TELEMETRY_NAMES = {
   reauthentications: 'platform_auth.reauthentications',
   storeLock: 'platform_auth.store.lock',
   credentialChanges: 'platform_auth.credentials.changes',
+  rateLimitWait: 'platform_auth.http.rate_limit.wait',
   userTokenRequests: 'platform_auth.user.token_requests',
   userTokenRequestDuration: 'platform_auth.user.token_request.duration',
   exchangeSpan: 'platform_auth.token_exchange',
@@ -51,7 +52,7 @@ export const TELEMETRY_ATTRIBUTES = {
   serverAddress: 'server.address',
 } as const;
 
-export type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
+export type { CredentialChangeOutcome, RateLimitMode, StoreLockOutcome } from '../platform-auth.observer.js';
 
 /** What happened, without the integration it happened to. */
 export type PlatformAuthDiagnosticsEventBody =
@@ -67,7 +68,8 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'reauthentication' }
   | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }
   | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
-  | { readonly event: 'certificate:expiring'; readonly daysLeft: number };
+  | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
+  | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode };
 
 /** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
 export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;

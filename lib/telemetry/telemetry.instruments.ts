@@ -29,6 +29,7 @@ export interface Instruments {
   readonly reauthentications: OtelCounter;
   readonly storeLock: OtelCounter;
   readonly credentialChanges: OtelCounter;
+  readonly rateLimitWait: OtelHistogram;
   readonly gauges: readonly [OtelObservableGauge, (result: OtelObservableResult) => void][];
 }
 
@@ -70,6 +71,10 @@ export function createInstruments(scope: InstrumentationScope, gaugeCallback: Ga
     credentialChanges: meter.createCounter(NAMES.credentialChanges, {
       description: 'Credential reloads and rotations, by outcome',
       unit: '{change}',
+    }),
+    rateLimitWait: meter.createHistogram(NAMES.rateLimitWait, {
+      description: "Time a request to the platform's API waited for its turn under the rate limit (0: none)",
+      unit: 's',
     }),
     gauges,
   };
