@@ -7,6 +7,7 @@ import { measureFetchOverhead } from './scenarios/fetch-overhead.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
 import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureRateLimit } from './scenarios/rate-limit.js';
 import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
 import { measureTokenCache } from './scenarios/token-cache.js';
@@ -52,6 +53,7 @@ const sizes = {
     waitRounds: scale(10, 2),
     cache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
   },
+  rateLimit: { replicas: 3, requestsPerSecond: 50, durationMs: scale(20_000, 4_000), inFlight: 16, bursts: [50, 5] },
 };
 
 const machine = describeMachine();
@@ -76,6 +78,7 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['memory', (p) => measureMemory(p, report, sizes.memory)],
   ['emulator throughput', (p) => measureEmulatorThroughput(p, report, sizes.emulator)],
   ['shared store', (p) => measureSharedStore(p, report, sizes.store)],
+  ['rate limit', () => measureRateLimit(report, sizes.rateLimit)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;

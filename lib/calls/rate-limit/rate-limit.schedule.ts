@@ -10,14 +10,20 @@ export interface RateLimitShape {
 }
 
 /**
+ * A tenth of the window: requests do not reach the platform at the moment their turn came (an event loop that woke
+ * late, a connection, the platform's own queue), and a second counted there must still hold no more than the limit.
+ */
+const HEADROOM = 0.1;
+
+/**
  * The window a limit is kept over. A token bucket alone lets `burst` go at once and then refills, so a second can
  * carry up to twice the limit; the platform counts requests per second, so the gate also keeps a sliding window:
- * never more than the whole part of `requestsPerSecond` in any second (one request per `1 / requestsPerSecond`
- * seconds below one a second).
+ * never more than the whole part of `requestsPerSecond` in any 1.1 s (one request per `1.1 / requestsPerSecond`
+ * seconds below one a second), the tenth being headroom for the way to the platform.
  */
 export function rateLimitShape(requestsPerSecond: number, burst?: number): RateLimitShape {
   const perWindow = Math.max(1, Math.floor(requestsPerSecond));
-  const windowMs = Math.max(1_000, (1_000 * perWindow) / requestsPerSecond);
+  const windowMs = Math.max(1_000, (1_000 * perWindow) / requestsPerSecond) * (1 + HEADROOM);
   return { requestsPerSecond, burst: Math.min(burst ?? perWindow, perWindow), perWindow, windowMs };
 }
 
