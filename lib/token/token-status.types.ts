@@ -54,6 +54,7 @@ export interface SharedStoreStatus {
  *   share: the limit divided by `replicasSeen`), and `problem` says why, until the store answers again.
  */
 export interface RateLimitStatus {
+  /** Where the limit is kept now: this process alone, the fleet's bucket in the store, or this replica's share. */
   readonly mode: 'local' | 'shared' | 'fallback';
   /** The limit this process applies now: the configured one, or its share of it in `fallback`. */
   readonly requestsPerSecond: number;
@@ -61,8 +62,9 @@ export interface RateLimitStatus {
   readonly replicasSeen?: number;
   /** Requests waiting for their turn in this process. */
   readonly waiting: number;
-  /** In `fallback`: the store's problem, as `sharedStore.problem` names it, and since when. */
+  /** In `fallback`: the store's problem, as `sharedStore.problem` names it. */
   readonly problem?: string;
+  /** In `fallback`: since when. */
   readonly since?: Date;
 }
 

@@ -13,6 +13,7 @@ export class RateLimitWaitError extends PlatformAuthError {
     readonly integration: string,
     /** How long the request would have waited for its turn, ms. */
     readonly waitMs: number,
+    /** The integration's `rateLimit.maxWaitMs`. */
     readonly maxWaitMs: number,
   ) {
     super(

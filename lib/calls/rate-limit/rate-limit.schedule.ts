@@ -27,6 +27,11 @@ export function rateLimitShape(requestsPerSecond: number, burst?: number): RateL
   return { requestsPerSecond, burst: Math.min(burst ?? perWindow, perWindow), perWindow, windowMs };
 }
 
+/** The part of the window kept free for the way to the platform. */
+export function headroomMs(shape: RateLimitShape): number {
+  return shape.windowMs - shape.windowMs / (1 + HEADROOM);
+}
+
 /** The part of a limit each of `replicas` keeps while they cannot share one: together they stay within it. */
 export function shareOf(shape: RateLimitShape, replicas: number): RateLimitShape {
   const n = Math.max(1, replicas);

@@ -7,7 +7,7 @@ import type { CallGate } from '../call-gate.js';
 import { LocalRateGate } from './local-rate.gate.js';
 import { RateLimitWaitError } from './rate-limit.errors.js';
 import type { RateLimitEvents, RateLimitLimits } from './rate-limit.gate.js';
-import { shareOf, type RateLimitShape } from './rate-limit.schedule.js';
+import { headroomMs, shareOf, type RateLimitShape } from './rate-limit.schedule.js';
 import { RedisRateBucket, type SharedBucketChannel } from './redis-rate.bucket.js';
 
 /** A replica not heard from for this long no longer counts when the others work out their share. */
@@ -35,6 +35,8 @@ interface Fallback {
  */
 export class SharedRateGate implements CallGate {
   private readonly bucket: RedisRateBucket;
+  /** Half the window's headroom: how late a turn may still be used. */
+  private readonly lateToleranceMs: number;
   private replicasSeen = 1;
   private waitingShared = 0;
   private fallback?: Fallback;
@@ -52,6 +54,7 @@ export class SharedRateGate implements CallGate {
     private readonly logger: Pick<LoggerService, 'log' | 'warn'>,
   ) {
     this.bucket = new RedisRateBucket(channel, shape, randomUUID(), SEEN_WINDOW_MS);
+    this.lateToleranceMs = headroomMs(shape) / 2;
   }
 
   /** With the store's connection: the heartbeat that makes this replica count in the others' share. */
@@ -69,26 +72,44 @@ export class SharedRateGate implements CallGate {
 
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
-    const fallback = this.fallback;
-    if (fallback && this.clock.now() < fallback.retryAt) return fallback.gate.acquire(signal);
-    let reply;
-    try {
-      reply = await this.bucket.take(this.limits.maxWaitMs);
-    } catch (error) {
-      this.unavailable(error);
-      return this.fallback!.gate.acquire(signal);
-    }
-    this.answered(reply.replicasSeen);
-    if (!reply.granted) throw new RateLimitWaitError(this.limits.integration, reply.waitMs, this.limits.maxWaitMs);
-    if (reply.waitMs > 0) {
-      this.waitingShared += 1;
+    const startedAt = this.clock.now();
+    const deadline = startedAt + this.limits.maxWaitMs;
+    for (;;) {
+      const fallback = this.fallback;
+      if (fallback && this.clock.now() < fallback.retryAt) return fallback.gate.acquire(signal);
+      const askedAt = this.clock.now();
+      let reply;
       try {
-        await this.clock.sleep(reply.waitMs, signal);
-      } finally {
-        this.waitingShared -= 1;
+        reply = await this.bucket.take(Math.max(0, deadline - askedAt));
+      } catch (error) {
+        this.unavailable(error);
+        return this.fallback!.gate.acquire(signal);
+      }
+      this.answered(reply.replicasSeen);
+      if (!reply.granted) {
+        throw new RateLimitWaitError(
+          this.limits.integration,
+          askedAt - startedAt + reply.waitMs,
+          this.limits.maxWaitMs,
+        );
+      }
+      if (reply.waitMs > 0) await this.sleep(reply.waitMs, signal);
+      // A turn taken too late (a slow answer, an event loop that woke late) would reach the platform beside later
+      // turns of other replicas: it is given up, and a new one taken.
+      if (this.clock.now() - askedAt - reply.waitMs <= this.lateToleranceMs) {
+        this.events.waited(this.clock.now() - startedAt);
+        return;
       }
     }
-    this.events.waited(reply.waitMs);
+  }
+
+  private async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    this.waitingShared += 1;
+    try {
+      await this.clock.sleep(ms, signal);
+    } finally {
+      this.waitingShared -= 1;
+    }
   }
 
   /** Holds this replica at once and, through the store, the fleet; a store that does not answer holds this one only. */
