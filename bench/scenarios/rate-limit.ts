@@ -32,8 +32,8 @@ function nextMessage<T>(child: ChildProcess): Promise<T> {
 /**
  * Scenario 11. A rate limit the fleet shares: `replicas` processes, each with its own module and `inFlight` loops
  * calling the emulator's API as fast as their turns allow, share `requestsPerSecond` through one redis-server. The
- * emulator (on the real clock) counts the most requests it accepted from the integration in any one second, and
- * limits the integration to the same rate, so a request over it would come back 429.
+ * emulator (on the real clock, with no limit of its own) counts the most requests it received from the integration
+ * in any one second, by their arrival.
  */
 export async function measureRateLimit(
   report: Report,
@@ -53,10 +53,8 @@ async function measureFleet(
   const emulator = await PlatformEmulator.start();
   const children: ChildProcess[] = [];
   try {
-    const integration = await emulator.createIntegration({
-      name: 'bench rate limit',
-      rateLimit: { requestsPerSecond },
-    });
+    // No limit on the emulator's side: its busiest second is then what the fleet really sent, not what it let through.
+    const integration = await emulator.createIntegration({ name: 'bench rate limit' });
     const options: PlatformAuthOptions = {
       ...integration.moduleOptions,
       tokenStore: {
@@ -83,16 +81,9 @@ async function measureFleet(
     const busiest = api.maxPerSecond[integration.machineId] ?? 0;
     report.noMoreThan(
       `${id}.maxPerSecond`,
-      `${fleet}: most requests the platform accepted in any one second`,
+      `${fleet}: most requests the platform received in any one second`,
       busiest,
       requestsPerSecond,
-      'emulator counter',
-    );
-    report.exactly(
-      `${id}.throttled`,
-      `${fleet}: 429s from the platform's own limit (a second that would have held more)`,
-      api.throttled,
-      0,
       'emulator counter',
     );
     report.exactly(`${id}.failed`, `${fleet}: calls that failed`, total('failed'), 0, 'replicas');
@@ -103,7 +94,7 @@ async function measureFleet(
       `${(total('sent') / seconds).toFixed(1)} (${total('sent')} in ${seconds.toFixed(1)} s)`,
       `the limit, ${requestsPerSecond}`,
     );
-    report.detail(id, { counts, seconds, api: { total: api.total, ok: api.ok, throttled: api.throttled } });
+    report.detail(id, { counts, seconds, api: { total: api.total, ok: api.ok } });
   } finally {
     for (const child of children) {
       if (child.exitCode !== null || child.signalCode !== null) continue;

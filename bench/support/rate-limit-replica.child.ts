@@ -19,8 +19,7 @@ interface Setup {
 
 interface Gate {
   acquire(signal?: AbortSignal): Promise<void>;
-  start(): void;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** The internals the explicit gate is built from, found beside the package's entry point in `dist/`. */
@@ -37,7 +36,11 @@ async function explicitGate(options: PlatformAuthOptions, waits: number[]): Prom
     options,
     Date.now(),
   )) as { tokenStore: unknown; rateLimit: unknown };
-  const Host = TokenStoreHost as unknown as new (input: unknown) => { scripts: unknown; connect(): Promise<void> };
+  const Host = TokenStoreHost as unknown as new (input: unknown) => {
+    scripts: unknown;
+    connect(): Promise<void>;
+    close(): Promise<void>;
+  };
   const host = new Host({
     settings: config.tokenStore,
     identity: config,
@@ -47,7 +50,7 @@ async function explicitGate(options: PlatformAuthOptions, waits: number[]): Prom
     observer: { storeLock: () => undefined },
   });
   await host.connect();
-  const gate = (createRateLimitGate as (input: unknown) => Gate)({
+  const gate = (createRateLimitGate as (input: unknown) => { acquire: Gate['acquire']; start(): void; close(): void })({
     settings: config.rateLimit,
     integration: 'default',
     clock: systemClock,
@@ -56,7 +59,13 @@ async function explicitGate(options: PlatformAuthOptions, waits: number[]): Prom
     logger,
   });
   gate.start();
-  return gate;
+  return {
+    acquire: (signal) => gate.acquire(signal),
+    close: async () => {
+      gate.close();
+      await host.close();
+    },
+  };
 }
 
 const setup = await new Promise<Setup>((resolve) => process.once('message', (message) => resolve(message as Setup)));
@@ -98,7 +107,7 @@ process.on('message', (message: { command: 'run'; durationMs: number; inFlight: 
   });
 });
 process.on('disconnect', () => {
-  gate?.close();
+  void gate?.close();
   void app.close();
 });
 process.send!({ ready: true });
