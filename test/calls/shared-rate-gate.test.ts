@@ -68,6 +68,17 @@ describe('the rate limit a fleet shares through Redis', () => {
     expect(sleeping.gate.status()).toMatchObject({ mode: 'shared', waiting: 1 });
   });
 
+  it('gives up a turn it comes back to too late, and takes a new one instead of sending beside later turns', async () => {
+    const { clock, gate } = replica(redis(), freshBase(), rateLimitShape(1 / 60), 90_000);
+    await gate.acquire();
+    const second = gate.acquire().catch((e: unknown) => e);
+    await expect.poll(() => clock.pendingSleeps).toBe(1);
+    // The event loop "wakes" two minutes late: the turn a minute ahead is stale, and the next one lies beyond
+    // maxWaitMs counted from when the request started waiting.
+    clock.advance(120_000);
+    expect(await second).toBeInstanceOf(RateLimitWaitError);
+  });
+
   it('holds the whole fleet after one replica is told Retry-After', async () => {
     const base = freshBase();
     const [told, other] = [0, 1].map(() => replica(redis(), base, rateLimitShape(100), 10_000));
