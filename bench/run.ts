@@ -7,6 +7,7 @@ import { measureFetchOverhead } from './scenarios/fetch-overhead.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
 import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureRateLimit } from './scenarios/rate-limit.js';
 import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
 import { measureTenantsFleet } from './scenarios/tenants-fleet.js';
@@ -64,6 +65,7 @@ const sizes = {
     coldRounds: scale(20, 4),
   },
   tenantsFleet: { replicas: 4, tenants: scale(1_000, 100), inFlight: 16 },
+  rateLimit: { replicas: 3, requestsPerSecond: 50, durationMs: scale(20_000, 4_000), inFlight: 16, bursts: [50, 5] },
 };
 
 const machine = describeMachine();
@@ -90,6 +92,7 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['shared store', (p) => measureSharedStore(p, report, sizes.store)],
   ['tenants', () => measureTenants(report, sizes.tenants)],
   ['tenants fleet', () => measureTenantsFleet(report, sizes.tenantsFleet)],
+  ['rate limit', () => measureRateLimit(report, sizes.rateLimit)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;

@@ -55,6 +55,7 @@ export type {
   PlatformAuthDeprecatedOptions,
   PlatformAuthOptions,
   PlatformAuthSigner,
+  RateLimitOptions,
   RetryOptions,
   ThumbprintAlgorithm,
   TokenStoreTimingOptions,
@@ -71,10 +72,12 @@ export {
   type PlatformAuthDiagnosticsEvent,
   type RetryReason,
   type PlatformAuthDiagnosticsEventBody,
+  type RateLimitMode,
   type StoreLockOutcome,
 } from './telemetry/telemetry.events.js';
 export type {
   LastExchangeStatus,
+  RateLimitStatus,
   SharedStoreStatus,
   TokenProviderStatus,
   TokenState,
@@ -97,6 +100,7 @@ export {
   type TokenExchangeErrorDetails,
   type TokenExchangeFailure,
 } from './platform-auth.errors.js';
+export { RateLimitWaitError } from './calls/rate-limit/rate-limit.errors.js';
 // The shared token store. RedisTokenStore imports `redis` only when it connects (with types of our own), and the
 // module needs it anyway for PLATFORM_TOKEN_STORE_URL, so exporting it here costs users without a store nothing; a
 // `./redis` subpath would add an entry point and save no code.

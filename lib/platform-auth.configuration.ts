@@ -16,6 +16,7 @@ import {
   openNextCredentials,
 } from './credentials/next-credentials.loader.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
+import { resolveRateLimitOptions, type ResolvedRateLimit } from './calls/rate-limit/rate-limit.options.js';
 
 /** Everything start-up validation produced: the settings, the parsed credentials, the shared store's settings. */
 export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
@@ -28,6 +29,8 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
   readonly nextCredentialSources?: CredentialSources;
   /** The shared token store; absent when none is configured. */
   readonly tokenStore?: ResolvedTokenStoreConfig;
+  /** The rate limit of calls to the platform's APIs; absent when none is configured. */
+  readonly rateLimit?: ResolvedRateLimit;
   readonly warnings: readonly ConfigProblem[];
 }
 
@@ -49,8 +52,9 @@ export function resolvePlatformAuthOptions(
   const nextSources = nextCredentialSources(options);
   const next = nextSources && loadNextCredentials(nextSources, credentials, nowMs, report);
   const tokenStore = resolveTokenStoreOptions(options, report);
+  const rateLimit = resolveRateLimitOptions(options, report);
   report.throwIfProblems();
-  return resolved(options, settings!, credentials!, tokenStore, report, next);
+  return { ...resolved(options, settings!, credentials!, tokenStore, report, next), rateLimit };
 }
 
 /**
@@ -73,13 +77,14 @@ export async function loadPlatformAuthConfig(
   const nextSources = nextCredentialSources(options);
   const next = nextSources && (await openNextCredentials(nextSources, credentials, nowMs, report));
   const tokenStore = resolveTokenStoreOptions(options, report);
+  const rateLimit = resolveRateLimitOptions(options, report);
   report.checkVariables(env);
   if (report.problems.length > 0) {
     await credentials?.key.close();
     await next?.key.close();
   }
   report.throwIfProblems();
-  return resolved(options, settings!, credentials!, tokenStore, report, next);
+  return { ...resolved(options, settings!, credentials!, tokenStore, report, next), rateLimit };
 }
 
 function resolved(

@@ -11,7 +11,14 @@ export interface PlatformAuthObserver extends RetryObserver {
   credentialsChanged(outcome: CredentialChangeOutcome): void;
   certificateExpiring(daysLeft: number): void;
   storeLock(outcome: StoreLockOutcome): void;
+  /** A request to the platform's API waited `waitMs` for its turn under the rate limit (0: it went at once). */
+  rateLimitWait(waitMs: number): void;
+  /** The rate limit went to this replica's share (the store does not answer), or back to the fleet's shared limit. */
+  rateLimitMode(mode: RateLimitMode): void;
 }
+
+/** `fallback`: each replica keeps its share of the limit; `shared`: the fleet shares one limit through the store. */
+export type RateLimitMode = 'shared' | 'fallback';
 
 /** What became of one attempt to take the shared store's lock (fed by the shared token store). */
 export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';

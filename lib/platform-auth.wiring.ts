@@ -15,6 +15,7 @@ import { TokenStatusTracker } from './token/token-status.tracker.js';
 import { runStartupCheck } from './token/startup.check.js';
 import { observedTokenSource, type PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { TokenStoreHost } from './store/token-store.host.js';
+import { createRateLimitGate, type RateLimitGate } from './calls/rate-limit/rate-limit.gate.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
 import { BearerPolicy } from './http/transport/bearer.policy.js';
@@ -52,6 +53,7 @@ export class PlatformAuthRuntime {
     readonly telemetry: PlatformAuthTelemetry;
     readonly credentials: CredentialsLifecycle;
     readonly store?: TokenStoreHost;
+    readonly rateLimit?: RateLimitGate;
     readonly client: TokenExchangeClient;
     readonly closeHttp: () => void;
     readonly detachInterceptor: () => void;
@@ -112,7 +114,17 @@ export class PlatformAuthRuntime {
       sharedStore: store !== undefined,
       shutdown,
     });
-    const statusSources = { integration, clock, cache, credentials, sharedStore: store };
+    const rateLimit =
+      config.rateLimit &&
+      createRateLimitGate({
+        settings: config.rateLimit,
+        integration,
+        clock,
+        shared: store?.scripts,
+        events: { waited: (ms) => telemetry.rateLimitWait(ms), modeChanged: (mode) => telemetry.rateLimitMode(mode) },
+        logger,
+      });
+    const statusSources = { integration, clock, cache, credentials, sharedStore: store, rateLimit };
     this.tokens = new TokenProvider({
       cache,
       clockOffsetMs: () => attempts.clockOffsetMs,
@@ -122,7 +134,7 @@ export class PlatformAuthRuntime {
 
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
     const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry);
-    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, OPEN_GATE, retry);
+    const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, rateLimit ?? OPEN_GATE, retry);
     const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
@@ -139,6 +151,7 @@ export class PlatformAuthRuntime {
       telemetry,
       credentials,
       store,
+      rateLimit,
       client,
       closeHttp: () => http.close(),
       detachInterceptor: () => interceptor.detachAll(),
@@ -149,6 +162,7 @@ export class PlatformAuthRuntime {
   async onModuleInit(): Promise<void> {
     this.#parts.logger.log(this.#parts.startupLine);
     await this.#parts.store?.connect();
+    this.#parts.rateLimit?.start();
     this.#parts.credentials.start();
   }
 
@@ -172,6 +186,7 @@ export class PlatformAuthRuntime {
     await this.platformFetch.close();
     parts.client.destroy();
     parts.telemetry.close();
+    parts.rateLimit?.close();
     await parts.store?.close();
     await parts.credentials.close();
   }

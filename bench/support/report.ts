@@ -97,6 +97,19 @@ export class Report {
     });
   }
 
+  /** A count with a ceiling that is correctness (a limit the library promises): over it fails the run. */
+  noMoreThan(id: string, label: string, value: number, limit: number, baseline: string): void {
+    this.figures.push({
+      id,
+      label,
+      value,
+      display: formatNumber(value),
+      baseline,
+      target: `≤ ${formatNumber(limit)}`,
+      status: value <= limit ? 'met' : 'FAILED',
+    });
+  }
+
   info(id: string, label: string, value: number, display: string, baseline: string, spread?: RoundSpread): void {
     this.figures.push({ id, label, value, display, baseline, target: '—', status: 'info', spread });
   }

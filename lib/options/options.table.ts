@@ -2,6 +2,7 @@ import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interfa
 import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
+import type { RateLimitOptions } from './rate-limit-options.interface.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
 import type {
   TokenStoreOptions,
@@ -12,6 +13,7 @@ import { CALL_ROWS } from './options.table.calls.js';
 import { EXCHANGE_ROWS } from './options.table.exchange.js';
 import { KEY_ROWS } from './options.table.key.js';
 import { ASSERTION_ROWS, PLATFORM_ROWS, RUNTIME_ROWS } from './options.table.platform.js';
+import { RATE_LIMIT_ROWS } from './options.table.rate-limit.js';
 import { STORE_ROWS } from './options.table.store.js';
 import type { OptionRow, OptionTable } from './options.table.types.js';
 
@@ -28,7 +30,8 @@ type OptionPath =
   | `tokenStore.sentinel.${keyof TokenStoreSentinelOptions}`
   | `tokenStore.tls.${keyof TokenStoreTlsOptions}`
   | `retry.${keyof CallRetryOptions}`
-  | `idempotencyKey.${keyof IdempotencyKeyOptions}`;
+  | `idempotencyKey.${keyof IdempotencyKeyOptions}`
+  | `rateLimit.${keyof RateLimitOptions}`;
 
 /**
  * Every option of machine authentication in one place (user sign-in's are in `options.table.user.ts`, in the same
@@ -44,6 +47,7 @@ export const PLATFORM_AUTH_OPTIONS = {
   ...EXCHANGE_ROWS,
   ...STORE_ROWS,
   ...CALL_ROWS,
+  ...RATE_LIMIT_ROWS,
   ...RUNTIME_ROWS,
 } as const satisfies Record<OptionPath, OptionRow>;
 

@@ -4,12 +4,14 @@ import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interfa
 import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
+import type { RateLimitOptions } from './rate-limit-options.interface.js';
 import type { TokenStore } from './token-store.interface.js';
 import type { TokenStoreOptions } from './token-store-options.interface.js';
 
 export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
 export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
+export type { RateLimitOptions } from './rate-limit-options.interface.js';
 export type {
   DeprecatedKeySourceOptions,
   PlatformAuthDeprecatedOptions,
@@ -91,6 +93,12 @@ export interface PlatformAuthOptions extends PlatformAuthDeprecatedOptions {
    * given here directly is read as `{ instance }`. Default: none, each process exchanges.
    */
   tokenStore?: TokenStoreOptions | TokenStore;
+  /**
+   * A rate limit on calls to the platform's APIs: every request waits its turn (bounded by `maxWaitMs`, then
+   * `RateLimitWaitError`). With `tokenStore` on Redis (`url` or `client`) the replicas share it, and when Redis does
+   * not answer each keeps its share. Default: none.
+   */
+  rateLimit?: RateLimitOptions;
   /** Time source; tests inject one. Default: the system clock. */
   clock?: Clock;
   /**

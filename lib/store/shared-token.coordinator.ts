@@ -45,6 +45,11 @@ export interface SharedTokenContext {
   readonly mode: SharedStoreStatus['mode'];
 }
 
+/** The base of every key of one integration; the hash tag puts them all in one Redis Cluster slot. */
+export function storeKeyBase(keyPrefix: string, namespace: string): string {
+  return `${keyPrefix}{${namespace}}`;
+}
+
 const FIRST_POLL_MS = 10;
 /** Low enough that a waiter sees the token within ~100 ms of its write; a few Redis reads a second per waiter. */
 const MAX_POLL_MS = 100;
@@ -79,8 +84,7 @@ export class SharedTokenCoordinator {
     namespace: string,
     private readonly context: SharedTokenContext,
   ) {
-    // The hash tag: Redis Cluster puts every key of one integration in one slot.
-    const base = `${keyPrefix}{${namespace}}`;
+    const base = storeKeyBase(keyPrefix, namespace);
     this.keys = { token: `${base}:token`, lock: `${base}:lock`, failure: `${base}:failure` };
     this.clock = context.clock;
     this.timing = context.timing;

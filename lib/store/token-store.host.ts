@@ -5,12 +5,21 @@ import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { settingName } from '../options/config.report.js';
 import type { SharedStoreStatus } from '../token/token-status.types.js';
 import type { TokenSource } from '../token/token.cache.js';
-import { SharedTokenCoordinator } from './shared-token.coordinator.js';
+import { SharedTokenCoordinator, storeKeyBase } from './shared-token.coordinator.js';
 import { sharedTokenSource } from './shared-token.source.js';
 import { TokenStoreCodec, namespaceOf, type NamespaceInput } from './token-store.codec.js';
 import type { ResolvedTokenStoreConfig } from './token-store.options.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from './token-store.redis.js';
-import { OwnedRedisChannel } from './redis.channel.js';
+import { OwnedRedisChannel, clientChannel, type RedisChannel } from './redis.channel.js';
+import type { SendCommand } from './redis-client.factory.js';
+
+/** The store's Redis for other parts of the integration that keep shared state in it (the rate limit's bucket). */
+export interface SharedScriptChannel {
+  readonly send: SendCommand;
+  /** `<keyPrefix>{<namespace>}`, the base of every key of the integration (one Cluster slot). */
+  readonly keyBase: string;
+  readonly operationTimeoutMs: number;
+}
 
 /** The option that configured the store's connection, for the message when the `redis` package is missing. */
 const MODE_OPTION = {
@@ -38,19 +47,30 @@ export class TokenStoreHost {
   private readonly owned?: RedisEntryStore;
   private readonly integration: string;
   private readonly mode: SharedStoreStatus['mode'];
+  /** Absent for a `TokenStore` of the application's own: the module cannot run a script on it. */
+  readonly scripts?: SharedScriptChannel;
 
   constructor({ settings, identity, clock, integration, logger, observer }: TokenStoreHostInput) {
     this.integration = integration;
     const { connection } = settings;
     this.mode = connection?.mode ?? 'provided';
-    this.owned =
-      connection && !settings.store
-        ? new RedisEntryStore(
-            new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs),
-            settings.maxEntryBytes,
-          )
-        : undefined;
+    // One connection per integration: the token's entries and any script of the module's own go through it. A store
+    // on a connection shared by tenants (a `RedisEntryStore` passed in) lends its channel for the scripts too.
+    const owns = connection !== undefined && !settings.store;
+    const channel: RedisChannel | undefined = owns
+      ? new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs)
+      : settings.client
+        ? clientChannel(settings.client)
+        : settings.store instanceof RedisEntryStore
+          ? settings.store.channel
+          : undefined;
+    this.owned = owns ? new RedisEntryStore(channel!, settings.maxEntryBytes) : undefined;
     const namespace = namespaceOf(identity);
+    this.scripts = channel && {
+      send: channel.send,
+      keyBase: storeKeyBase(settings.keyPrefix, namespace),
+      operationTimeoutMs: settings.timing.operationTimeoutMs,
+    };
     this.coordinator = new SharedTokenCoordinator(
       settings.store ?? this.owned!,
       new TokenStoreCodec(settings.keys, namespace),

@@ -4,6 +4,7 @@ import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.
 import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
+import type { RedisTokenStoreClient } from './redis.channel.js';
 import { RedisTokenStore } from './token-store.redis.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
 import {
@@ -20,6 +21,8 @@ export interface ResolvedTokenStoreConfig {
    * `connection`, it is a connection to that Redis someone else made and closes (the tenant registry's, shared).
    */
   readonly store?: TokenStore;
+  /** The application's Redis client under `store` (`tokenStore.client`), for scripts of the module's own. */
+  readonly client?: RedisTokenStoreClient;
   readonly connection?: RedisConnectionSettings;
   readonly keys: readonly EncryptionKey[];
   readonly keyPrefix: string;
@@ -106,7 +109,15 @@ export function resolveTokenStoreOptions(
       'is not above lockTtlMs: when a replica dies mid-exchange, the others exchange on their own instead of one taking over',
     );
   }
-  return { store, connection, keys, keyPrefix: prefix, timing, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) };
+  return {
+    store,
+    client: options.tokenStore === undefined ? client : undefined,
+    connection,
+    keys,
+    keyPrefix: prefix,
+    timing,
+    maxEntryBytes: maxEntryBytesFor(maxResponseBytes),
+  };
 }
 
 /** A `RedisTokenStore` on the application's client (`tokenStore.client`); the client stays the application's. */

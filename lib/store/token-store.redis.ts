@@ -59,7 +59,8 @@ return current`;
  */
 export class RedisEntryStore implements TokenStore {
   constructor(
-    private readonly channel: RedisChannel,
+    /** @internal Lent to the module's own scripts (the shared rate limit) on the same connection. */
+    readonly channel: RedisChannel,
     private readonly maxEntryBytes: number,
   ) {}
 

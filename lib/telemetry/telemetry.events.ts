@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type { CredentialChangeOutcome, RetryReason, StoreLockOutcome } from '../platform-auth.observer.js';
+import type {
+  CredentialChangeOutcome,
+  RateLimitMode,
+  RetryReason,
+  StoreLockOutcome,
+} from '../platform-auth.observer.js';
 
 /**
  * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
@@ -23,6 +28,7 @@ export const TELEMETRY_NAMES = {
   storeLock: 'platform_auth.store.lock',
   credentialChanges: 'platform_auth.credentials.changes',
   retries: 'platform_auth.http.retries',
+  rateLimitWait: 'platform_auth.http.rate_limit.wait',
   userTokenRequests: 'platform_auth.user.token_requests',
   userTokenRequestDuration: 'platform_auth.user.token_request.duration',
   exchangeSpan: 'platform_auth.token_exchange',
@@ -61,7 +67,12 @@ export const TELEMETRY_ATTRIBUTES = {
   resendCount: 'http.request.resend_count',
 } as const;
 
-export type { CredentialChangeOutcome, RetryReason, StoreLockOutcome } from '../platform-auth.observer.js';
+export type {
+  CredentialChangeOutcome,
+  RateLimitMode,
+  RetryReason,
+  StoreLockOutcome,
+} from '../platform-auth.observer.js';
 
 /** What happened, without the integration it happened to. */
 export type PlatformAuthDiagnosticsEventBody =
@@ -79,7 +90,8 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
   | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
   | { readonly event: 'call:retry'; readonly reason: RetryReason; readonly resendCount: number }
-  | { readonly event: 'call:retry-budget-exhausted' };
+  | { readonly event: 'call:retry-budget-exhausted' }
+  | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode };
 
 /** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
 export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;

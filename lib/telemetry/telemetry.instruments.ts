@@ -30,6 +30,7 @@ export interface Instruments {
   readonly storeLock: OtelCounter;
   readonly credentialChanges: OtelCounter;
   readonly retries: OtelCounter;
+  readonly rateLimitWait: OtelHistogram;
   readonly gauges: readonly [OtelObservableGauge, (result: OtelObservableResult) => void][];
 }
 
@@ -75,6 +76,10 @@ export function createInstruments(scope: InstrumentationScope, gaugeCallback: Ga
     retries: meter.createCounter(NAMES.retries, {
       description: "Calls to the platform's APIs re-sent after a transient failure, by reason",
       unit: '{request}',
+    }),
+    rateLimitWait: meter.createHistogram(NAMES.rateLimitWait, {
+      description: "Time a request to the platform's API waited for its turn under the rate limit (0: none)",
+      unit: 's',
     }),
     gauges,
   };

@@ -18,6 +18,7 @@ import {
   TELEMETRY_NAMES as NAMES,
   type CredentialChangeOutcome,
   type PlatformAuthDiagnosticsEventBody,
+  type RateLimitMode,
   type RetryReason,
   type StoreLockOutcome,
 } from './telemetry.events.js';
@@ -200,6 +201,15 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
 
   retryBudgetExhausted(): void {
     this.publish({ event: 'call:retry-budget-exhausted' });
+  }
+
+  /** Every request's wait, on the histogram only: an event per request would flood the channel. */
+  rateLimitWait(waitMs: number): void {
+    this.instruments?.rateLimitWait.record(waitMs / 1000, this.attributes);
+  }
+
+  rateLimitMode(mode: RateLimitMode): void {
+    this.publish({ event: 'rate_limit:mode', mode });
   }
 
   /** At shutdown: the gauges stop reading from this integration. */

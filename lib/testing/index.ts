@@ -13,6 +13,7 @@ export type {
   EmulatedModuleOptions,
   EmulatorCounters,
   EmulatorFault,
+  EmulatorRateLimit,
   FaultTarget,
   IntegrationPermission,
   PlatformEmulatorOptions,

@@ -3,7 +3,12 @@ import type { Clock } from '../platform-auth.clock.js';
 import { certificateNotAfterMs, daysLeft } from '../credentials/active-credentials.js';
 import type { CredentialsLifecycle } from './credentials.lifecycle.js';
 import type { ExchangeReport, TokenCache, TokenCacheListener } from './token.cache.js';
-import type { LastExchangeStatus, SharedStoreStatus, TokenProviderStatus } from './token-status.types.js';
+import type {
+  LastExchangeStatus,
+  RateLimitStatus,
+  SharedStoreStatus,
+  TokenProviderStatus,
+} from './token-status.types.js';
 
 /** The parts `status()` reads besides what the tracker records. */
 export interface StatusSources {
@@ -12,6 +17,7 @@ export interface StatusSources {
   readonly cache: Pick<TokenCache, 'state' | 'current'>;
   readonly credentials: Pick<CredentialsLifecycle, 'describe' | 'reloadStatus'>;
   readonly sharedStore?: { status(): SharedStoreStatus };
+  readonly rateLimit?: { status(): RateLimitStatus };
 }
 
 /**
@@ -73,6 +79,7 @@ export class TokenStatusTracker implements TokenCacheListener {
         switched: switched && { at: new Date(switched.atMs), from: switched.from, to: switched.to },
       },
       sharedStore: sources.sharedStore?.status(),
+      rateLimit: sources.rateLimit?.status(),
     };
   }
 }

@@ -47,6 +47,28 @@ export interface SharedStoreStatus {
 }
 
 /**
+ * The rate limit of calls to the platform's APIs, when one is configured.
+ * - `local`: kept by this process alone (no shared store on Redis).
+ * - `shared`: the replicas share one limit through the store.
+ * - `fallback`: the store does not answer; this replica keeps its share of the limit (`requestsPerSecond` is that
+ *   share: the limit divided by `replicasSeen`), and `problem` says why, until the store answers again.
+ */
+export interface RateLimitStatus {
+  /** Where the limit is kept now: this process alone, the fleet's bucket in the store, or this replica's share. */
+  readonly mode: 'local' | 'shared' | 'fallback';
+  /** The limit this process applies now: the configured one, or its share of it in `fallback`. */
+  readonly requestsPerSecond: number;
+  /** With a shared store: the replicas last seen through it, this one included. */
+  readonly replicasSeen?: number;
+  /** Requests waiting for their turn in this process. */
+  readonly waiting: number;
+  /** In `fallback`: the store's problem, as `sharedStore.problem` names it. */
+  readonly problem?: string;
+  /** In `fallback`: since when. */
+  readonly since?: Date;
+}
+
+/**
  * A snapshot of token acquisition, safe to log and to serve: no token, no assertion, no key material, no
  * machineId. Built synchronously from fields the provider keeps anyway.
  */
@@ -86,4 +108,5 @@ export interface TokenProviderStatus {
     readonly switched?: { readonly at: Date; readonly from: string; readonly to: string };
   };
   readonly sharedStore?: SharedStoreStatus;
+  readonly rateLimit?: RateLimitStatus;
 }

@@ -317,7 +317,15 @@ describe('counters', () => {
 
     expect(platform.counters).toEqual({
       exchanges: { total: 3, accepted: 1, rejected: 1, faulted: 1 },
-      apiCalls: { total: 5, ok: 1, unauthorized: 1, forbidden: 1, faulted: 1 },
+      apiCalls: {
+        total: 5,
+        ok: 1,
+        unauthorized: 1,
+        forbidden: 1,
+        faulted: 1,
+        throttled: 0,
+        maxPerSecond: { [integration.machineId]: expect.any(Number) },
+      },
     });
     platform.resetCounters();
     expect(platform.counters.exchanges.total).toBe(0);

@@ -122,6 +122,10 @@ async function emitEverything(): Promise<Emitted> {
     });
     const store = await PlatformAuthTelemetry.load({ integration: 'store', name: 'billing' }, clock);
     store.storeLock('acquired');
+    // The rate limit's: a request that waited, and the fallback to a replica's share and back.
+    store.rateLimitWait(250);
+    store.rateLimitMode('fallback');
+    store.rateLimitMode('shared');
     store.close();
     const metrics = await otel.collect(); // the gauges, while tokens are cached
     clock.advance(340 * DAY); // the certificate's expiry warnings start 30 days before

@@ -62,6 +62,18 @@ export function answerWithFault(
         body: HTML_ERROR_PAGE,
       });
       return 200;
+    case 'retry-after': {
+      const { status, retryAfter } = fault;
+      writeResponse(res, emulatorNow, {
+        status,
+        headers: { 'retry-after': retryAfter instanceof Date ? retryAfter.toUTCString() : String(retryAfter) },
+        body: {
+          error: status === 429 ? 'rate_limited' : 'temporarily_unavailable',
+          error_description: 'injected fault: try again after Retry-After',
+        },
+      });
+      return status;
+    }
     case 'drop':
       // A TCP reset, not a clean close: what a client sees when a load balancer or a crashing process drops it.
       res.socket?.resetAndDestroy();
@@ -82,6 +94,15 @@ function checkedFault(fault: EmulatorFault): EmulatorFault {
       if (!Number.isFinite(fault.ms) || fault.ms < 0)
         throw new Error(`injectFault: delay ms must be a finite number >= 0, got ${String(fault.ms)}`);
       return fault;
+    case 'retry-after': {
+      const { status, retryAfter } = fault;
+      if (status !== 429 && status !== 503)
+        throw new Error(`injectFault: a retry-after fault answers 429 or 503, got ${String(status)}`);
+      const seconds = typeof retryAfter === 'number' && Number.isSafeInteger(retryAfter) && retryAfter >= 0;
+      if (!seconds && !(retryAfter instanceof Date && Number.isFinite(retryAfter.getTime())))
+        throw new Error('injectFault: retryAfter must be whole seconds >= 0 or a valid Date');
+      return fault;
+    }
     case 'hang':
     case 'drop':
     case 'malformed-json':

@@ -4,11 +4,13 @@ import type {
   EmulatedIntegration,
   EmulatedModuleOptions,
   EmulatorCounters,
+  EmulatorRateLimit,
   IntegrationPermission,
   PlatformEmulatorOptions,
   RegisteredIntegration,
 } from './emulator.types.js';
 import type { TestCredentials } from '../test-credentials.util.js';
+import { checkRateLimit } from './emulator.rate-limit.js';
 
 /** What of the emulator's own settings an app needs to talk to it. */
 export interface EmulatorClientSettings {
@@ -65,6 +67,12 @@ export function emulatedIntegration(
     set permissions(permissions: IntegrationPermission[]) {
       integration.permissions = permissions;
     },
+    get rateLimit() {
+      return integration.rateLimit;
+    },
+    set rateLimit(limit: EmulatorRateLimit | undefined) {
+      integration.rateLimit = checkRateLimit(limit, 'rateLimit');
+    },
     privateKeyPem: credentials.privateKeyPem,
     certificatePem: credentials.certificatePem,
     moduleOptions,
@@ -75,7 +83,7 @@ export function emulatedIntegration(
 export function emptyCounters(): EmulatorCounters {
   return {
     exchanges: { total: 0, accepted: 0, rejected: 0, faulted: 0 },
-    apiCalls: { total: 0, ok: 0, unauthorized: 0, forbidden: 0, faulted: 0 },
+    apiCalls: { total: 0, ok: 0, unauthorized: 0, forbidden: 0, faulted: 0, throttled: 0, maxPerSecond: {} },
   };
 }
 

@@ -3,14 +3,17 @@ import type { IncomingMessage } from 'node:http';
 import type { AccessTokenStore } from './emulator.access-tokens.js';
 import { MAX_REQUEST_BODY_BYTES, readBody, type EmulatorResponse } from './emulator.http.js';
 import type { IntegrationRegistry } from './emulator.registry.js';
+import { ApiRateWindows } from './emulator.rate-limit.js';
 import type { IntegrationPermission } from './emulator.types.js';
 
 /** Which `EmulatorCounters.apiCalls` bucket an answer counts in, besides `total`. */
-export type ApiCallOutcome = 'ok' | 'unauthorized' | 'forbidden' | 'other';
+export type ApiCallOutcome = 'ok' | 'unauthorized' | 'forbidden' | 'throttled' | 'other';
 
 export interface PlaceholderApiAnswer {
   readonly response: EmulatorResponse;
   readonly outcome: ApiCallOutcome;
+  /** Once the request was accepted under the integration's rate limit: whose, and how many in the last second. */
+  readonly accepted?: { readonly machineId: string; readonly inLastSecond: number };
 }
 
 interface PlaceholderRoute {
@@ -30,9 +33,13 @@ export const PLACEHOLDER_ROUTES: ReadonlyMap<string, PlaceholderRoute> = new Map
 
 /** The protected side of the platform (docs/platform-contract.md#platform-apis): every route wants a bearer token. */
 export class PlaceholderApi {
+  private readonly windows = new ApiRateWindows();
+
   constructor(
     private readonly tokens: AccessTokenStore,
     private readonly registry: IntegrationRegistry,
+    /** Emulator time, ms: what the rate limit counts seconds by. */
+    private readonly now: () => number,
   ) {}
 
   async answer(req: IncomingMessage, pathname: string): Promise<PlaceholderApiAnswer> {
@@ -67,9 +74,13 @@ export class PlaceholderApi {
       };
     }
     const integration = this.registry.get(bearer.machineId);
+    const admitted = this.windows.admit(integration.machineId, integration.rateLimit, this.now());
+    if (typeof admitted !== 'number') return { outcome: 'throttled', response: admitted };
+    const accepted = { machineId: integration.machineId, inLastSecond: admitted };
     if (!integration.permissions.includes(route.permission)) {
       return {
         outcome: 'forbidden',
+        accepted,
         response: {
           status: 403,
           headers: { 'www-authenticate': 'Bearer error="insufficient_scope"' },
@@ -81,7 +92,7 @@ export class PlaceholderApi {
       };
     }
     const response = route.handle(integration.machineId, bodyRead.body, req.headers['content-type']);
-    return { response, outcome: response.status < 300 ? 'ok' : 'other' };
+    return { response, outcome: response.status < 300 ? 'ok' : 'other', accepted };
   }
 
   private authenticate(

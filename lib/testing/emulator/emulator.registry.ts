@@ -2,6 +2,7 @@ import { randomUUID, X509Certificate, type KeyObject } from 'node:crypto';
 import { certificateThumbprint } from '../../credentials/thumbprint.util.js';
 import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type { IntegrationPermission, RegisteredIntegration, RegisterIntegrationInput } from './emulator.types.js';
+import { checkRateLimit } from './emulator.rate-limit.js';
 
 export const ALL_PERMISSIONS: readonly IntegrationPermission[] = ['Send message', 'Retrieve billing data'];
 export const ACTIVE_STATUS = 'Active';
@@ -54,6 +55,8 @@ export class IntegrationRegistry {
         status: input.status ?? ACTIVE_STATUS,
         permissions: checkedPermissions(input.permissions ?? [...ALL_PERMISSIONS]),
       };
+      const rateLimit = checkRateLimit(input.rateLimit, where);
+      if (rateLimit) integration.rateLimit = rateLimit;
       return registryEntry(integration, certificate);
     });
     for (const entry of entries) {

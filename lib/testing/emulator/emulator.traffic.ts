@@ -122,15 +122,19 @@ export class EmulatorTraffic {
     apiCalls.total += 1;
     if (fault) {
       apiCalls.faulted += 1;
-      answerWithFault(fault, res, this.parts.now());
+      if (answerWithFault(fault, res, this.parts.now()) === 429) apiCalls.throttled += 1;
       return;
     }
     const pathname = pathnameOf(req);
-    const { response, outcome } = this.parts.userFlow.handles(pathname)
-      ? { response: await this.parts.userFlow.answer(req, pathname), outcome: 'other' as const }
+    const { response, outcome, accepted } = this.parts.userFlow.handles(pathname)
+      ? { response: await this.parts.userFlow.answer(req, pathname), outcome: 'other' as const, accepted: undefined }
       : await this.parts.placeholderApi.answer(req, pathname);
     writeResponse(res, this.parts.now(), response);
     if (outcome !== 'other') apiCalls[outcome] += 1;
+    if (accepted) {
+      const { machineId, inLastSecond } = accepted;
+      apiCalls.maxPerSecond[machineId] = Math.max(apiCalls.maxPerSecond[machineId] ?? 0, inLastSecond);
+    }
   }
 
   private record(entry: TokenRequestRecord): void {

@@ -1,5 +1,8 @@
 import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type { ClaimRuleVerdict } from './emulator.claim-rules.js';
+import type { EmulatorRateLimit } from './emulator.rate-limit.js';
+
+export type { EmulatorRateLimit } from './emulator.rate-limit.js';
 
 /** The two permissions a system integration can hold (docs/platform-contract.md#system-integration). */
 export type IntegrationPermission = 'Send message' | 'Retrieve billing data';
@@ -56,6 +59,8 @@ export interface RegisterIntegrationInput {
   permissions?: IntegrationPermission[];
   /** Default: a new UUID, as the platform assigns one. */
   machineId?: string;
+  /** The platform's rate limit of this integration on the API routes. Default: none. */
+  rateLimit?: EmulatorRateLimit;
 }
 
 /**
@@ -68,6 +73,8 @@ export interface RegisteredIntegration {
   readonly name: string;
   status: string;
   permissions: IntegrationPermission[];
+  /** Assigning it changes the limit at once; `undefined` lifts it. */
+  rateLimit?: EmulatorRateLimit;
 }
 
 /** Options for `PlatformAuthModule.forRoot`, pointing at one emulator as one integration. */
@@ -113,7 +120,12 @@ export type EmulatorFault =
   /** 200 with `Content-Type: application/json` and a truncated JSON body. */
   | { kind: 'malformed-json' }
   /** 200 with an HTML error page, as a misconfigured proxy would send. */
-  | { kind: 'html' };
+  | { kind: 'html' }
+  /**
+   * 429 or 503 with `Retry-After`: whole seconds, or a `Date` sent as an HTTP-date (the date form, on the
+   * emulator's clock when the client compares it with the `Date` header).
+   */
+  | { kind: 'retry-after'; status: 429 | 503; retryAfter: number | Date };
 
 export type FaultTarget = 'token' | 'api';
 
@@ -187,5 +199,18 @@ export interface EmulatorCounters {
    * Requests to anything but the token endpoint. `total` also counts answers outside the other buckets
    * (404, 405, 400 for an unreadable body).
    */
-  apiCalls: { total: number; ok: number; unauthorized: number; forbidden: number; faulted: number };
+  apiCalls: {
+    total: number;
+    ok: number;
+    unauthorized: number;
+    forbidden: number;
+    faulted: number;
+    /** 429s sent on API routes: by an integration's rate limit or by a `retry-after` fault. */
+    throttled: number;
+    /**
+     * Per machineId: the most API requests accepted (authenticated, not throttled) in any one second of emulator
+     * time. What a measurement reads to check that a fleet kept to its limit.
+     */
+    maxPerSecond: Record<string, number>;
+  };
 }

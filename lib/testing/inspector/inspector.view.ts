@@ -179,7 +179,7 @@ export function renderPage(snapshot: InspectorSnapshot, state: PageState): strin
               <th>API calls</th>
               <td>
                 ${Object.entries(snapshot.counters.apiCalls)
-                  .map(([name, value]) => `${name} ${value}`)
+                  .flatMap(([name, value]) => (typeof value === 'number' ? [`${name} ${value}`] : []))
                   .join(' · ')}
               </td>
             </tr>

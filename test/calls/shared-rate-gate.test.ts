@@ -1,0 +1,133 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../lib/testing/fake.clock.js';
+import { ConfigReport } from '../../lib/options/config.report.js';
+import type { FlatPlatformAuthOptions } from '../../lib/options/flat-options.interface.js';
+import { resolveRedisConnection } from '../../lib/store/redis-connection.options.js';
+import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
+import { RateLimitWaitError } from '../../lib/calls/rate-limit/rate-limit.errors.js';
+import { rateLimitShape, type RateLimitShape } from '../../lib/calls/rate-limit/rate-limit.schedule.js';
+import { SharedRateGate } from '../../lib/calls/rate-limit/shared-rate.gate.js';
+import { CapturingLogger } from '../support/capturing-logger.js';
+import { useRedisServer, type RedisServer } from '../support/redis-server.js';
+
+const redis = useRedisServer();
+const closing: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0)) await close();
+});
+
+/** One "replica": its own clock, its own connection to the test's redis-server, one bucket per test. */
+function replica(server: RedisServer, keyBase: string, shape: RateLimitShape, maxWaitMs: number) {
+  const clock = new FakeClock(Date.now());
+  const connection = resolveRedisConnection(
+    { tokenStoreUrl: server.url } as FlatPlatformAuthOptions,
+    new ConfigReport(undefined),
+  )!;
+  const channel = new OwnedRedisChannel(connection, 1_000, 500);
+  const logger = new CapturingLogger();
+  const modes: string[] = [];
+  const waits: number[] = [];
+  const gate = new SharedRateGate(
+    shape,
+    { send: channel.send, keyBase, operationTimeoutMs: 500 },
+    clock,
+    { integration: 'billing', maxWaitMs },
+    { waited: (ms) => waits.push(ms), modeChanged: (mode) => modes.push(mode) },
+    logger,
+  );
+  closing.push(
+    () => gate.close(),
+    () => channel.close(),
+  );
+  return { clock, gate, logger, modes, waits };
+}
+
+function freshBase(): string {
+  return `rl-${randomBytes(4).toString('hex')}:{ns}`;
+}
+
+describe('the rate limit a fleet shares through Redis', () => {
+  it('holds across replicas: one request a minute lets exactly one of six go, across three replicas', async () => {
+    const base = freshBase();
+    const replicas = [0, 1, 2].map(() => replica(redis(), base, rateLimitShape(1 / 60), 90_000));
+    const failures: unknown[] = [];
+    for (const { gate } of replicas) {
+      for (let i = 0; i < 2; i++) gate.acquire().catch((error: unknown) => failures.push(error));
+    }
+    // Each replica on its own would let one go at once: three. Shared, one goes, one waits a minute, four fail.
+    await expect
+      .poll(() => failures.length + replicas.reduce((n, r) => n + r.waits.length + r.clock.pendingSleeps, 0))
+      .toBe(6);
+    expect(failures).toHaveLength(4);
+    for (const error of failures) expect(error).toBeInstanceOf(RateLimitWaitError);
+    expect(replicas.flatMap((r) => r.waits)).toEqual([0]);
+    const sleeping = replicas.find((r) => r.clock.pendingSleeps === 1)!;
+    expect(sleeping.clock.sleeps[0]).toBeGreaterThan(30_000);
+    expect(sleeping.clock.sleeps[0]).toBeLessThanOrEqual(66_000);
+    expect(sleeping.gate.status()).toMatchObject({ mode: 'shared', waiting: 1 });
+  });
+
+  it('gives up a turn it comes back to too late, and takes a new one instead of sending beside later turns', async () => {
+    const { clock, gate } = replica(redis(), freshBase(), rateLimitShape(1 / 60), 90_000);
+    await gate.acquire();
+    const second = gate.acquire().catch((e: unknown) => e);
+    await expect.poll(() => clock.pendingSleeps).toBe(1);
+    // The event loop "wakes" two minutes late: the turn a minute ahead is stale, and the next one lies beyond
+    // maxWaitMs counted from when the request started waiting.
+    clock.advance(120_000);
+    expect(await second).toBeInstanceOf(RateLimitWaitError);
+  });
+
+  it('holds the whole fleet after one replica is told Retry-After', async () => {
+    const base = freshBase();
+    const [told, other] = [0, 1].map(() => replica(redis(), base, rateLimitShape(100), 10_000));
+    told.gate.holdUntil(told.clock.now() + 30_000);
+    // Its own next request follows the hold on its connection, so once it is refused the hold is in Redis.
+    expect(await told.gate.acquire().catch((e: unknown) => e)).toBeInstanceOf(RateLimitWaitError);
+    const error = await other.gate.acquire().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitWaitError);
+    expect((error as RateLimitWaitError).waitMs).toBeGreaterThan(10_000);
+    expect((error as RateLimitWaitError).waitMs).toBeLessThanOrEqual(30_000);
+  });
+
+  it('keeps its share while Redis is down, says so, and shares again once Redis is back', async () => {
+    const base = freshBase();
+    const [one, two] = [0, 1].map(() => replica(redis(), base, rateLimitShape(10), 10_000));
+    one.gate.start();
+    two.gate.start();
+    await one.gate.acquire();
+    await two.gate.acquire();
+    // The store's answer to this one counts both: the other replica's call above went first.
+    await one.gate.acquire();
+    expect(one.gate.status()).toMatchObject({ mode: 'shared', replicasSeen: 2, requestsPerSecond: 10 });
+
+    await redis().kill();
+    try {
+      await one.gate.acquire();
+      expect(one.gate.status()).toMatchObject({
+        mode: 'fallback',
+        replicasSeen: 2,
+        requestsPerSecond: 5,
+        problem: expect.any(String),
+      });
+      expect(one.modes).toEqual(['fallback']);
+      expect(one.logger.messages('warn')).toEqual([expect.stringContaining('5 requests/s (1/2 of 10)')]);
+      // Its share: five a second, the first of them already gone.
+      for (let i = 0; i < 4; i++) await one.gate.acquire();
+      expect(one.clock.pendingSleeps).toBe(0);
+      const sixth = one.gate.acquire();
+      await expect.poll(() => one.clock.pendingSleeps).toBe(1);
+      one.clock.advance(1_100);
+      await sixth;
+    } finally {
+      await redis().launch();
+    }
+    one.clock.advance(1_000);
+    await one.gate.acquire();
+    expect(one.gate.status()).toMatchObject({ mode: 'shared' });
+    expect(one.gate.status().problem).toBeUndefined();
+    expect(one.modes).toEqual(['fallback', 'shared']);
+    expect(one.logger.messages('log')).toEqual([expect.stringContaining('share one limit again')]);
+  });
+});
