@@ -15,7 +15,6 @@ interface ReplicaCounts {
   throttled: number;
   otherStatus: number;
   failed: number;
-  medianWaitMs: number;
 }
 
 function nextMessage<T>(child: ChildProcess): Promise<T> {
@@ -67,7 +66,7 @@ async function measureFleet(
     for (let i = 0; i < replicas; i++) {
       const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       children.push(child);
-      child.send({ options, rateLimit: { requestsPerSecond, burst }, explicitGate: true });
+      child.send({ options, rateLimit: { requestsPerSecond, burst } });
     }
     await Promise.all(children.map((child) => nextMessage(child)));
     emulator.resetCounters();
