@@ -318,6 +318,7 @@ describe('counters', () => {
     expect(platform.counters).toEqual({
       exchanges: { total: 3, accepted: 1, rejected: 1, faulted: 1 },
       apiCalls: { total: 5, ok: 1, unauthorized: 1, forbidden: 1, faulted: 1 },
+      idempotency: { keys: 0, duplicates: 0, mismatches: 0 },
     });
     platform.resetCounters();
     expect(platform.counters.exchanges.total).toBe(0);

@@ -188,4 +188,9 @@ export interface EmulatorCounters {
    * (404, 405, 400 for an unreadable body).
    */
   apiCalls: { total: number; ok: number; unauthorized: number; forbidden: number; faulted: number };
+  /**
+   * The API's `Idempotency-Key` journal: distinct keys answered, requests answered again from the journal (processed
+   * no second time), keys reused for a different request (422). A reset zeroes the counts; the journal keeps its keys.
+   */
+  idempotency: { keys: number; duplicates: number; mismatches: number };
 }
