@@ -28,6 +28,7 @@ export const TELEMETRY_NAMES = {
   reauthenticationSpan: 'platform_auth.reauthentication',
   userCodeExchangeSpan: 'platform_auth.user.code_exchange',
   userRefreshSpan: 'platform_auth.user.refresh',
+  outboxJobs: 'platform_auth.outbox.jobs',
 } as const;
 
 /** Attribute keys: OpenTelemetry's own where one exists, `platform_auth.*` otherwise. */
@@ -49,7 +50,14 @@ export const TELEMETRY_ATTRIBUTES = {
   statusCode: 'http.response.status_code',
   /** The host of the token endpoint. */
   serverAddress: 'server.address',
+  /** What happened to an outbox job: `queued`, `sent`, `retried`, `failed`, `dead_lettered`. */
+  outboxEvent: 'platform_auth.outbox.event',
+  /** The outbox's BullMQ queue. */
+  outboxQueue: 'platform_auth.outbox.queue',
 } as const;
+
+/** What happened to an outbox job, as telemetry names it. */
+export type OutboxTelemetryEvent = 'queued' | 'sent' | 'retried' | 'failed' | 'dead_lettered';
 
 export type { CredentialChangeOutcome, StoreLockOutcome } from '../platform-auth.observer.js';
 
@@ -67,7 +75,8 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'reauthentication' }
   | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }
   | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
-  | { readonly event: 'certificate:expiring'; readonly daysLeft: number };
+  | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
+  | { readonly event: 'outbox'; readonly outcome: OutboxTelemetryEvent; readonly queue: string };
 
 /** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
 export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;
