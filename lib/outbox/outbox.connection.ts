@@ -24,6 +24,13 @@ interface NodeRedis {
 export interface OutboxRedis {
   readonly connection: ConnectionOptions;
   readonly owned?: { destroy(): unknown };
+  /** Whether Redis answers now: node-redis's `isReady`, ioredis's `status`. */
+  ready(): boolean;
+}
+
+function isReady(client: unknown): boolean {
+  const { isReady, status } = client as { isReady?: unknown; status?: unknown };
+  return isReady === true || status === 'ready';
 }
 
 export async function loadBullMq(): Promise<BullMq> {
@@ -54,7 +61,7 @@ export async function openRedis(
       `PlatformOutboxModule: no Redis connection; give connection ({ url } or { host, port }) or set ${OUTBOX_REDIS_URL_VARIABLE}`,
     );
   }
-  if (isClient(given)) return { connection: given as ConnectionOptions };
+  if (isClient(given)) return { connection: given as ConnectionOptions, ready: () => isReady(given) };
   const redis = await (import('redis') as Promise<unknown> as Promise<NodeRedis>).catch(() => {
     throw new PlatformOutboxError(
       'config',
@@ -65,10 +72,10 @@ export async function openRedis(
   // Connection errors are reported through BullMQ's own listeners and by enqueue's bound; this one keeps an
   // unanswered 'error' event from ending the process.
   client.on('error', () => undefined);
-  await client.connect().catch(() => {
-    // A Redis that is down at start-up is waited for like one that goes down later: the client keeps reconnecting.
-  });
-  return { connection: client as ConnectionOptions, owned: client };
+  // Not awaited: a Redis down at start-up is waited for like one that goes down later (the client reconnects, BullMQ
+  // waits for it to be ready), and the application starts meanwhile.
+  client.connect().catch(() => undefined);
+  return { connection: client as ConnectionOptions, owned: client, ready: () => isReady(client) };
 }
 
 /** Back-off between reconnections: fast at first, then every 2 s, for ever. */

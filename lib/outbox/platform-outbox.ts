@@ -88,9 +88,12 @@ export class PlatformOutbox
     );
   }
 
-  /** @internal The workers finish the sends in flight while the integrations' clients still work. */
+  /**
+   * @internal The workers finish the sends in flight while the integrations' clients still work. Without Redis they
+   * stop at once: no send could be acknowledged, and BullMQ gives the jobs to another worker once their locks expire.
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.#worker?.close();
+    await this.#worker?.close(!this.#redis?.ready());
   }
 
   /** @internal */

@@ -1,3 +1,4 @@
+import type { DynamicModule, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { PlatformAuthModule } from 'nestjs-platform-auth';
 import {
@@ -30,13 +31,17 @@ export const QUICK_RETRY = { attempts: 4, delayMs: 1, maxDelayMs: 20 } as const;
  */
 export function useOutboxFixtures(): (
   redisUrl: string,
-  options?: PlatformOutboxOptions & { platform?: PlatformEmulator },
+  options?: PlatformOutboxOptions & {
+    platform?: PlatformEmulator;
+    /** Modules beside the default integration: named integrations, a tenant registry. */
+    imports?: (platform: PlatformEmulator) => Promise<(DynamicModule | Type)[]>;
+  },
 ) => Promise<OutboxFixture> {
   const open: (() => Promise<void>)[] = [];
   afterEach(async () => {
     for (const close of open.splice(0).reverse()) await close();
   });
-  return async (redisUrl, { platform: given, ...options } = {}) => {
+  return async (redisUrl, { platform: given, imports, ...options } = {}) => {
     const platform = given ?? (await PlatformEmulator.start());
     if (!given) open.push(() => platform.close());
     const integration = await platform.createIntegration();
@@ -45,6 +50,7 @@ export function useOutboxFixtures(): (
       imports: [
         PlatformAuthModule.forRoot({ ...integration.moduleOptions, startupCheck: 'off' }),
         PlatformOutboxModule.forRoot({ connection: { url: redisUrl }, queueName, retry: QUICK_RETRY, ...options }),
+        ...((await imports?.(platform)) ?? []),
       ],
     }).compile();
     await app.init();

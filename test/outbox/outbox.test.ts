@@ -1,7 +1,8 @@
 import { Test } from '@nestjs/testing';
 import { describe, expect, it } from 'vitest';
-import { PlatformAuthModule } from 'nestjs-platform-auth';
+import { PlatformAuthModule, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { PlatformOutboxError, PlatformOutboxModule, type OutboxJob } from 'nestjs-platform-auth/outbox';
+import type { EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { useOutboxFixtures } from './outbox-kit.js';
@@ -126,29 +127,49 @@ describe('PlatformOutbox: delivery', () => {
   });
 
   it('sends with a named integration, and fails a message for an integration the application lacks', async () => {
-    const f = await start(redis().url);
-    const billing = await f.platform.createIntegration();
-    const app = await Test.createTestingModule({
-      imports: [
-        PlatformAuthModule.forRoot({ ...billing.moduleOptions, name: 'billing', startupCheck: 'off' }),
-        PlatformOutboxModule.forRoot({ connection: { url: redis().url }, queueName: `${f.queueName}-named` }),
-      ],
-    }).compile();
-    await app.init();
-    try {
-      const { PlatformOutbox } = await import('nestjs-platform-auth/outbox');
-      const outbox = app.get(PlatformOutbox);
-      const sent: string[] = [];
-      const failed: string[] = [];
-      outbox.on('sent', ({ id }) => sent.push(id));
-      outbox.on('failed', ({ reason }) => failed.push(reason));
-      const id = await outbox.enqueue({ ...MESSAGE, integration: 'billing' });
-      await outbox.enqueue({ ...MESSAGE, integration: 'nowhere' });
-      await eventually(() => expect([sent, failed.length]).toEqual([[id], 1]));
-      expect(failed[0]).toMatch(/^refused: the integration 'nowhere' is not registered/);
-    } finally {
-      await app.close();
-    }
+    const f = await start(redis().url, {
+      imports: async (platform) => {
+        const billing = await platform.createIntegration();
+        return [PlatformAuthModule.forRoot({ ...billing.moduleOptions, name: 'billing', startupCheck: 'off' })];
+      },
+    });
+    const id = await f.outbox.enqueue({ ...MESSAGE, integration: 'billing' });
+    const unknown = await f.outbox.enqueue({ ...MESSAGE, integration: 'nowhere' });
+
+    await eventually(() => expect(names(f.events).sort()).toEqual(['failed', 'queued', 'queued', 'sent']));
+    expect(f.events.find((e) => e.event === 'sent')?.payload).toMatchObject({ id });
+    expect(await f.outbox.failures()).toEqual([
+      expect.objectContaining({
+        id: unknown,
+        reason: expect.stringMatching(/^refused: the integration 'nowhere' is not registered/),
+      }),
+    ]);
+    expect(f.platform.counters.apiCalls).toMatchObject({ total: 1, ok: 1 });
+  });
+
+  it("sends a tenant's message with that tenant's token, and fails one for a tenant the resolver does not know", async () => {
+    let acme: EmulatedIntegration | undefined;
+    const f = await start(redis().url, {
+      imports: async (platform) => {
+        acme = await platform.createIntegration();
+        const tenants: Record<string, PlatformAuthOptions> = { acme: { ...acme.moduleOptions, startupCheck: 'off' } };
+        return [PlatformAuthModule.forTenants({ resolve: async (id) => tenants[id] })];
+      },
+    });
+    const id = await f.outbox.enqueue({ ...MESSAGE, tenant: 'acme' });
+    const unknown = await f.outbox.enqueue({ ...MESSAGE, tenant: 'globex' });
+
+    await eventually(() => expect(names(f.events).sort()).toEqual(['failed', 'queued', 'queued', 'sent']));
+    expect(f.events.find((e) => e.event === 'sent')?.payload).toMatchObject({ id });
+    expect(f.events.find((e) => e.event === 'failed')?.payload).toMatchObject({
+      id: unknown,
+      reason: expect.stringMatching(/^refused: Unknown tenant/),
+    });
+    // The token of the tenant's integration, not the default one's: the journal keeps keys per integration.
+    const exchanges = f.platform.journal
+      .filter((entry) => entry.verdict === 'accepted')
+      .map((entry) => entry.machineId);
+    expect(exchanges).toEqual([acme!.machineId]);
   });
 });
 
