@@ -9,6 +9,7 @@ export {
 } from './outbox.module.js';
 export { PlatformOutboxError, type PlatformOutboxFailure } from './outbox.errors.js';
 export type {
+  OutboxBodyCodec,
   OutboxConnection,
   OutboxEvents,
   OutboxFailedJob,

@@ -68,7 +68,7 @@ export function thrownVerdict(error: unknown): AttemptVerdict {
     error instanceof PlatformTenantConfigError ||
     (error instanceof PlatformOutboxError && error.reason === 'not_found');
   if (unknown) return { kind: 'refused', reason: error.message };
-  if (error instanceof PlatformAuthError) return { kind: 'transient', reason: error.name, ambiguous: false };
+  if (error instanceof PlatformAuthError) return { kind: 'transient', reason: error.message, ambiguous: false };
   const name = (error as { name?: unknown } | undefined)?.name;
   if (name === 'TimeoutError') return { kind: 'transient', reason: 'the send timed out', ambiguous: true };
   const code = causeCode(error);

@@ -1,6 +1,6 @@
 import { PlatformOutboxError } from './outbox.errors.js';
 import { storedHeaderNames } from './outbox.message.js';
-import type { OutboxConnection, PlatformOutboxOptions } from './outbox.types.js';
+import type { OutboxBodyCodec, OutboxConnection, PlatformOutboxOptions } from './outbox.types.js';
 import type { DeliverySettings } from './outbox.worker.js';
 
 /** The options resolved: defaults taken, every number checked. */
@@ -12,6 +12,7 @@ export interface OutboxSettings {
   readonly attempts: number;
   readonly enqueueTimeoutMs: number;
   readonly keepSentMs: number;
+  readonly bodyCodec?: OutboxBodyCodec;
   readonly delivery: DeliverySettings;
 }
 
@@ -41,6 +42,9 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     problems.push('idempotencyKeyHeader must be a header name other than Authorization');
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function')
     problems.push('reconcile must be a function');
+  const codec = options.bodyCodec;
+  if (codec !== undefined && (typeof codec?.encode !== 'function' || typeof codec.decode !== 'function'))
+    problems.push('bodyCodec must have encode(body) and decode(stored) functions');
   let storedHeaders: ReadonlySet<string> = new Set();
   try {
     storedHeaders = storedHeaderNames(options.storedHeaders);
@@ -60,6 +64,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     concurrency: integer('worker.concurrency', workerOptions.concurrency, 4, 1, 1_000),
     lockDurationMs: integer('worker.lockDurationMs', workerOptions.lockDurationMs, 30_000, 100, 3_600_000),
     ...(options.reconcile && { reconcile: options.reconcile }),
+    ...(codec && { bodyCodec: codec }),
   };
   const settings: OutboxSettings = {
     ...(options.connection !== undefined && { connection: options.connection }),
@@ -69,6 +74,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     attempts,
     enqueueTimeoutMs: integer('enqueueTimeoutMs', options.enqueueTimeoutMs, 5_000, 1, 600_000),
     keepSentMs: integer('keepSentMs', options.keepSentMs, 86_400_000, 1_000, 365 * 86_400_000),
+    ...(codec && { bodyCodec: codec }),
     delivery,
   };
   if (problems.length > 0) {

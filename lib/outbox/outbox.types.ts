@@ -43,7 +43,9 @@ export interface StoredMessage {
   readonly tenant?: string;
   readonly method: string;
   readonly path: string;
+  /** The body as given, or as `bodyCodec.encode` made it (then `sealed` is true). */
   readonly body?: unknown;
+  readonly sealed?: true;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -90,6 +92,15 @@ export interface OutboxWorkerOptions {
   readonly lockDurationMs?: number;
 }
 
+/**
+ * Turns a body into what Redis stores (`encode`, at `enqueue`) and back (`decode`, at each send): to encrypt message
+ * content at rest. The worker processes need the same codec (and key) as the processes that enqueue.
+ */
+export interface OutboxBodyCodec {
+  encode(body: unknown): string | Promise<string>;
+  decode(stored: string): unknown;
+}
+
 export interface PlatformOutboxOptions {
   /** Defaults to `PLATFORM_OUTBOX_REDIS_URL`. */
   readonly connection?: OutboxConnection;
@@ -109,6 +120,7 @@ export interface PlatformOutboxOptions {
   /** How long a sent job is kept, so enqueueing its key again stays a no-op (default 86400000 ms, a day). */
   readonly keepSentMs?: number;
   readonly reconcile?: OutboxReconcile;
+  readonly bodyCodec?: OutboxBodyCodec;
 }
 
 /** `status()`: counts by state, the queue's depth and the age of its oldest job. */

@@ -1,7 +1,8 @@
 import type { ConnectionOptions, Job } from 'bullmq';
 import type { BullMq, OutboxBullWorker } from './outbox.connection.js';
+import { PlatformOutboxError } from './outbox.errors.js';
 import { sendOnce, thrownVerdict, type AttemptVerdict, type SendFetch } from './outbox.delivery.js';
-import type { OutboxJob, OutboxReconcile, StoredMessage } from './outbox.types.js';
+import type { OutboxBodyCodec, OutboxJob, OutboxReconcile, StoredMessage } from './outbox.types.js';
 
 /** Prefixes of a job's failed reason: the dead-letter list and the event of a final failure tell them apart. */
 export const REFUSED = 'refused: ';
@@ -17,6 +18,7 @@ export interface DeliverySettings {
   readonly concurrency: number;
   readonly lockDurationMs: number;
   readonly reconcile?: OutboxReconcile;
+  readonly bodyCodec?: OutboxBodyCodec;
 }
 
 /** What the worker reports; the service turns it into events and telemetry. */
@@ -56,6 +58,19 @@ function mayHaveReached(job: Job): boolean {
   );
 }
 
+/** The message as it is sent: a sealed body decoded (a body that cannot be is the worker's configuration problem). */
+function opened(message: StoredMessage, codec: OutboxBodyCodec | undefined): StoredMessage {
+  if (!message.sealed) return message;
+  if (!codec) throw new PlatformOutboxError('config', 'the message body is sealed and this worker has no bodyCodec');
+  const { sealed: _sealed, ...rest } = message;
+  try {
+    return { ...rest, body: codec.decode(String(message.body)) };
+  } catch {
+    // The codec's own error may quote what it could not read: only its failure is kept.
+    throw new PlatformOutboxError('config', 'bodyCodec.decode failed on the stored body (another key?)');
+  }
+}
+
 /** Exponential back-off from `delayMs`, at least `Retry-After`, at most `maxDelayMs`; jitter spreads a fleet's re-sends. */
 export function backoffMs(settings: DeliverySettings, attempt: number, retryAfterMs?: number): number {
   const exponential = settings.delayMs * 2 ** Math.max(0, attempt - 1) * (0.8 + Math.random() * 0.4);
@@ -76,10 +91,11 @@ export function startWorker(
   listener: DeliveryListener,
 ): OutboxBullWorker {
   const process = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
-    const message = job.data as StoredMessage;
+    const stored = job.data as StoredMessage;
     let verdict: AttemptVerdict;
     try {
-      const fetch = await resolveFetch(message);
+      const message = opened(stored, settings.bodyCodec);
+      const fetch = await resolveFetch(stored);
       if (settings.reconcile && mayHaveReached(job) && (await settings.reconcile(outboxJob(job))) === 'delivered') {
         return { status: 0, reconciled: true };
       }
@@ -111,7 +127,8 @@ export function startWorker(
     if (!job) return;
     const reason = error.message;
     if (reason.startsWith(REFUSED)) listener.failed(outboxJob(job), reason);
-    else if (job.attemptsMade < settings.attempts && error instanceof RetryLater)
+    // The job's own limit, set by the process that enqueued it, which may be configured otherwise than this one.
+    else if (job.attemptsMade < (job.opts.attempts ?? 1) && error instanceof RetryLater)
       listener.retried(outboxJob(job), reason, error.delayMs);
     else listener.deadLettered(outboxJob(job), reason);
   });

@@ -107,8 +107,12 @@ export class PlatformOutbox
    * nothing and returns the same id, so a caller unsure whether an enqueue went through calls it again with the key.
    */
   async enqueue(message: OutboxMessage): Promise<string> {
-    const { id, stored } = checkMessage(message, this.#settings.storedHeaders);
-    const { attempts, keepSentMs } = this.#settings;
+    const { id, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { attempts, keepSentMs, bodyCodec } = this.#settings;
+    const stored =
+      bodyCodec && checked.body !== undefined
+        ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
+        : checked;
     await this.bounded(
       this.queue().add('message', stored, {
         jobId: id,

@@ -45,7 +45,7 @@ export function useOutboxFixtures(): (
     const platform = given ?? (await PlatformEmulator.start());
     if (!given) open.push(() => platform.close());
     const integration = await platform.createIntegration();
-    const queueName = `outbox-test-${process.pid}-${(queues += 1)}`;
+    const queueName = options.queueName ?? `outbox-test-${process.pid}-${(queues += 1)}`;
     const app = await Test.createTestingModule({
       imports: [
         PlatformAuthModule.forRoot({ ...integration.moduleOptions, startupCheck: 'off' }),
