@@ -23,3 +23,5 @@ export type {
   PlatformOutboxOptions,
   StoredMessage,
 } from './outbox.types.js';
+// The base of the errors above, from the main entry point, so this one is complete on its own.
+export { PlatformAuthError } from '../platform-auth.errors.js';

@@ -69,14 +69,14 @@ const PROVIDERS: Provider[] = [
  * `PlatformAuthModule` (or `forTenants`); a process with `worker: false` only enqueues.
  */
 @Module({})
-export class PlatformOutboxModule extends ConfigurablePlatformOutboxModule {
+export class PlatformOutboxModule {
   static forRoot(options: PlatformOutboxModuleOptions = {}): DynamicModule {
-    return withOutbox(super.forRoot(options));
+    return withOutbox(ConfigurablePlatformOutboxModule.forRoot(options));
   }
 
   /** The same, with the options from a factory, a class or an existing provider. */
   static forRootAsync(options: PlatformOutboxModuleAsyncOptions): DynamicModule {
-    return withOutbox(super.forRootAsync(options));
+    return withOutbox(ConfigurablePlatformOutboxModule.forRootAsync(options));
   }
 }
 
