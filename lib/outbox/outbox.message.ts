@@ -7,7 +7,8 @@ const NEVER_STORED = new Set(['authorization', 'proxy-authorization', 'cookie'])
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** Printable ASCII without spaces or `:` (BullMQ's job ids cannot hold one), not all digits (nor integers). */
 const KEY = /^(?!\d+$)[\x21-\x39\x3b-\x7e]{1,255}$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** An HTTP field name (RFC 9110 token). */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** The allow-list in lower case; refuses a header that is never stored. */
 export function storedHeaderNames(names: readonly string[] = []): ReadonlySet<string> {

@@ -1,5 +1,5 @@
 import { PlatformOutboxError } from './outbox.errors.js';
-import { storedHeaderNames } from './outbox.message.js';
+import { HEADER_NAME, storedHeaderNames } from './outbox.message.js';
 import type { OutboxBodyCodec, OutboxConnection, PlatformOutboxOptions } from './outbox.types.js';
 import type { DeliverySettings } from './outbox.worker.js';
 
@@ -17,7 +17,6 @@ export interface OutboxSettings {
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Every problem at once, each naming its option. */
 export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): OutboxSettings {
