@@ -90,17 +90,23 @@ export function startWorker(
   resolveFetch: (message: StoredMessage) => Promise<SendFetch>,
   listener: DeliveryListener,
 ): OutboxBullWorker {
-  const process = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
+  const processJob = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
     const stored = job.data as StoredMessage;
     let verdict: AttemptVerdict;
     try {
       const message = opened(stored, settings.bodyCodec);
       const fetch = await resolveFetch(stored);
-      if (settings.reconcile && mayHaveReached(job) && (await settings.reconcile(outboxJob(job))) === 'delivered') {
-        return { status: 0, reconciled: true };
-      }
+      const answer =
+        settings.reconcile && mayHaveReached(job)
+          ? await settings.reconcile(outboxJob(job)).catch(() => undefined)
+          : 'send';
+      if (answer === 'delivered') return { status: 0, reconciled: true };
       const key = { header: settings.keyHeader, value: String(job.id) };
-      verdict = await sendOnce(fetch, message, key, settings.sendTimeoutMs, Date.now);
+      verdict =
+        answer === 'send'
+          ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, Date.now)
+          : // A hook that failed leaves the question open: neither sent nor given up, and asked again next time.
+            { kind: 'transient', reason: 'reconcile failed', ambiguous: true };
     } catch (error) {
       verdict = thrownVerdict(error);
     }
@@ -109,7 +115,7 @@ export function startWorker(
     const delayMs = backoffMs(settings, job.attemptsMade + 1, verdict.retryAfterMs);
     throw new RetryLater(`${verdict.ambiguous ? AMBIGUOUS : TRANSIENT}${verdict.reason}`, delayMs);
   };
-  const worker = new bull.Worker(queueName, process, {
+  const worker = new bull.Worker(queueName, processJob, {
     connection,
     concurrency: settings.concurrency,
     lockDuration: settings.lockDurationMs,

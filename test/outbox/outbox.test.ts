@@ -126,6 +126,23 @@ describe('PlatformOutbox: delivery', () => {
     expect(asked).toBe(1);
   });
 
+  it('asks reconcile again when it fails, and neither sends nor gives up meanwhile', async () => {
+    const answers: ('fail' | 'send')[] = ['fail', 'send'];
+    const f = await start(redis().url, {
+      reconcile: async () => {
+        if (answers.shift() === 'fail') throw new Error('the platform search is down');
+        return 'send';
+      },
+    });
+    f.platform.injectFault({ kind: 'drop' }, 'api');
+    await f.outbox.enqueue(MESSAGE);
+
+    await eventually(() => expect(names(f.events)).toEqual(['queued', 'retried', 'retried', 'sent']));
+    expect(f.events[2].payload).toMatchObject({ reason: 'ambiguous: reconcile failed' });
+    expect(answers).toEqual([]);
+    expect(f.platform.counters.apiCalls).toMatchObject({ total: 2, faulted: 1, ok: 1 });
+  });
+
   it('sends with a named integration, and fails a message for an integration the application lacks', async () => {
     const f = await start(redis().url, {
       imports: async (platform) => {
