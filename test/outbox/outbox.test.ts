@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { describe, expect, it } from 'vitest';
 import { PlatformAuthModule, type PlatformAuthOptions } from 'nestjs-platform-auth';
-import { PlatformOutboxError, PlatformOutboxModule, type OutboxJob } from 'nestjs-platform-auth/outbox';
+import { PlatformOutbox, PlatformOutboxError, PlatformOutboxModule, type OutboxJob } from 'nestjs-platform-auth/outbox';
 import type { EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
@@ -225,6 +225,28 @@ describe('PlatformOutbox: input', () => {
     await expect(compiling).rejects.toThrow(
       /queueName must be .*storedHeaders may not list authorization.*retry\.attempts must be an integer from 1/,
     );
+  });
+
+  it('takes its options from forRootAsync, and a connection as BullMQ takes it ({ host, port })', async () => {
+    const app = await Test.createTestingModule({
+      imports: [
+        PlatformOutboxModule.forRootAsync({
+          useFactory: async () => ({
+            connection: { host: '127.0.0.1', port: redis().port },
+            queueName: `outbox-async-${process.pid}`,
+            worker: false,
+          }),
+        }),
+      ],
+    }).compile();
+    await app.init();
+    try {
+      const outbox = app.get(PlatformOutbox);
+      expect(await outbox.enqueue({ ...MESSAGE, idempotencyKey: 'async-1' })).toBe('async-1');
+      expect(await outbox.status()).toMatchObject({ queueName: `outbox-async-${process.pid}`, waiting: 1 });
+    } finally {
+      await app.close();
+    }
   });
 
   it('refuses a Redis connection it cannot use, naming the setting and the variable', async () => {
