@@ -69,6 +69,7 @@ export { systemClock, type Clock } from './platform-auth.clock.js';
 export {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   type CredentialChangeOutcome,
+  type OutboxTelemetryEvent,
   type PlatformAuthDiagnosticsEvent,
   type RetryReason,
   type PlatformAuthDiagnosticsEventBody,

@@ -24,3 +24,6 @@ export const LOGGER_CONTEXT = 'PlatformAuth';
 export function sharedToken(service: string, integration?: string): symbol {
   return Symbol.for(`nestjs-platform-auth:${service}${integration === undefined ? '' : `:${integration}`}`);
 }
+
+/** Injection token of the outbox (`PlatformOutbox`), shared by both builds so the health indicator finds it. */
+export const PLATFORM_OUTBOX = sharedToken('PlatformOutbox');

@@ -3,7 +3,8 @@
 // application traffic on every replica, and a schedule of faults: token-endpoint 503 bursts, 429 with Retry-After,
 // timeouts and dropped connections, Redis frozen then killed and restarted, the platform clock jumping, a replica
 // killed and restarted, the portal cut-over to the next certificate and the credential files promoted. It writes a
-// JSON report and ends with `soak: N calls, F failed, E exchanges for L token lifetimes, R refused`.
+// JSON report and ends with `soak: N calls, F failed, E exchanges for L token lifetimes, R refused`. With --outbox,
+// soak/outbox.mjs runs instead.
 import { fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PlatformEmulator, createTestCredentials } from '../dist/testing/index.js';
+
+// `--outbox`: the outbox soak (soak/outbox.mjs) instead, with options of its own.
+if (process.argv.includes('--outbox')) {
+  await import('./outbox.mjs');
+  process.exit();
+}
 
 const { values: args } = parseArgs({
   options: {

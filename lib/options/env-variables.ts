@@ -7,7 +7,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const PREFIX = 'PLATFORM_';
 
-/** Read by a coming feature (the outbox); reserved so that setting it early is not reported as a typo. */
+/** Read by the outbox (`nestjs-platform-auth/outbox`), whose options are not in the option table. */
 const RESERVED = ['PLATFORM_OUTBOX_REDIS_URL'];
 
 function tableVariables(table: OptionTable): string[] {

@@ -81,6 +81,7 @@ async function typeCheck(blocks: readonly DocsBlock[]): Promise<BlockError[]> {
             'nestjs-platform-auth/testing': lib('testing/index.ts'),
             'nestjs-platform-auth/user': lib('user/index.ts'),
             'nestjs-platform-auth/terminus': lib('terminus/index.ts'),
+            'nestjs-platform-auth/outbox': lib('outbox/index.ts'),
           },
         },
         files: [...Object.keys(APP_FILES), ...files.keys()],

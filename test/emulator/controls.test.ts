@@ -326,6 +326,7 @@ describe('counters', () => {
         throttled: 0,
         maxPerSecond: { [integration.machineId]: expect.any(Number) },
       },
+      idempotency: { keys: 0, duplicates: 0, mismatches: 0 },
     });
     platform.resetCounters();
     expect(platform.counters.exchanges.total).toBe(0);

@@ -12,6 +12,11 @@ export interface HoldingProxy {
   readonly url: string;
   /** Holds the next request that reaches the proxy; the ones after it pass straight through. */
   holdNext(): HeldRequest;
+  /**
+   * Passes the next request on at once and holds the target's answer: `arrived` once the target has answered (it
+   * processed the request), the client gets the answer only after `release()`.
+   */
+  holdNextAnswer(): HeldRequest;
   close(): Promise<void>;
 }
 
@@ -20,15 +25,29 @@ export interface HoldingProxy {
  * flight while something else happens: the test holds it, does the other thing, and releases it. A gate the test
  * opens, where a delay would only make the overlap likely.
  */
+function hold(queue: Array<{ arrive: () => void; released: Promise<void> }>): HeldRequest {
+  let arrive!: () => void;
+  let release!: () => void;
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  queue.push({ arrive, released });
+  return { arrived, release };
+}
+
 export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
   const holds: Array<{ arrive: () => void; released: Promise<void> }> = [];
-  const forward = (req: IncomingMessage, res: ServerResponse): void => {
+  const answerHolds: Array<{ arrive: () => void; released: Promise<void> }> = [];
+  const forward = (req: IncomingMessage, res: ServerResponse, answerHold = answerHolds.shift()): void => {
     const upstream = request(
       new URL(req.url ?? '/', target),
       { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        answer.pause();
+        answerHold?.arrive();
+        void (answerHold?.released ?? Promise.resolve()).then(() => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
       },
     );
     upstream.on('error', () => res.destroy());
@@ -45,14 +64,8 @@ export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    holdNext() {
-      let arrive!: () => void;
-      let release!: () => void;
-      const arrived = new Promise<void>((resolve) => (arrive = resolve));
-      const released = new Promise<void>((resolve) => (release = resolve));
-      holds.push({ arrive, released });
-      return { arrived, release };
-    },
+    holdNext: () => hold(holds),
+    holdNextAnswer: () => hold(answerHolds),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

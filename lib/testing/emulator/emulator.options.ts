@@ -84,6 +84,7 @@ export function emptyCounters(): EmulatorCounters {
   return {
     exchanges: { total: 0, accepted: 0, rejected: 0, faulted: 0 },
     apiCalls: { total: 0, ok: 0, unauthorized: 0, forbidden: 0, faulted: 0, throttled: 0, maxPerSecond: {} },
+    idempotency: { keys: 0, duplicates: 0, mismatches: 0 },
   };
 }
 

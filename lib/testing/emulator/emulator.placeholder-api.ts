@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { AccessTokenStore } from './emulator.access-tokens.js';
 import { MAX_REQUEST_BODY_BYTES, readBody, type EmulatorResponse } from './emulator.http.js';
+import { IdempotencyJournal } from './emulator.idempotency.js';
 import type { IntegrationRegistry } from './emulator.registry.js';
 import { ApiRateWindows } from './emulator.rate-limit.js';
 import type { IntegrationPermission } from './emulator.types.js';
@@ -40,6 +41,7 @@ export class PlaceholderApi {
     private readonly registry: IntegrationRegistry,
     /** Emulator time, ms: what the rate limit counts seconds by. */
     private readonly now: () => number,
+    readonly idempotency = new IdempotencyJournal(),
   ) {}
 
   async answer(req: IncomingMessage, pathname: string): Promise<PlaceholderApiAnswer> {
@@ -91,7 +93,13 @@ export class PlaceholderApi {
         },
       };
     }
-    const response = route.handle(integration.machineId, bodyRead.body, req.headers['content-type']);
+    const key = req.headers['idempotency-key'];
+    const response = this.idempotency.answer(
+      integration.machineId,
+      typeof key === 'string' ? key : undefined,
+      { method: route.method, path: pathname, body: bodyRead.body },
+      () => route.handle(integration.machineId, bodyRead.body, req.headers['content-type']),
+    );
     return { response, outcome: response.status < 300 ? 'ok' : 'other', accepted };
   }
 

@@ -43,11 +43,12 @@ export class EmulatorTraffic {
 
   /** A snapshot of the counters. */
   get counters(): EmulatorCounters {
-    return structuredClone(this.countersState);
+    return { ...structuredClone(this.countersState), idempotency: this.parts.placeholderApi.idempotency.counters };
   }
 
   resetCounters(): void {
     this.countersState = emptyCounters();
+    this.parts.placeholderApi.idempotency.resetCounters();
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -213,4 +213,9 @@ export interface EmulatorCounters {
      */
     maxPerSecond: Record<string, number>;
   };
+  /**
+   * The API's `Idempotency-Key` journal: distinct keys answered, requests answered again from the journal (processed
+   * no second time), keys reused for a different request (422). A reset zeroes the counts; the journal keeps its keys.
+   */
+  idempotency: { keys: number; duplicates: number; mismatches: number };
 }

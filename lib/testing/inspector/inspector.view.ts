@@ -183,6 +183,14 @@ export function renderPage(snapshot: InspectorSnapshot, state: PageState): strin
                   .join(' · ')}
               </td>
             </tr>
+            <tr>
+              <th>Idempotency-Key</th>
+              <td>
+                ${Object.entries(snapshot.counters.idempotency)
+                  .map(([name, value]) => `${name} ${value}`)
+                  .join(' · ')}
+              </td>
+            </tr>
           </table>
         </section>
 

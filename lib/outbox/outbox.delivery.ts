@@ -1,0 +1,123 @@
+import { PlatformAuthError, TokenExchangeError } from '../platform-auth.errors.js';
+import { PlatformTenantConfigError, UnknownTenantError } from '../tenants/tenants.errors.js';
+import { parseRetryAfter } from '../token/retry-after.util.js';
+import { PlatformOutboxError } from './outbox.errors.js';
+import type { StoredMessage } from './outbox.types.js';
+
+/** How an attempt ended, as the queue needs it: done, never again, or again later. */
+export type AttemptVerdict =
+  | { readonly kind: 'sent'; readonly status: number }
+  | { readonly kind: 'refused'; readonly reason: string }
+  | {
+      readonly kind: 'transient';
+      readonly reason: string;
+      /** The request may have reached the platform: reconcile before sending it again. */
+      readonly ambiguous: boolean;
+      readonly retryAfterMs?: number;
+    };
+
+/** `fetch` as the integration's or tenant's `PlatformFetch` offers it. */
+export type SendFetch = (input: string, init: RequestInit) => Promise<Response>;
+
+/** Statuses that will not change on a re-send; 401, 408 and 429 are the 4xx that may. */
+function isRefusal(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 401 && status !== 408 && status !== 429;
+}
+
+/** Only what names the failure: an error code of the platform's form, never free text that could echo the body. */
+const ERROR_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+async function errorCode(response: Response): Promise<string | undefined> {
+  const text = await response.text().catch(() => '');
+  try {
+    const { error } = JSON.parse(text) as { error?: unknown };
+    return typeof error === 'string' && ERROR_CODE.test(error) ? error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Failures before the request left this process: nothing reached the platform, so no reconcile is needed. */
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function causeCode(error: unknown): string | undefined {
+  for (let cause: unknown = error, depth = 0; cause && depth < 4; depth += 1) {
+    const { code } = cause as { code?: unknown };
+    if (typeof code === 'string' && code !== '') return code;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** The verdict on an attempt that threw instead of answering. */
+export function thrownVerdict(error: unknown): AttemptVerdict {
+  // The token could not be had: nothing was sent, and the exchange's own rules say whether it can change.
+  if (error instanceof TokenExchangeError) {
+    return { kind: 'transient', reason: `token exchange failed (${error.reason})`, ambiguous: false };
+  }
+  // No such integration or tenant: no retry will make one appear; re-queue the job once it is configured.
+  const unknown =
+    error instanceof UnknownTenantError ||
+    error instanceof PlatformTenantConfigError ||
+    (error instanceof PlatformOutboxError && error.reason === 'not_found');
+  if (unknown) return { kind: 'refused', reason: error.message };
+  if (error instanceof PlatformAuthError) return { kind: 'transient', reason: error.message, ambiguous: false };
+  const name = (error as { name?: unknown } | undefined)?.name;
+  if (name === 'TimeoutError') return { kind: 'transient', reason: 'the send timed out', ambiguous: true };
+  const code = causeCode(error);
+  if (code !== undefined && NOT_SENT.has(code)) {
+    return { kind: 'transient', reason: `connection failed (${code})`, ambiguous: false };
+  }
+  return { kind: 'transient', reason: `connection lost (${code ?? 'no answer'})`, ambiguous: true };
+}
+
+/** The verdict on the platform's answer. */
+export async function answerVerdict(response: Response, nowMs: number): Promise<AttemptVerdict> {
+  if (response.ok) {
+    await response.body?.cancel().catch(() => undefined);
+    return { kind: 'sent', status: response.status };
+  }
+  const code = await errorCode(response);
+  const reason = `HTTP ${response.status}${code ? ` ${code}` : ''}`;
+  if (isRefusal(response.status)) return { kind: 'refused', reason };
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined, nowMs);
+  return { kind: 'transient', reason, ambiguous: false, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+}
+
+/** One send of `message` with its key, the request policy's own retries off: the queue retries instead. */
+export async function sendOnce(
+  fetch: SendFetch,
+  message: StoredMessage,
+  key: { readonly header: string; readonly value: string },
+  timeoutMs: number,
+  nowMs: () => number,
+): Promise<AttemptVerdict> {
+  const headers = new Headers(message.headers);
+  headers.set(key.header, key.value);
+  let body: string | undefined;
+  if (message.body !== undefined) {
+    body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
+    if (typeof message.body !== 'string' && !headers.has('content-type'))
+      headers.set('content-type', 'application/json');
+  }
+  // `retry: false` is the reliable-calls option of every client: the outbox's back-off replaces the policy's.
+  const init: RequestInit & { retry: false } = {
+    method: message.method,
+    headers,
+    body,
+    signal: AbortSignal.timeout(timeoutMs),
+    retry: false,
+  };
+  try {
+    return await answerVerdict(await fetch(message.path, init), nowMs());
+  } catch (error) {
+    return thrownVerdict(error);
+  }
+}

@@ -1,0 +1,228 @@
+import { EventEmitter } from 'node:events';
+import type {
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import type { Job } from 'bullmq';
+import { OutboxTelemetry } from '../telemetry/outbox-telemetry.js';
+import type { OutboxTelemetryEvent } from '../telemetry/telemetry.events.js';
+import {
+  loadBullMq,
+  openRedis,
+  type OutboxBullWorker,
+  type OutboxQueue,
+  type OutboxRedis,
+} from './outbox.connection.js';
+import type { SendFetch } from './outbox.delivery.js';
+import { PlatformOutboxError } from './outbox.errors.js';
+import { checkMessage } from './outbox.message.js';
+import type { OutboxSettings } from './outbox.settings.js';
+import type {
+  OutboxEvents,
+  OutboxFailedJob,
+  OutboxJob,
+  OutboxMessage,
+  OutboxStatus,
+  StoredMessage,
+} from './outbox.types.js';
+import { REFUSED, outboxJob, startWorker, type DeliveryListener } from './outbox.worker.js';
+
+/** How many failed jobs `deadLetters()`, `failures()` and `status()` read at most. */
+const FAILED_PAGE = 10_000;
+
+/**
+ * The outbox: `enqueue` stores a message in Redis (BullMQ) and returns its id; workers, in this process or in worker
+ * processes, send it with the integration's or tenant's token and its idempotency key until the platform takes it.
+ * Inject it from `PlatformOutboxModule`.
+ */
+export class PlatformOutbox
+  implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+{
+  readonly #settings: OutboxSettings;
+  readonly #resolveFetch: (message: StoredMessage) => Promise<SendFetch>;
+  readonly #events = new EventEmitter();
+  readonly #telemetry: OutboxTelemetry;
+  #redis?: OutboxRedis;
+  #queue?: OutboxQueue;
+  #worker?: OutboxBullWorker;
+
+  /** @internal The module builds it; apps inject it. */
+  constructor(settings: OutboxSettings, resolveFetch: (message: StoredMessage) => Promise<SendFetch>) {
+    this.#settings = settings;
+    this.#resolveFetch = resolveFetch;
+    this.#telemetry = new OutboxTelemetry(settings.queueName);
+  }
+
+  on<E extends keyof OutboxEvents>(event: E, listener: (...args: OutboxEvents[E]) => void): this {
+    this.#events.on(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  off<E extends keyof OutboxEvents>(event: E, listener: (...args: OutboxEvents[E]) => void): this {
+    this.#events.off(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  /** @internal */
+  async onModuleInit(): Promise<void> {
+    const bull = await loadBullMq();
+    this.#redis = await openRedis(this.#settings.connection, process.env);
+    this.#queue = new bull.Queue(this.#settings.queueName, { connection: this.#redis.connection });
+    this.#queue.on('error', () => undefined);
+    await this.#telemetry.loaded();
+  }
+
+  /** @internal Workers start once every integration of the application is up. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.#settings.worker) return;
+    const bull = await loadBullMq();
+    this.#worker = startWorker(
+      bull,
+      this.#settings.queueName,
+      this.#redis!.connection,
+      this.#settings.delivery,
+      this.#resolveFetch,
+      this.listener(),
+    );
+  }
+
+  /**
+   * @internal The workers finish the sends in flight while the integrations' clients still work. Without Redis they
+   * stop at once: no send could be acknowledged, and BullMQ gives the jobs to another worker once their locks expire.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.#worker?.close(!this.#redis?.ready());
+  }
+
+  /** @internal */
+  async onApplicationShutdown(): Promise<void> {
+    await this.#queue?.close();
+    this.#redis?.owned?.destroy();
+  }
+
+  /**
+   * Stores `message` durably and returns its id (its idempotency key). Enqueueing a key already in the outbox adds
+   * nothing and returns the same id, so a caller unsure whether an enqueue went through calls it again with the key.
+   */
+  async enqueue(message: OutboxMessage): Promise<string> {
+    const { id, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { attempts, keepSentMs, bodyCodec } = this.#settings;
+    const stored =
+      bodyCodec && checked.body !== undefined
+        ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
+        : checked;
+    await this.bounded(
+      this.queue().add('message', stored, {
+        jobId: id,
+        attempts,
+        backoff: { type: 'outbox' },
+        removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
+        removeOnFail: false,
+      }),
+    );
+    this.emit('queued', 'queued', targetOf(stored), { id });
+    return id;
+  }
+
+  /** Jobs out of attempts after transient failures (or workers dying mid-send): list them, then `retry(id)`. */
+  async deadLetters(): Promise<OutboxFailedJob[]> {
+    return (await this.failedJobs()).filter((job) => !job.reason.startsWith(REFUSED));
+  }
+
+  /** Jobs the platform refused (a 4xx other than 401, 408 and 429), with the status and its error code. */
+  async failures(): Promise<OutboxFailedJob[]> {
+    return (await this.failedJobs()).filter((job) => job.reason.startsWith(REFUSED));
+  }
+
+  /** Puts a dead-lettered or failed job back in the queue with its attempts renewed, under the same key. */
+  async retry(id: string): Promise<void> {
+    const job = await this.bounded(this.queue().getJob(String(id)));
+    if (!job || (await this.bounded(job.getState())) !== 'failed') {
+      throw new PlatformOutboxError('not_found', 'PlatformOutbox.retry: no failed or dead-lettered job with that id');
+    }
+    await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
+  }
+
+  async status(): Promise<OutboxStatus> {
+    const queue = this.queue();
+    const counts = await this.bounded(
+      queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
+    );
+    const deadLettered = (await this.deadLetters()).length;
+    const pending = await this.bounded(
+      Promise.all(
+        ['wait', 'prioritized', 'delayed', 'active'].map((type) => queue.getJobs([type as 'wait'], 0, 99, true)),
+      ),
+    );
+    const oldest = Math.min(...pending.flat().map((job: Job) => job.timestamp));
+    const waiting = counts.wait + counts.prioritized;
+    return {
+      queueName: this.#settings.queueName,
+      waiting,
+      delayed: counts.delayed,
+      active: counts.active,
+      sent: counts.completed,
+      failed: counts.failed - deadLettered,
+      deadLettered,
+      depth: waiting + counts.delayed + counts.active,
+      oldestAgeMs: Number.isFinite(oldest) ? Math.max(0, Date.now() - oldest) : 0,
+      workers: this.#worker !== undefined,
+    };
+  }
+
+  private async failedJobs(): Promise<OutboxFailedJob[]> {
+    const jobs = await this.bounded(this.queue().getFailed(0, FAILED_PAGE - 1));
+    return jobs.map((job) => ({ ...outboxJob(job), reason: job.failedReason ?? '', failedAt: job.finishedOn }));
+  }
+
+  private queue(): OutboxQueue {
+    if (!this.#queue) throw new PlatformOutboxError('unavailable', 'PlatformOutbox: the outbox is not started');
+    return this.#queue;
+  }
+
+  /** Redis out of reach is an error after `enqueueTimeoutMs`, not a caller waiting for as long as the outage lasts. */
+  private bounded<T>(operation: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new PlatformOutboxError(
+              'unavailable',
+              `PlatformOutbox: Redis did not answer within ${this.#settings.enqueueTimeoutMs} ms`,
+            ),
+          ),
+        this.#settings.enqueueTimeoutMs,
+      );
+    });
+    return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private emit<E extends keyof OutboxEvents>(
+    event: E,
+    telemetry: OutboxTelemetryEvent,
+    target: string,
+    ...payload: OutboxEvents[E]
+  ): void {
+    this.#telemetry.record(telemetry, target);
+    this.#events.emit(event, ...payload);
+  }
+
+  private listener(): DeliveryListener {
+    return {
+      sent: (job: OutboxJob, status, reconciled) =>
+        this.emit('sent', 'sent', targetOf(job), { id: job.id, status, attempts: job.attemptsMade, reconciled }),
+      retried: (job, reason, delayMs) =>
+        this.emit('retried', 'retried', targetOf(job), { id: job.id, attempt: job.attemptsMade, reason, delayMs }),
+      failed: (job, reason) => this.emit('failed', 'failed', targetOf(job), { id: job.id, reason }),
+      deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
+    };
+  }
+}
+
+/** The integration's name in telemetry; a tenant's message is `tenants`, never the tenant's id. */
+function targetOf(message: StoredMessage): string {
+  return message.tenant !== undefined ? 'tenants' : (message.integration ?? 'default');
+}

@@ -1,0 +1,135 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { Test } from '@nestjs/testing';
+import { DataPointType } from '@opentelemetry/sdk-metrics';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
+import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
+import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from '../../lib/telemetry/telemetry.events.js';
+import { repositoryRoot } from '../support/docs-blocks.js';
+import { eventually } from '../support/eventually.js';
+import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
+import { freePort, useRedisServer } from '../support/redis-server.js';
+import { useOutboxFixtures } from './outbox-kit.js';
+
+const redis = useRedisServer();
+const start = useOutboxFixtures();
+const MESSAGE = { method: 'POST', path: '/api/messages', body: { text: 'hello' } } as const;
+
+@Module({ imports: [TerminusModule], providers: [PlatformAuthHealthIndicator], exports: [PlatformAuthHealthIndicator] })
+class HealthModule {}
+
+/** The rows of the outbox section's tables in docs/operations.md, by their first header cell. */
+function documented(): Map<string, string[][]> {
+  const page = readFileSync(`${repositoryRoot}/docs/operations.md`, 'utf8');
+  const section = page.slice(page.indexOf('\n## The outbox'), page.indexOf('\n## Telemetry'));
+  const tables = new Map<string, string[][]>();
+  let rows: string[][] | undefined;
+  for (const line of section.split('\n')) {
+    if (!line.startsWith('|')) {
+      rows = undefined;
+      continue;
+    }
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
+    if (/^-+$/.test(cells[0])) continue;
+    if (!rows) tables.set(cells[0], (rows = []));
+    else rows.push(cells);
+  }
+  return tables;
+}
+
+const codeIn = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
+
+let otel: OtelMemory;
+const published: Record<string, unknown>[] = [];
+const onEvent = (event: unknown) => published.push(event as Record<string, unknown>);
+beforeAll(() => {
+  otel = installOtelMemory();
+  subscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, onEvent);
+});
+afterAll(async () => {
+  unsubscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, onEvent);
+  await otel.close();
+});
+
+describe('outbox telemetry', () => {
+  it('counts every event docs/operations.md lists, with the attributes it lists, and publishes them', async () => {
+    const f = await start(redis().url, { retry: { attempts: 2, delayMs: 1, maxDelayMs: 5 } });
+    f.platform.injectFault({ kind: 'status', status: 400, body: { error: 'invalid_request' } }, 'api');
+    await f.outbox.enqueue(MESSAGE);
+    await eventually(() => expect(f.events.map((e) => e.event)).toContain('failed'));
+    for (let i = 0; i < 2; i += 1) f.platform.injectFault({ kind: 'status', status: 503 }, 'api');
+    await f.outbox.enqueue(MESSAGE);
+    await eventually(() => expect(f.events.map((e) => e.event)).toContain('dead-lettered'));
+    await f.outbox.enqueue(MESSAGE);
+    await eventually(() => expect(f.events.map((e) => e.event)).toContain('sent'));
+
+    const tables = documented();
+    const [[name, instrument, unit, attributes]] = tables.get('outbox metric')!;
+    const metric = (await otel.collect()).get(codeIn(name)[0])!;
+    expect(metric).toBeDefined();
+    expect(metric.dataPointType).toBe(DataPointType.SUM);
+    expect(instrument).toBe('counter');
+    expect(codeIn(unit)).toEqual([metric.descriptor.unit]);
+    const points = metric.dataPoints.map((point) => point.attributes);
+    expect(new Set(points.flatMap((point) => Object.keys(point)))).toEqual(new Set(codeIn(attributes)));
+    const counted = new Set(points.map((point) => point['platform_auth.outbox.event']));
+    expect(counted).toEqual(new Set(tables.get('event')!.map(([, value]) => codeIn(value)[0])));
+    expect(new Set(points.map((point) => point['platform_auth.integration.name']))).toEqual(new Set(['default']));
+
+    const outcomes = published.filter((event) => event.event === 'outbox' && event.queue === f.queueName);
+    expect(new Set(outcomes.map((event) => event.outcome))).toEqual(counted);
+    expect(outcomes[0]).toEqual({ integration: 'default', event: 'outbox', outcome: 'queued', queue: f.queueName });
+    // The emitter's names: the table's first column.
+    expect(new Set(f.events.map((e) => e.event))).toEqual(
+      new Set(tables.get('event')!.map(([event]) => codeIn(event)[0])),
+    );
+  });
+});
+
+describe('isOutboxHealthy', () => {
+  it("is up with the queue's status, and down past maxOldestAgeMs or maxDeadLetters", async () => {
+    const f = await start(redis().url, {
+      worker: false,
+      imports: async () => [HealthModule],
+    });
+    const health = f.app.get(PlatformAuthHealthIndicator);
+    const up = await health.isOutboxHealthy();
+    expect(up).toEqual({
+      'platform-outbox': expect.objectContaining({ status: 'up', depth: 0, deadLettered: 0, workers: false }),
+    });
+
+    await f.outbox.enqueue(MESSAGE);
+    await eventually(async () => expect((await f.outbox.status()).oldestAgeMs).toBeGreaterThan(0));
+    const late = await health.isOutboxHealthy('outbox', { maxOldestAgeMs: 0 });
+    expect(late.outbox).toMatchObject({ status: 'down', depth: 1, message: expect.stringMatching(/oldest message/) });
+    expect(JSON.stringify(late)).not.toContain('hello');
+    expect((await health.isOutboxHealthy('outbox', { maxDeadLetters: 0 })).outbox.status).toBe('up');
+  });
+
+  it('is down in an application without an outbox, and when Redis does not answer', async () => {
+    const bare = await Test.createTestingModule({ imports: [HealthModule] }).compile();
+    expect((await bare.get(PlatformAuthHealthIndicator).isOutboxHealthy())['platform-outbox']).toMatchObject({
+      status: 'down',
+      message: expect.stringMatching(/no outbox in this application/),
+    });
+    await bare.close();
+
+    const nowhere = `redis://127.0.0.1:${await freePort()}`;
+    const app = await Test.createTestingModule({
+      imports: [HealthModule, PlatformOutboxModule.forRoot({ connection: { url: nowhere }, enqueueTimeoutMs: 200 })],
+    }).compile();
+    await app.init();
+    try {
+      const down = await app.get(PlatformAuthHealthIndicator).isOutboxHealthy();
+      expect(down['platform-outbox']).toMatchObject({ status: 'down', message: expect.stringMatching(/Redis/) });
+    } finally {
+      await app.close();
+    }
+  });
+});
