@@ -14,7 +14,7 @@ const stampFile = join(packageRoot, 'node_modules/.cache/platform-auth-build/sta
  * Vitest global set-up: builds the package and the sample app once, from clean output folders, before any test file
  * runs. `npm run build:sample` runs `npm run build` first, so whatever the package build becomes is what is tested.
  * A run whose sources, build scripts and installed packages are those of the last build, and whose output folders
- * hold exactly what that build wrote, uses them as they are: the build is a third of `npm run test:fast`'s CPU time.
+ * hold exactly what that build wrote, uses them as they are, saving the build's seconds.
  * Also makes the run's directory for the one `npm pack` the packaging files share (`sharedCleanPack`): the worker
  * processes inherit its path, and it is removed after the run.
  */
