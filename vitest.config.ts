@@ -33,8 +33,8 @@ const pooledTestKeys = sourceOf('./test/support/pooled-test-keys.ts');
 
 /**
  * The emulator and `createTestCredentials` get their keys from test/support/pooled-test-keys.ts, which reuses keys
- * across runs: one costs 60–150 ms of CPU, and the suite emulates hundreds of integrations. The command line's `keygen` imports
- * the module from lib/cli and keeps its generation, which its tests cover.
+ * across runs: one costs 60–150 ms of CPU, and the suite emulates hundreds of integrations. The command line's
+ * `keygen` imports the module from lib/cli and keeps its generation, which its tests cover.
  */
 const pooledTestKeysPlugin = {
   name: 'pooled-test-keys',
