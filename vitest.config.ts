@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { SlowFirstSequencer } from './test/support/slow-first.sequencer.js';
@@ -27,8 +28,28 @@ const ISOLATED_FILES = [
  */
 const SLOW_FILES = ['test/packaging/**/*.test.ts', 'test/rotation/soak-quick.test.ts'];
 
+const selfSignedCredentials = sourceOf('./lib/testing/self-signed-credentials.util.ts');
+const pooledTestKeys = sourceOf('./test/support/pooled-test-keys.ts');
+
+/**
+ * The emulator and `createTestCredentials` get their keys from test/support/pooled-test-keys.ts, which reuses keys
+ * across runs: one costs 60–150 ms of CPU, and the suite emulates hundreds of integrations. The command line's
+ * `keygen` imports the module from lib/cli and keeps its generation, which its tests cover.
+ */
+const pooledTestKeysPlugin = {
+  name: 'pooled-test-keys',
+  enforce: 'pre' as const,
+  resolveId(source: string, importer: string | undefined): string | undefined {
+    if (!importer?.startsWith(sourceOf('./lib/testing/')) || !source.startsWith('.')) return undefined;
+    return join(dirname(importer), source.replace(/\.js$/, '.ts')) === selfSignedCredentials
+      ? pooledTestKeys
+      : undefined;
+  },
+};
+
 /** What every test project compiles and resolves alike. */
 const build = {
+  plugins: [pooledTestKeysPlugin],
   // Nest's dependency injection reads constructor parameter types from decorator metadata.
   oxc: {
     decorator: { legacy: true, emitDecoratorMetadata: true },

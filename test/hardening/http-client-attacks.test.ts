@@ -1,10 +1,10 @@
-import { inspect } from 'node:util';
 import axios, { type AxiosError, type InternalAxiosRequestConfig } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 import { eventually } from '../support/eventually.js';
+import { renderReachable } from '../support/reachable-rendering.js';
 
 // Attacks on the authenticated HttpService: each describe names the defence it checks (SECURITY.md lists them).
 
@@ -15,7 +15,7 @@ function settle<T>(promise: Promise<T>): Promise<unknown> {
   return promise.catch((error: unknown) => error);
 }
 
-const deepInspect = (value: unknown): string => inspect(value, { showHidden: true, depth: 12 });
+const deepInspect = (value: unknown): string => renderReachable(value, 12);
 
 describe('the token is on a config only once it is attached to an allowed-origin request', () => {
   it("an app's own request interceptor, running first, sees no token on any config", async () => {

@@ -1,5 +1,4 @@
 import { createPrivateKey } from 'node:crypto';
-import { inspect } from 'node:util';
 import { Test } from '@nestjs/testing';
 import { HttpService } from '@nestjs/axios';
 import { firstValueFrom } from 'rxjs';
@@ -19,6 +18,7 @@ import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
 import { restoreEnv } from '../support/environment.js';
+import { renderReachable } from '../support/reachable-rendering.js';
 
 // Attacks through the options: each describe names the defence it checks (SECURITY.md lists them).
 
@@ -99,7 +99,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
     for (let round = 0; round < 2; round += 1) {
       const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(shared)] }).compile();
       await moduleRef.init();
-      const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+      const rendering = renderReachable(moduleRef, 12);
       for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
       await moduleRef.close();
     }
@@ -113,7 +113,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
       imports: [PlatformAuthModule.forRootAsync({ useFactory: () => shared })],
     }).compile();
     await moduleRef.init();
-    const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+    const rendering = renderReachable(moduleRef, 12);
     for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
     expect(shared).toEqual(snapshot);
     expect(moduleRef.get(TokenProvider)).toBeInstanceOf(TokenProvider);
@@ -137,7 +137,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
         ],
       }).compile();
       await moduleRef.init();
-      const rendering = inspect(moduleRef, { showHidden: true, depth: 12 });
+      const rendering = renderReachable(moduleRef, 12);
       for (const secret of secrets()) expect(rendering.includes(secret), secret.slice(0, 8)).toBe(false);
       await moduleRef.close();
     } finally {

@@ -256,7 +256,8 @@ describe('the published package', () => {
           imports: [
             TerminusModule,
             provider.main.PlatformAuthModule.forRoot(integration.moduleOptions),
-            provider.main.PlatformAuthModule.forRoot({ name: 'billing', ...integration.moduleOptions }),
+            // No token at boot: the fault below must meet this integration's first exchange.
+            provider.main.PlatformAuthModule.forRoot({ name: 'billing', ...integration.moduleOptions, startupCheck: 'off' }),
             provider.user.PlatformUserAuthModule.forRoot({ baseUrl: platform.url, clientId: 'web-app',
               redirectUri: 'http://127.0.0.1:9/callback', stateSecret: 'uP4g0cF8vJm2Qx7Rz1Kd9Wn3Ys6Tb5Ha' }),
           ],

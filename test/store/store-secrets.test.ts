@@ -8,6 +8,7 @@ import { FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { PLATFORM_AUTH_MODULE_OPTIONS } from '../../lib/platform-auth.module-definition.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { useCleanup } from '../support/cleanup.js';
+import { renderReachable } from '../support/reachable-rendering.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { restoreEnv } from '../support/environment.js';
 
@@ -34,7 +35,7 @@ function expectNone(rendering: string, secrets: readonly string[], where: string
 
 /** The whole container as a debug dump would show it, deep enough to reach every provider's parts and their parts. */
 function renderContainer(moduleRef: TestingModule): string {
-  return inspect(moduleRef, { depth: 10, showHidden: true });
+  return renderReachable(moduleRef, 10);
 }
 
 /** Every way an app (or a debug endpoint) commonly dumps what the container holds. */

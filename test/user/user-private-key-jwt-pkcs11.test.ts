@@ -6,6 +6,7 @@ import { PlatformUserAuth, PlatformUserAuthModule } from 'nestjs-platform-auth/u
 import { PLATFORM_USER_AUTH_MODULE_OPTIONS } from '../../lib/user/platform-user-auth.module-definition.js';
 import { keyInToken } from '../keys/keys-kit.js';
 import { SoftHsm, USER_PIN } from '../keys/softhsm.js';
+import { renderReachable } from '../support/reachable-rendering.js';
 import { signInAtProvider, startOidcProvider, type OidcProviderFixture } from './oidc-provider.kit.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -62,7 +63,7 @@ describe('private_key_jwt with a key in a PKCS#11 token (SoftHSM)', () => {
       const tokens = await auth.completeAuthorization(await signInAtProvider(url, REDIRECT_URI), transaction);
       await expect(auth.refresh(tokens.refreshToken!)).resolves.toMatchObject({ tokenType: 'Bearer' });
       const dumps = [
-        inspect(moduleRef, { depth: 12, showHidden: true }),
+        renderReachable(moduleRef, 12),
         inspect(moduleRef.get(PLATFORM_USER_AUTH_MODULE_OPTIONS), { depth: Infinity, showHidden: true }),
       ];
       for (const dump of dumps) {

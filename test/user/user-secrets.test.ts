@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { PlatformUserAuth, PlatformUserAuthModule, platformUserAuthConfig } from 'nestjs-platform-auth/user';
 import { PLATFORM_USER_AUTH_MODULE_OPTIONS } from '../../lib/user/platform-user-auth.module-definition.js';
 import { useCleanup } from '../support/cleanup.js';
+import { renderReachable } from '../support/reachable-rendering.js';
 import { restoreEnv } from './user-test-kit.js';
 
 const STATE_SECRET = 'pV8rQ2mZt6Lw1Xc9Hb4Ny7Ks3Fd5Ja0Ge';
@@ -71,7 +72,7 @@ describe('the state secret and the client secret after start-up', () => {
       ],
     }).compile();
     await started(moduleRef);
-    expectNone(inspect(moduleRef, { depth: 12, showHidden: true }), 'inspect(moduleRef)');
+    expectNone(renderReachable(moduleRef, 12), 'inspect(moduleRef)');
     for (const dump of dumpsOf(moduleRef.get(PLATFORM_USER_AUTH_MODULE_OPTIONS)))
       expectNone(dump, 'the options provider');
   });
@@ -98,7 +99,7 @@ describe('the state secret and the client secret after start-up', () => {
         ],
       }).compile();
       await started(moduleRef);
-      expectNone(inspect(moduleRef, { depth: 12, showHidden: true }), 'inspect(moduleRef)');
+      expectNone(renderReachable(moduleRef, 12), 'inspect(moduleRef)');
       for (const dump of dumpsOf(moduleRef.get(PLATFORM_USER_AUTH_MODULE_OPTIONS)))
         expectNone(dump, 'the options provider');
       const config = moduleRef.get(ConfigService);
