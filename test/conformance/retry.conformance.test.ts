@@ -87,9 +87,9 @@ describe.each(CLIENTS)('$name', (client) => {
     expect(f.platform.counters.apiCalls.total).toBe(1);
   });
 
-  it.runIf(client.replaysBodies !== false)(
-    'a POST with a key is re-sent with the same key every time, the re-send after a 401 included',
-    async () => {
+  // Each client gets the one case that fits how it sends bodies, rather than a skipped case beside it.
+  if (client.replaysBodies !== false)
+    it('a POST with a key is re-sent with the same key every time, the re-send after a 401 included', async () => {
       const { origin, keys } = await scriptedOrigin([401, 503, 200]);
       const f = await start({ module: { allowedOrigins: [origin.url], idempotencyKey: {} } });
       const call = client.bind(f);
@@ -99,19 +99,15 @@ describe.each(CLIENTS)('$name', (client) => {
       expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(new Set(keys)).toEqual(new Set([keys[0]]));
       expect(f.platform.counters.exchanges.accepted).toBe(2);
-    },
-  );
-
-  it.runIf(client.replaysBodies === false)(
-    'a POST carries a key, and its body, a stream by now, is not re-sent',
-    async () => {
+    });
+  else
+    it('a POST carries a key, and its body, a stream by now, is not re-sent', async () => {
       const { origin, keys } = await scriptedOrigin([503, 200]);
       const f = await start({ module: { allowedOrigins: [origin.url], idempotencyKey: {} } });
       const call = client.bind(f);
       expect(statusOf(await call({ url: `${origin.url}/messages`, method: 'POST', body: 'json' }))).toBe(503);
       expect(keys).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/)]);
-    },
-  );
+    });
 
   it("the caller's own key is kept, and each call has its own", async () => {
     const { origin, keys } = await scriptedOrigin([503, 200, 200]);
