@@ -21,8 +21,11 @@ const currentCall = new AsyncLocalStorage();
 const callTimes = [];
 const resendTimes = [];
 let budgetExhausted = 0;
+/** When the rate limit left the shared bucket for this replica's share, or came back: `{ at, mode }`. */
+const modeChanges = [];
 subscribe(PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, (event) => {
   if (event.event === 'call:retry-budget-exhausted') budgetExhausted += 1;
+  if (event.event === 'rate_limit:mode') modeChanges.push({ at: Date.now(), mode: event.mode });
   if (event.event !== 'call:retry') return;
   resendTimes.push(Date.now());
   const call = currentCall.getStore();
@@ -158,6 +161,7 @@ const handlers = {
     })),
     resends: resendTimes.length,
     sendTimes,
+    modeChanges,
     budgetExhausted,
     budget: budgetCheck(budget),
     failedCalls,

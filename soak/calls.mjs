@@ -57,15 +57,20 @@ class Replica {
     this.nextId = 0;
     this.pending = new Map();
     child.on('message', (message) => {
-      this.pending.get(message.id)?.(message.result);
+      this.pending.get(message.id)?.resolve(message.result);
       this.pending.delete(message.id);
+    });
+    // A replica that dies ends the run with an error instead of leaving it waiting for an answer.
+    child.once('exit', (code) => {
+      for (const { reject } of this.pending.values()) reject(new Error(`a replica exited (${code})`));
+      this.pending.clear();
     });
   }
 
   request(command, fields = {}) {
     const id = (this.nextId += 1);
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
       this.child.send({ id, command, ...fields });
     });
   }
@@ -103,7 +108,10 @@ async function main() {
   log(`${REPLICAS} replicas × ${LOOPS} loops sharing ${LIMIT} requests/s, scale ${SCALE}, redis on ${redisPort}`);
 
   const faults = [];
-  /** Per phase, the busiest second at the proxy (arrivals, faulted ones included) and at the emulator (accepted). */
+  /**
+   * Per phase, the busiest second at the proxy (arrivals, faulted ones included), at the emulator (accepted) and,
+   * once the run is over, by the senders' clocks.
+   */
   const busiest = {};
   let current = 'start';
   const phaseStarts = [];
@@ -246,6 +254,9 @@ async function main() {
       resendsPerCall: Math.round((phases.outage.resends / phases.outage.calls) * 1000) / 1000,
     },
     budget: results.map((result, i) => ({ replica: i, exhaustedEvents: result.budgetExhausted, ...result.budget })),
+    rateLimitModes: results.map((result) =>
+      result.modeChanges.map(({ at, mode }) => ({ mode, atS: Math.round((at - startedAt) / 100) / 10 })),
+    ),
     maxPerSecond: {
       emulator: M,
       proxyArrivals: proxy.busiestSecond,
@@ -274,7 +285,9 @@ async function main() {
     `calls soak: ${N} calls, ${F} failed (${C} the policy should have carried), ${R} re-sends, ` +
       `budget held: ${budgetHeld ? 'yes' : 'no'}, max per second ${M}, duplicates ${D}\n`,
   );
-  process.exitCode = C === 0 && budgetHeld && M <= LIMIT && D === 0 && postsWithoutKey === 0 ? 0 : 1;
+  // The emulator sees nothing while the proxy answers for it (the outage): the senders' figure covers every phase.
+  const withinLimit = M <= LIMIT && report.maxPerSecond.sent <= LIMIT;
+  process.exitCode = C === 0 && budgetHeld && withinLimit && D === 0 && postsWithoutKey === 0 ? 0 : 1;
 }
 
 await main();
