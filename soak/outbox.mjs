@@ -6,16 +6,15 @@
 // certificate cut-over to the next pair. The platform is the emulator with its idempotency journal, behind a fault
 // proxy. Every duration is multiplied by --scale (default 1), so a quick run is possible. Last line:
 // `outbox soak: N enqueued, D delivered, L lost, X duplicated, Q still queued`.
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createClient } from 'redis';
 import { PlatformEmulator, createTestCredentials } from '../dist/testing/index.js';
+import { freePort, launchRedis, startFaultProxy } from './support.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,67 +36,6 @@ const startedAt = Date.now();
 const log = (line) => process.stderr.write(`[outbox soak ${((Date.now() - startedAt) / 1000).toFixed(1)} s] ${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const scaled = (ms) => Math.max(200, Math.round(ms * SCALE));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-/** redis-server on a fixed port and directory, writing every command to its append-only file before answering. */
-async function launchRedis(port, dir) {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir];
-  const child = spawn('/usr/bin/redis-server', [...args, '--appendonly', 'yes', '--appendfsync', 'always']);
-  await new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-      if (output.includes('Ready to accept connections')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready`)));
-  });
-  child.stdout.resume();
-  child.stderr.resume();
-  return child;
-}
-
-/**
- * In front of the platform's API routes: 503 (with Retry-After) during an outage, the next `burst503` requests 503,
- * the next `storm429` requests 429 with Retry-After: 1; everything else, and the token endpoint, passes through.
- */
-async function startFaultProxy(target) {
-  const state = { outageUntil: 0, burst503: 0, storm429: 0, answered: { 503: 0, 429: 0 } };
-  const answer = (res, status, retryAfter) => {
-    state.answered[status] += 1;
-    res.writeHead(status, { 'content-type': 'application/json', 'retry-after': String(retryAfter) });
-    res.end(JSON.stringify({ error: status === 429 ? 'slow_down' : 'temporarily_unavailable' }));
-  };
-  const server = createServer((req, res) => {
-    if (req.url.startsWith('/api/')) {
-      if (Date.now() < state.outageUntil) return req.resume().on('end', () => answer(res, 503, 5));
-      if (state.burst503 > 0 && state.burst503--) return req.resume().on('end', () => answer(res, 503, 1));
-      if (state.storm429 > 0 && state.storm429--) return req.resume().on('end', () => answer(res, 429, 1));
-    }
-    const upstream = request(
-      new URL(req.url, target),
-      { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
-      (reply) => {
-        res.writeHead(reply.statusCode, reply.headers);
-        reply.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${server.address().port}`, state, close: () => server.close() };
-}
 
 /** An application process with the outbox; its requests reject once it is killed. */
 class Replica {
@@ -157,7 +95,7 @@ class Replica {
 async function main() {
   const work = mkdtempSync(join(tmpdir(), 'platform-auth-outbox-soak-'));
   const redisPort = await freePort();
-  let redis = await launchRedis(redisPort, work);
+  let redis = await launchRedis(redisPort, work, { appendOnly: true });
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   const platform = await PlatformEmulator.start({ tokenLifetimeSeconds: 60 });
   const proxy = await startFaultProxy(platform.url);
@@ -235,11 +173,11 @@ async function main() {
   };
   const schedule = [
     async () => {
-      proxy.state.burst503 = 50;
+      proxy.inject({ status: 503, retryAfter: 1 }, 50);
       fault('503 burst', 'the next 50 API requests answered 503, Retry-After: 1');
     },
     async () => {
-      proxy.state.storm429 = 200;
+      proxy.inject({ status: 429, retryAfter: 1 }, 200);
       fault('429 storm', 'the next 200 API requests answered 429, Retry-After: 1');
     },
     async () => {
@@ -252,7 +190,7 @@ async function main() {
       redis.kill('SIGKILL');
       await exited;
       await sleep(2_000);
-      redis = await launchRedis(redisPort, work);
+      redis = await launchRedis(redisPort, work, { appendOnly: true });
     },
     async () => {
       platform.replaceCertificate(integration.machineId, next.certificatePem);
@@ -261,7 +199,7 @@ async function main() {
     },
     async () => {
       const ms = scaled(600_000);
-      proxy.state.outageUntil = Date.now() + ms;
+      proxy.outage({ status: 503, retryAfter: 5 }, ms);
       fault('platform outage', `every API request answered 503 for ${ms / 1000} s`);
       await sleep(ms);
     },
@@ -319,7 +257,7 @@ async function main() {
     stillQueued: Q,
     deadLetteredOrFailed: states.failed,
     missing: states.missing,
-    platform: { keys, journalReplays: duplicates, mismatches, faultProxy: proxy.state.answered },
+    platform: { keys, journalReplays: duplicates, mismatches, faultProxy: proxy.answered },
     events,
     final,
     faults,

@@ -4,20 +4,25 @@
 // timeouts and dropped connections, Redis frozen then killed and restarted, the platform clock jumping, a replica
 // killed and restarted, the portal cut-over to the next certificate and the credential files promoted. It writes a
 // JSON report and ends with `soak: N calls, F failed, E exchanges for L token lifetimes, R refused`. With --outbox,
-// soak/outbox.mjs runs instead.
+// soak/outbox.mjs runs instead; with --calls, soak/calls.mjs.
 import { fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PlatformEmulator, createTestCredentials } from '../dist/testing/index.js';
+import { freePort } from './support.mjs';
 
 // `--outbox`: the outbox soak (soak/outbox.mjs) instead, with options of its own.
 if (process.argv.includes('--outbox')) {
   await import('./outbox.mjs');
+  process.exit();
+}
+// `--calls`: the reliable-calls soak (soak/calls.mjs): retries, the retry budget and the shared rate limit.
+if (process.argv.includes('--calls')) {
+  await import('./calls.mjs');
   process.exit();
 }
 
@@ -43,17 +48,6 @@ const STORE_TIMING = { operationTimeoutMs: 300, lockTtlMs: 3_000, waitTimeoutMs:
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line) => process.stderr.write(`[soak ${((Date.now() - startedAt) / 1000).toFixed(1)} s] ${line}\n`);
 const startedAt = Date.now();
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** redis-server on a fixed port, so a restart is the same address for the replicas. */
 class Redis {
