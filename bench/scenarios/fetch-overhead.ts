@@ -30,6 +30,9 @@ export async function measureFetchOverhead(
   const check = await startCheckServer();
   const app = await platform.createApp({ allowedOrigins: [echo.url, check.url] });
   const plainAgent = new Agent();
+  // undici's own cost of composing: an interceptor that adds nothing still has every handler wrapped and unwrapped.
+  const noopAgent = new Agent();
+  const composedNoop = noopAgent.compose((dispatch) => (options, handler) => dispatch(options, handler));
   try {
     const url = `${echo.url}/api/resource`;
     const authorization = `Bearer ${await app.get(TokenProvider).getAccessToken()}`;
@@ -55,6 +58,15 @@ export async function measureFetchOverhead(
         send: () => request(url, { headers, dispatcher: plainAgent }).then((r) => r.body.arrayBuffer()),
       },
       { name: 'request + dispatcher', send: () => request(url, { dispatcher }).then((r) => r.body.arrayBuffer()) },
+      {
+        name: 'fetch + no-op composed Agent',
+        send: () =>
+          fetch(url, { headers, dispatcher: composedNoop as unknown as RequestInit['dispatcher'] }).then(drained),
+      },
+      {
+        name: 'request + no-op composed Agent',
+        send: () => request(url, { headers, dispatcher: composedNoop }).then((r) => r.body.arrayBuffer()),
+      },
       // Identical to plain fetch: how far apart two equal clients measure is this run's resolution.
       { name: 'plain fetch, twin', send: () => fetch(url, { headers }).then(drained) },
     ];
@@ -80,6 +92,7 @@ export async function measureFetchOverhead(
     await app.close();
     check.close();
     await plainAgent.close();
+    await noopAgent.close();
     await echo.close();
   }
 }
@@ -114,6 +127,13 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
     { id: 'dispatcher', subject: 'fetch + dispatcher', baseline: 'fetch + plain Agent', targeted: true },
     { id: 'request', subject: 'request + dispatcher', baseline: 'request + plain Agent', targeted: true },
     { id: 'agent', subject: 'fetch + plain Agent', baseline: 'plain fetch', targeted: false },
+    { id: 'composeFetch', subject: 'fetch + no-op composed Agent', baseline: 'fetch + plain Agent', targeted: false },
+    {
+      id: 'composeRequest',
+      subject: 'request + no-op composed Agent',
+      baseline: 'request + plain Agent',
+      targeted: false,
+    },
     { id: 'twin', subject: 'plain fetch, twin', baseline: 'plain fetch', targeted: false },
   ];
   for (const pair of pairs) {

@@ -1,11 +1,13 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { detachedRequest, leavingError } from './redaction.util.js';
 import { isRedirectStatus, redirectDropsBody } from './redirect.rules.js';
-import { parseUrl, resolveRequestUrl } from './request-target.util.js';
+import { parseUrl, requestProtocol } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;
+/** The fetch adapter's options of a hop whose config names none: one object for every such request. */
+const MANUAL_REDIRECT = Object.freeze({ redirect: 'manual' as const });
 
 export type Adapter = (config: InternalAxiosRequestConfig) => Promise<AxiosResponse>;
 type RedirectHook = (
@@ -57,9 +59,9 @@ export class AxiosHops {
       } catch (error) {
         throw leavingError(error, config, tokens);
       }
+      if (limit === 0 || !isRedirectStatus(response.status)) return { response, carried };
       const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
-      if (limit === 0 || !isRedirectStatus(response.status) || typeof location !== 'string')
-        return { response, carried };
+      if (typeof location !== 'string') return { response, carried };
       const method = (hop.method ?? 'get').toUpperCase();
       const keepsBody = !redirectDropsBody(response.status, method);
       // A stream is gone once sent: the redirect goes back to the caller, as with `maxRedirects: 0`.
@@ -161,12 +163,12 @@ export class AxiosHops {
       maxRedirects: 0,
       beforeRedirect: undefined,
       validateStatus: null,
-      fetchOptions: { ...(config.fetchOptions as object), redirect: 'manual' },
+      fetchOptions: config.fetchOptions ? { ...(config.fetchOptions as object), redirect: 'manual' } : MANUAL_REDIRECT,
       ...(direct && { proxy: false }),
     };
   }
 
   private firstProtocol(config: InternalAxiosRequestConfig): string | undefined {
-    return this.clearTextAllowed ? resolveRequestUrl(config)?.protocol : undefined;
+    return this.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
   }
 }

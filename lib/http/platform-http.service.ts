@@ -4,7 +4,8 @@ import { Observable } from 'rxjs';
 import { createOpaqueAgents } from '../util/opaque-agents.util.js';
 import type { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
 
-type Send = (config: AxiosRequestConfig) => Promise<AxiosResponse>;
+/** Sends the request, with the signal that aborts it (the caller's own when it cancels through `cancelToken`). */
+type Send = (signal: AxiosRequestConfig['signal']) => Promise<AxiosResponse>;
 
 declare module 'axios' {
   interface AxiosRequestConfig {
@@ -34,44 +35,46 @@ export class PlatformHttpService extends HttpService {
      `response.data` types in apps exactly as it did */
 
   override request<T = any>(config: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>((c) => this.axiosRef.request(c), config);
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, signal }));
   }
 
   override get<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'get', url });
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'get', url, signal }));
   }
 
   override delete<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'delete', url });
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'delete', url, signal }));
   }
 
   override head<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'head', url });
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'head', url, signal }));
   }
 
   override post<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'post', url, data });
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'post', url, data, signal }));
   }
 
   override put<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'put', url, data });
+    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'put', url, data, signal }));
   }
 
   override patch<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.request<T>({ ...config, method: 'patch', url, data });
+    return this.observe<T>(config, (signal) =>
+      this.axiosRef.request({ ...config, method: 'patch', url, data, signal }),
+    );
   }
 
   // The form methods keep axios's own (it sets the multipart content type), with the same Observable around them.
   override postForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>((c) => this.axiosRef.postForm(url, data, c), config);
+    return this.observe<T>(config, (signal) => this.axiosRef.postForm(url, data, { ...config, signal }));
   }
 
   override putForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>((c) => this.axiosRef.putForm(url, data, c), config);
+    return this.observe<T>(config, (signal) => this.axiosRef.putForm(url, data, { ...config, signal }));
   }
 
   override patchForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>((c) => this.axiosRef.patchForm(url, data, c), config);
+    return this.observe<T>(config, (signal) => this.axiosRef.patchForm(url, data, { ...config, signal }));
   }
 
   /* eslint-enable @typescript-eslint/no-explicit-any */
@@ -81,12 +84,16 @@ export class PlatformHttpService extends HttpService {
    * aborts the request, as the stock service does, except for a `stream` response, which the subscriber reads on.
    * With the caller's own `cancelToken` the caller cancels; with the caller's own `signal`, either aborts.
    */
-  private observe<T>(send: Send, config: AxiosRequestConfig | undefined): Observable<AxiosResponse<T>> {
+  private observe<T>(config: AxiosRequestConfig | undefined, send: Send): Observable<AxiosResponse<T>> {
     return new Observable<AxiosResponse<T>>((subscriber) => {
       const controller = config?.cancelToken ? undefined : new AbortController();
       let settled = false;
-      const signal = controller && (config?.signal ? anySignal(config.signal, controller.signal) : controller.signal);
-      send(signal ? { ...config, signal } : { ...config }).then(
+      const signal = controller
+        ? config?.signal
+          ? anySignal(config.signal, controller.signal)
+          : controller.signal
+        : config?.signal;
+      send(signal).then(
         (response) => {
           settled = true;
           subscriber.next(response as AxiosResponse<T>);

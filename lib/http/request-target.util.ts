@@ -27,6 +27,20 @@ export function resolveRequestUrl(
 }
 
 /**
+ * The scheme of `resolveRequestUrl(config)` (`'http:'`), read off the text when it starts with a plain lower-case
+ * `http://` or `https://`, which only that scheme parses from; anything else is parsed.
+ */
+export function requestProtocol(
+  config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>,
+): string | undefined {
+  const url = urlText(config.url);
+  const text = config.baseURL && (!isAbsoluteUrl(url) || config.allowAbsoluteUrls === false) ? config.baseURL : url;
+  if (text.startsWith('http://')) return 'http:';
+  if (text.startsWith('https://')) return 'https:';
+  return resolveRequestUrl(config)?.protocol;
+}
+
+/**
  * Whether requests to `url` may carry the token: same scheme, host and port as an allowed origin, and no userinfo
  * (credentials of their own in a URL say it is meant for someone else, whatever its host).
  */

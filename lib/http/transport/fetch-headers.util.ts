@@ -28,7 +28,7 @@ export function withAuthorization(headers: HeadersInit | undefined, value: strin
 
 /** A copy of `headers` with `name` (lower case) set to `value` (the caller checked there was none). */
 export function withHeader(headers: HeadersInit | undefined, name: string, value: string): HeadersInit {
-  if (headers === undefined) return { [name]: value };
+  if (headers === undefined) return name === AUTHORIZATION ? { authorization: value } : { [name]: value };
   if (headers instanceof Headers) {
     const copy = new Headers(headers);
     copy.set(name, value);

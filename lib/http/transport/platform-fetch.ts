@@ -99,26 +99,33 @@ export class PlatformFetch {
     return this.fetch(request.url, merged);
   }
 
-  private async withToken(url: URL, init: PlatformFetchInit): Promise<Response> {
+  private withToken(url: URL, init: PlatformFetchInit): Promise<Response> {
     const policy = this.#policy;
     const call = new FetchCall(policy, url, init, this.#follow);
-    return runCall(policy, call, policy.peekToken() ?? (await policy.token()));
+    const cached = policy.peekToken();
+    if (cached !== undefined) return runCall(policy, call, cached);
+    return policy.token().then((token) => runCall(policy, call, token));
   }
 
   /**
    * Sends with the token to allowed origins only, and follows redirects as fetch would (303, and 301/302 after a
    * POST, become a GET without a body) unless `init.redirect` says otherwise. A 307/308 cannot re-send a stream:
-   * that redirect response is returned as it is.
+   * that redirect response is returned as it is. `start` is allowed: `fetch` sends only those here.
    */
-  private async follow(start: URL, init: RequestInit, token: string): Promise<FetchSent> {
+  private follow(start: URL, init: RequestInit, token: string): Promise<FetchSent> {
+    const headers = withAuthorization(init.headers, `Bearer ${token}`);
+    return fetch(start, { ...init, headers, redirect: 'manual' }).then((response) =>
+      isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, url: start },
+    );
+  }
+
+  /** The rest of `follow` once `first`, the answer to `start`, is a redirect: each hop decided on its own URL. */
+  private async redirected(start: URL, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
     let url = start;
-    let request: RequestInit = { ...init, redirect: 'manual' };
+    let request: RequestInit = init;
+    let response = first;
     for (let hop = 0; ; hop++) {
-      const headers = this.#policy.isAllowed(url)
-        ? withAuthorization(request.headers, `Bearer ${token}`)
-        : request.headers;
-      const response = await fetch(url, { ...request, headers });
       const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
       if (location === null || mode === 'manual') return { response, url };
       await response.body?.cancel();
@@ -134,6 +141,10 @@ export class PlatformFetch {
       const next = new URL(location, url);
       if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
       url = next;
+      const headers = this.#policy.isAllowed(url)
+        ? withAuthorization(request.headers, `Bearer ${token}`)
+        : request.headers;
+      response = await fetch(url, { ...request, headers, redirect: 'manual' });
     }
   }
 }

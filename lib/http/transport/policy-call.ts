@@ -28,17 +28,33 @@ export interface PolicyCall<S, F> {
  * One call of a promise-based client (axios through the adapter, `PlatformFetch`), from its first send to the answer
  * the caller gets: each send waits at the gate; a 401 the token is to blame for gets one renewal and one re-send
  * (counted in no retry limit); a transient failure is re-sent as the retry policy says, after its delay on the
- * integration's clock. With nothing to retry it adds no promise to the sends.
+ * integration's clock. A first answer that asks for none of that becomes the caller's in one step: no async function
+ * runs, so the answer reaches the caller as soon as the client gives it.
  */
-export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
+export function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
+  const sending = sendAtTurn(policy, call, first);
+  return sending.then(
+    (sent) =>
+      call.renewable(sent) || isRetriableStatus(call.status(sent))
+        ? continueCall(policy, call, first, sending)
+        : call.finish(sent),
+    () => continueCall(policy, call, first, sending),
+  );
+}
+
+/** The call from its first send (`firstSend`, settled), with every renewal and re-send its answers ask for. */
+async function continueCall<S, F>(
+  policy: BearerPolicy,
+  call: PolicyCall<S, F>,
+  first: string,
+  firstSend: Promise<S>,
+): Promise<F> {
   let token = first;
   let renewed = false;
   for (let attempt = 1; ; attempt += 1) {
     let sent: S;
     try {
-      const turn = policy.acquire(call.signal);
-      if (turn) await turn;
-      sent = await call.send(token);
+      sent = await (attempt === 1 ? firstSend : sendAtTurn(policy, call, token));
       if (!renewed && call.renewable(sent)) {
         renewed = true;
         await call.discard(sent);
@@ -72,6 +88,12 @@ export async function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>
   }
 }
 
+/** One send with `token`, after the gate's turn when the gate is not open. */
+function sendAtTurn<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, token: string): Promise<S> {
+  const turn = policy.acquire(call.signal);
+  return turn ? turn.then(() => call.send(token)) : call.send(token);
+}
+
 async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
   try {
     await policy.retry.wait(delayMs, call.signal);
@@ -86,8 +108,6 @@ async function resendWith<S, F>(
   call: PolicyCall<S, F>,
   fresh: string,
 ): Promise<{ status: number; sent: S; token: string }> {
-  const turn = policy.acquire(call.signal);
-  if (turn) await turn;
-  const sent = await call.send(fresh);
+  const sent = await sendAtTurn(policy, call, fresh);
   return { status: call.status(sent), sent, token: fresh };
 }
