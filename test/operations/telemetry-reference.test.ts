@@ -1,5 +1,4 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
 import { Test } from '@nestjs/testing';
 import { DataPointType, type MetricData } from '@opentelemetry/sdk-metrics';
 import { firstValueFrom } from 'rxjs';
@@ -15,35 +14,13 @@ import {
 import { FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from '../../lib/telemetry/telemetry.events.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
-import { repositoryRoot } from '../support/docs-blocks.js';
+import { codeIn, operationsTables } from '../support/markdown-tables.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
 import { signIn, startUserFixture } from '../user/user-test-kit.js';
 
 const DAY = 86_400_000;
 
-/** The rows of every Markdown table in the Telemetry section of docs/operations.md, by the first header cell. */
-function documentedTables(): Map<string, string[][]> {
-  const page = readFileSync(`${repositoryRoot}/docs/operations.md`, 'utf8');
-  const section = page.slice(page.indexOf('\n## Telemetry'));
-  const tables = new Map<string, string[][]>();
-  let rows: string[][] | undefined;
-  for (const line of section.split('\n')) {
-    if (!line.startsWith('|')) {
-      rows = undefined;
-      continue;
-    }
-    const cells = line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim());
-    if (/^-+$/.test(cells[0])) continue;
-    if (!rows) tables.set(cells[0], (rows = []));
-    else rows.push(cells);
-  }
-  return tables;
-}
-
-const codeIn = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
+const documentedTables = () => operationsTables('\n## Telemetry');
 const sorted = (values: Iterable<string>) => [...new Set(values)].sort();
 
 interface Emitted {

@@ -1,5 +1,4 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
@@ -8,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from '../../lib/telemetry/telemetry.events.js';
-import { repositoryRoot } from '../support/docs-blocks.js';
+import { codeIn, operationsTables } from '../support/markdown-tables.js';
 import { eventually } from '../support/eventually.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
 import { freePort, useRedisServer } from '../support/redis-server.js';
@@ -21,29 +20,7 @@ const MESSAGE = { method: 'POST', path: '/api/messages', body: { text: 'hello' }
 @Module({ imports: [TerminusModule], providers: [PlatformAuthHealthIndicator], exports: [PlatformAuthHealthIndicator] })
 class HealthModule {}
 
-/** The rows of the outbox section's tables in docs/operations.md, by their first header cell. */
-function documented(): Map<string, string[][]> {
-  const page = readFileSync(`${repositoryRoot}/docs/operations.md`, 'utf8');
-  const section = page.slice(page.indexOf('\n## The outbox'), page.indexOf('\n## Telemetry'));
-  const tables = new Map<string, string[][]>();
-  let rows: string[][] | undefined;
-  for (const line of section.split('\n')) {
-    if (!line.startsWith('|')) {
-      rows = undefined;
-      continue;
-    }
-    const cells = line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim());
-    if (/^-+$/.test(cells[0])) continue;
-    if (!rows) tables.set(cells[0], (rows = []));
-    else rows.push(cells);
-  }
-  return tables;
-}
-
-const codeIn = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]);
+const documented = () => operationsTables('\n## The outbox', '\n## Telemetry');
 
 let otel: OtelMemory;
 const published: Record<string, unknown>[] = [];
