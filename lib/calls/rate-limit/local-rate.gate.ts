@@ -96,6 +96,16 @@ export class LocalRateGate implements CallGate {
     this.pump();
   }
 
+  /** Paces from now on without a burst first (see {@link RateLimitSchedule.spend}). */
+  spendBurst(): void {
+    this.schedule.spend(this.clock.now());
+  }
+
+  /** When the last request this gate let go went, epoch ms on the clock; `undefined` before the first. */
+  get lastTurn(): number | undefined {
+    return this.schedule.lastTurn;
+  }
+
   /** The last moment a hold keeps requests back, epoch ms on the clock. */
   get heldUntil(): number {
     return this.schedule.heldUntil;

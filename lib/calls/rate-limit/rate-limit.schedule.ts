@@ -73,6 +73,19 @@ export class RateLimitSchedule {
     return this.holdUntilMs;
   }
 
+  /** When the last request taken went, or `undefined` before the first. */
+  get lastTurn(): number | undefined {
+    return this.granted.at(-1);
+  }
+
+  /**
+   * The burst counts as used at `nowMs`: the next request goes one interval later, and one per interval after that.
+   * For a schedule that takes over from another one whose recent requests it cannot see.
+   */
+  spend(nowMs: number): void {
+    this.tat = Math.max(this.tat, nowMs + this.shape.burst * (1_000 / this.shape.requestsPerSecond));
+  }
+
   /** The times `count` requests queued now would go at, on a copy of the state. */
   simulate(nowMs: number, count: number): number[] {
     const copy = new RateLimitSchedule(this.shape);

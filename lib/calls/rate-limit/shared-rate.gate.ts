@@ -145,8 +145,14 @@ export class SharedRateGate implements CallGate {
 
   private answered(replicasSeen: number): void {
     this.replicasSeen = replicasSeen;
-    if (!this.fallback || this.closed) return;
+    const fallback = this.fallback;
+    if (!fallback || this.closed) return;
     this.fallback = undefined;
+    // The fleet's bucket never saw what this replica sent on its share: the fleet waits until that has left the
+    // window, so the bucket's burst does not land on top of it.
+    const lastTurn = fallback.gate.lastTurn;
+    if (lastTurn !== undefined && lastTurn + this.shape.windowMs > this.clock.now())
+      this.holdUntil(lastTurn + this.shape.windowMs);
     this.logger.log('Rate limit: the token store answers again; the replicas share one limit again.');
     this.events.modeChanged('shared');
   }
@@ -160,6 +166,8 @@ export class SharedRateGate implements CallGate {
     }
     const share = shareOf(this.shape, this.replicasSeen);
     const gate = new LocalRateGate(share, this.clock, this.limits, this.events.waited);
+    // What the fleet sent in the last window is unknown here: the share is paced from now, without a burst on top.
+    gate.spendBurst();
     if (this.heldUntil > now) gate.holdUntil(this.heldUntil);
     this.fallback = { gate, since: now, problem: error.problem, retryAt: now + PROBE_MS };
     if (this.closed) return;
