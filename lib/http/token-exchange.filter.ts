@@ -11,27 +11,48 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import { LOGGER_CONTEXT, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
+import { PlatformUnavailableError } from '../calls/calls.errors.js';
+import { RateLimitWaitError } from '../calls/rate-limit/rate-limit.errors.js';
 
 /** The body an HTTP client receives: what went wrong in general terms, never the platform's details or a hint. */
 export interface PlatformAuthErrorBody {
   readonly statusCode: 502 | 503;
   readonly error: 'Bad Gateway' | 'Service Unavailable';
   readonly message: string;
-  readonly code: 'PLATFORM_AUTH_TOKEN_EXCHANGE';
+  /** The code of the error answered: a failed token exchange, a `Retry-After` too long to wait, a rate-limit wait. */
+  readonly code:
+    'PLATFORM_AUTH_TOKEN_EXCHANGE' | 'PLATFORM_AUTH_PLATFORM_UNAVAILABLE' | 'PLATFORM_AUTH_RATE_LIMIT_WAIT';
 }
 
+/** What the filter answers an error with, what the log calls it, and the seconds a client should wait, when known. */
+interface Answer {
+  readonly body: PlatformAuthErrorBody;
+  readonly failure: string;
+  readonly retryAfterSeconds?: number;
+}
+
+const UNAVAILABLE = 'The platform this service depends on is unavailable; retry later.';
+
 /**
- * Opt-in: answers a `TokenExchangeError` that reaches the HTTP layer with 503 when it is `transient` (the platform
- * is unavailable for now; `Retry-After` when the wait is known) or 502 (the platform refused this service's
- * credentials, or answered nonsense: a problem for the operators, not the caller), instead of Nest's generic 500. The body says only that;
- * the full error, hint included, is logged for the operators. Works with Express and Fastify alike.
+ * Opt-in: answers, instead of Nest's generic 500, each error of this module that says when the platform can be asked
+ * again or that it refused this service:
+ * - a `TokenExchangeError` with 503 when it is `transient` (the platform is unavailable for now) or 502 (the platform
+ *   refused this service's credentials, or answered nonsense: a problem for the operators, not the caller);
+ * - a `PlatformUnavailableError` (a `Retry-After` longer than `retry.maxDelayMs`) and a `RateLimitWaitError` (a turn
+ *   further ahead than `rateLimit.maxWaitMs`) with 503.
+ *
+ * A 503 carries `Retry-After` in whole seconds when the wait is known: the error's own wait, measured on the
+ * integration's clock when the error was made. The body says only that; the full error, hint included, is logged
+ * for the operators. Works with Express and Fastify alike.
  *
  * Register it globally with `{ provide: APP_FILTER, useClass: PlatformAuthExceptionFilter }`, or
  * `app.useGlobalFilters(new PlatformAuthExceptionFilter(app.get(HttpAdapterHost)))`.
  */
-@Catch(TokenExchangeError)
+@Catch(TokenExchangeError, PlatformUnavailableError, RateLimitWaitError)
 @Injectable()
-export class PlatformAuthExceptionFilter implements ExceptionFilter<TokenExchangeError> {
+export class PlatformAuthExceptionFilter implements ExceptionFilter<
+  TokenExchangeError | PlatformUnavailableError | RateLimitWaitError
+> {
   private readonly logger: LoggerService;
 
   /**
@@ -45,26 +66,47 @@ export class PlatformAuthExceptionFilter implements ExceptionFilter<TokenExchang
     this.logger = logger ?? new Logger(LOGGER_CONTEXT);
   }
 
-  catch(error: TokenExchangeError, host: ArgumentsHost): void {
+  catch(error: TokenExchangeError | PlatformUnavailableError | RateLimitWaitError, host: ArgumentsHost): void {
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
-    const { transient } = error;
-    const body: PlatformAuthErrorBody = transient
-      ? {
-          statusCode: 503,
-          error: 'Service Unavailable',
-          message: 'The platform this service depends on is unavailable; retry later.',
-          code: error.code,
-        }
-      : {
-          statusCode: 502,
-          error: 'Bad Gateway',
-          message: 'This service could not authenticate to the platform it depends on.',
-          code: error.code,
-        };
-    this.logger.error(`${body.statusCode} answered for a failed token exchange: ${error.message}`);
-    if (transient && error.retryAfterSeconds !== undefined && error.retryAfterSeconds > 0)
-      adapter.setHeader(response, 'Retry-After', String(Math.ceil(error.retryAfterSeconds)));
+    const { body, failure, retryAfterSeconds } = answerFor(error);
+    this.logger.error(`${body.statusCode} answered for ${failure}: ${error.message}`);
+    if (retryAfterSeconds !== undefined && retryAfterSeconds > 0)
+      adapter.setHeader(response, 'Retry-After', String(Math.ceil(retryAfterSeconds)));
     adapter.reply(response, body, body.statusCode);
   }
+}
+
+function answerFor(error: TokenExchangeError | PlatformUnavailableError | RateLimitWaitError): Answer {
+  const unavailable = (message: string) =>
+    ({ statusCode: 503, error: 'Service Unavailable', message, code: error.code }) as const;
+  // Each error's own wait, from the moment it was made on its integration's clock: an absolute `availableAtMs`
+  // would need that clock, and the filter answers for every integration.
+  if (error instanceof PlatformUnavailableError)
+    return {
+      body: unavailable(UNAVAILABLE),
+      failure: 'a call the platform will not take yet',
+      retryAfterSeconds: error.retryAfterMs / 1000,
+    };
+  if (error instanceof RateLimitWaitError)
+    return {
+      body: unavailable('This service is at its limit of calls to the platform it depends on; retry later.'),
+      failure: 'a call held back by the rate limit',
+      retryAfterSeconds: error.waitMs / 1000,
+    };
+  if (error.transient)
+    return {
+      body: unavailable(UNAVAILABLE),
+      failure: 'a failed token exchange',
+      retryAfterSeconds: error.retryAfterSeconds,
+    };
+  return {
+    body: {
+      statusCode: 502,
+      error: 'Bad Gateway',
+      message: 'This service could not authenticate to the platform it depends on.',
+      code: error.code,
+    },
+    failure: 'a failed token exchange',
+  };
 }

@@ -4,6 +4,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   PlatformAuthConfigError,
   PlatformAuthModule,
+  PlatformTenantConfigError,
+  PlatformTenants,
   RateLimitWaitError,
   RedisTokenStore,
   TokenProvider,
@@ -74,6 +76,40 @@ describe('the rateLimit option', () => {
     expect(
       problemsOf(() => resolvePlatformAuthOptions(options({ rateLimit: { requestsPerSecond: Infinity } }), Date.now())),
     ).toEqual([expect.objectContaining({ option: 'rateLimit.requestsPerSecond' })]);
+  });
+
+  it('refuses an empty rateLimit instead of ignoring it, wherever the options come in', async () => {
+    const empty = options({ rateLimit: {} as never });
+    const required = [
+      expect.objectContaining({ option: 'rateLimit.requestsPerSecond', message: expect.stringContaining('required') }),
+    ];
+    expect(problemsOf(() => resolvePlatformAuthOptions(empty, Date.now()))).toEqual(required);
+    for (const imported of [
+      PlatformAuthModule.forRoot({ ...empty, logger: new CapturingLogger() }),
+      PlatformAuthModule.forRootAsync({ useFactory: () => ({ ...empty, logger: new CapturingLogger() }) }),
+    ]) {
+      const compiling = Test.createTestingModule({ imports: [imported] }).compile();
+      await expect(compiling).rejects.toBeInstanceOf(PlatformAuthConfigError);
+      await expect(compiling).rejects.toThrow(/rateLimit\.requestsPerSecond/);
+    }
+  });
+
+  it('refuses an empty rateLimit of a tenant added at run time', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        PlatformAuthModule.forTenants({
+          logger: new CapturingLogger(),
+          resolve: () => Promise.resolve(options({ rateLimit: {} as never })),
+        }),
+      ],
+    }).compile();
+    await moduleRef.init();
+    closing.push(() => moduleRef.close());
+    const building = moduleRef.get(PlatformTenants).get('acme');
+    await expect(building).rejects.toBeInstanceOf(PlatformTenantConfigError);
+    await expect(building).rejects.toMatchObject({
+      problems: [expect.objectContaining({ option: 'rateLimit.requestsPerSecond' })],
+    });
   });
 
   it('takes its defaults: one second’s worth of burst, 10 s of waiting at most', () => {
