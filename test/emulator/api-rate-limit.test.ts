@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { AssertionFactory, callApi, obtainAccessToken } from './emulator-test-kit.js';
@@ -68,6 +69,32 @@ describe("the emulator's rate limit per integration", () => {
     // At 0, 400, 800, 1200, 1600, 2000 ms: any second holds three of them at most, never the four a fixed window of
     // 0–1000 plus a second-long burst would suggest.
     expect(platform.counters.apiCalls.maxPerSecond).toEqual({ [integration.machineId]: 3 });
+  });
+
+  it('counts a request at the moment it arrived, not when its body was read', async () => {
+    const { integration, token } = await integrationWithToken({ requestsPerSecond: 1 });
+    platform.resetCounters();
+    // A POST whose headers arrive now and whose body arrives 1.5 s later.
+    const body = JSON.stringify({ text: 'hello' });
+    const slow = request(`${platform.url}/api/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      slow.once('response', (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      slow.once('error', reject);
+    });
+    slow.write(body.slice(0, 5));
+    await expect.poll(() => platform.counters.apiCalls.total).toBe(1);
+    clock.advance(1_500);
+    expect(await statuses(token, 1)).toEqual([200]);
+    slow.end(body.slice(5));
+    // It arrived alone in its second: accepted, and no second held two of them.
+    expect(await answered).toBe(202);
+    expect(platform.counters.apiCalls.maxPerSecond).toEqual({ [integration.machineId]: 1 });
   });
 });
 

@@ -13,7 +13,7 @@ export type ApiCallOutcome = 'ok' | 'unauthorized' | 'forbidden' | 'throttled' |
 export interface PlaceholderApiAnswer {
   readonly response: EmulatorResponse;
   readonly outcome: ApiCallOutcome;
-  /** Once the request was accepted under the integration's rate limit: whose, and how many in the last second. */
+  /** Once the request was accepted under the integration's rate limit: whose, and the most in any second with it. */
   readonly accepted?: { readonly machineId: string; readonly inLastSecond: number };
 }
 
@@ -39,12 +39,11 @@ export class PlaceholderApi {
   constructor(
     private readonly tokens: AccessTokenStore,
     private readonly registry: IntegrationRegistry,
-    /** Emulator time, ms: what the rate limit counts seconds by. */
-    private readonly now: () => number,
     readonly idempotency = new IdempotencyJournal(),
   ) {}
 
-  async answer(req: IncomingMessage, pathname: string): Promise<PlaceholderApiAnswer> {
+  /** `arrivedAt`: emulator time when the request arrived, which the rate limit counts it at. */
+  async answer(req: IncomingMessage, pathname: string, arrivedAt: number): Promise<PlaceholderApiAnswer> {
     const bodyRead = await readBody(req);
     const route = PLACEHOLDER_ROUTES.get(pathname);
     if (!route) {
@@ -76,7 +75,7 @@ export class PlaceholderApi {
       };
     }
     const integration = this.registry.get(bearer.machineId);
-    const admitted = this.windows.admit(integration.machineId, integration.rateLimit, this.now());
+    const admitted = this.windows.admit(integration.machineId, integration.rateLimit, arrivedAt);
     if (typeof admitted !== 'number') return { outcome: 'throttled', response: admitted };
     const accepted = { machineId: integration.machineId, inLastSecond: admitted };
     if (!integration.permissions.includes(route.permission)) {

@@ -19,25 +19,29 @@ export function checkRateLimit(limit: EmulatorRateLimit | undefined, where: stri
 
 /**
  * The API requests each integration had accepted in the last second, on emulator time: what its rate limit counts,
- * and the largest number seen in any one second, which a measurement reads to check a client's limit. A window
- * `(t - 1 s, t]` ending at each accepted request covers every second in which the count can peak.
+ * and the largest number seen in any one second, which a measurement reads to check a client's limit. Requests count
+ * at the moment they arrived, before their bodies were read and their tokens checked, so the emulator's own work
+ * does not bunch them up; they are therefore admitted slightly out of order, and kept sorted. A window `(t - 1 s, t]`
+ * ending at each accepted request covers every second in which the count can peak.
  */
 export class ApiRateWindows {
   private readonly accepted = new Map<string, number[]>();
 
   /**
-   * Counts a request of `machineId` at `now`, unless `limit` is full: then the 429 to send, its `Retry-After` the
-   * whole seconds until the oldest request of the window leaves it. Otherwise the requests in the window, this one
-   * included.
+   * Counts a request of `machineId` that arrived at `arrivedAt`, unless `limit` is full: then the 429 to send, its
+   * `Retry-After` the whole seconds until the oldest request of the window leaves it. Otherwise the most requests in
+   * any window this one is part of.
    */
-  admit(machineId: string, limit: EmulatorRateLimit | undefined, now: number): number | EmulatorResponse {
+  admit(machineId: string, limit: EmulatorRateLimit | undefined, arrivedAt: number): number | EmulatorResponse {
     let times = this.accepted.get(machineId);
     if (!times) this.accepted.set(machineId, (times = []));
-    let stale = 0;
-    while (stale < times.length && times[stale] <= now - WINDOW_MS) stale += 1;
-    times.splice(0, stale);
-    if (limit && times.length >= limit.requestsPerSecond) {
-      const seconds = Math.max(1, Math.ceil((times[0] + WINDOW_MS - now) / 1_000));
+    // A request admitted late may still fall in the windows of those admitted before it: two windows are kept.
+    const keepFrom = Math.max(arrivedAt, times.at(-1) ?? arrivedAt) - 2 * WINDOW_MS;
+    times.splice(0, countAtMost(times, keepFrom));
+    const inWindow = countAtMost(times, arrivedAt) - countAtMost(times, arrivedAt - WINDOW_MS);
+    if (limit && inWindow >= limit.requestsPerSecond) {
+      const oldest = times[countAtMost(times, arrivedAt - WINDOW_MS)];
+      const seconds = Math.max(1, Math.ceil((oldest + WINDOW_MS - arrivedAt) / 1_000));
       return {
         status: 429,
         headers: { 'retry-after': String(seconds) },
@@ -47,7 +51,24 @@ export class ApiRateWindows {
         },
       };
     }
-    times.push(now);
-    return times.length;
+    const at = countAtMost(times, arrivedAt);
+    times.splice(at, 0, arrivedAt);
+    let busiest = 0;
+    for (let i = at; i < times.length && times[i] < arrivedAt + WINDOW_MS; i += 1) {
+      busiest = Math.max(busiest, i + 1 - countAtMost(times, times[i] - WINDOW_MS));
+    }
+    return busiest;
   }
+}
+
+/** How many of the sorted `times` are at most `t`. */
+function countAtMost(times: readonly number[], t: number): number {
+  let low = 0;
+  let high = times.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (times[mid] <= t) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }

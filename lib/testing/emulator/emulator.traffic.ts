@@ -77,7 +77,7 @@ export class EmulatorTraffic {
         fault = undefined;
       }
       if (isTokenRequest) await this.handleTokenRequest(req, res, receivedAt, fault);
-      else await this.handleApiRequest(req, res, fault);
+      else await this.handleApiRequest(req, res, receivedAt, fault);
     } catch {
       // A client that went away, or a delay cancelled by close(), leaves nobody to answer; anything else is a bug
       // of the emulator, which the client should see as a server error rather than as a hang.
@@ -117,6 +117,7 @@ export class EmulatorTraffic {
   private async handleApiRequest(
     req: IncomingMessage,
     res: ServerResponse,
+    receivedAt: number,
     fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
   ): Promise<void> {
     const apiCalls = this.countersState.apiCalls;
@@ -129,7 +130,7 @@ export class EmulatorTraffic {
     const pathname = pathnameOf(req);
     const { response, outcome, accepted } = this.parts.userFlow.handles(pathname)
       ? { response: await this.parts.userFlow.answer(req, pathname), outcome: 'other' as const, accepted: undefined }
-      : await this.parts.placeholderApi.answer(req, pathname);
+      : await this.parts.placeholderApi.answer(req, pathname, receivedAt);
     writeResponse(res, this.parts.now(), response);
     if (outcome !== 'other') apiCalls[outcome] += 1;
     if (accepted) {

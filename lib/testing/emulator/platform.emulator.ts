@@ -137,7 +137,7 @@ export class PlatformEmulator {
     this.traffic = new EmulatorTraffic({
       now,
       tokenEndpoint,
-      placeholderApi: new PlaceholderApi(this.accessTokens, this.registry, now),
+      placeholderApi: new PlaceholderApi(this.accessTokens, this.registry),
       userFlow: this.userFlow,
       faults: this.faults,
       inspector: this.inspector,
