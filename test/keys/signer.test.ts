@@ -1,12 +1,4 @@
-import {
-  constants,
-  createHash,
-  createPrivateKey,
-  generateKeyPairSync,
-  privateEncrypt,
-  sign,
-  type KeyObject,
-} from 'node:crypto';
+import { constants, createHash, createPrivateKey, privateEncrypt, sign, type KeyObject } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -26,6 +18,7 @@ import { PROTECTED_HEADER } from '../../lib/token/assertion.signer.js';
 import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 import { problemLines, startupError } from './keys-kit.js';
 
 let clock: FakeClock;
@@ -42,6 +35,8 @@ beforeAll(async () => {
 afterAll(() => platform.close());
 
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest();
+/** A key the integration's certificate does not belong to. */
+const otherKey = (await pooledRsaKeyPair()).privateKey;
 
 /** Real signers built from node:crypto, each making one mistake a KMS set-up makes. */
 const SIGNATURES: Record<string, (input: Uint8Array) => Uint8Array | string> = {
@@ -56,7 +51,7 @@ const SIGNATURES: Record<string, (input: Uint8Array) => Uint8Array | string> = {
   bareDigest: (input) => privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, sha256(input)),
   sha512: (input) => sign('sha512', input, key),
   otherInput: (input) => sign('sha256', Buffer.from(Buffer.from(input).toString('utf8').toUpperCase()), key),
-  otherKey: (input) => sign('sha256', input, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey),
+  otherKey: (input) => sign('sha256', input, otherKey),
   truncated: (input) => sign('sha256', input, key).subarray(0, 255),
   base64: (input) => Buffer.from(sign('sha256', input, key).toString('base64')),
   string: (input) => sign('sha256', input, key).toString('base64'),

@@ -53,4 +53,6 @@ process.on('message', async (message) => {
   const result = await handlers[message.command](message);
   process.send({ id: message.id, result });
 });
+// Idle between test files, this process outlives a worker only until the worker exits and the channel closes.
+process.on('disconnect', () => process.exit(0));
 process.send({ ready: true });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
+import { pooledRsaKeyPair } from './pooled-test-keys.js';
 
 export const TEST_PASSPHRASE = 'correct horse battery staple (test only)';
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -51,7 +52,7 @@ export async function createCredentialVariants(now = Date.now()): Promise<Creden
       .export({ type: 'pkcs1', format: 'pem', cipher: 'aes-256-cbc', passphrase: TEST_PASSPHRASE })
       .toString(),
     rsa1024Pem: pkcs8(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey),
-    rsa3072Pem: pkcs8(generateKeyPairSync('rsa', { modulusLength: 3072 }).privateKey),
+    rsa3072Pem: pkcs8((await pooledRsaKeyPair(3072)).privateKey),
     ecPem: pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey),
     ed25519Pem: pkcs8(generateKeyPairSync('ed25519').privateKey),
     publicKeyPem: createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString(),

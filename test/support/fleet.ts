@@ -40,6 +40,17 @@ class Replica {
     return new Replica(child);
   }
 
+  /** Whether the process (and its IPC channel) keeps this process's event loop alive. */
+  hold(held: boolean): void {
+    if (held) {
+      this.child.ref();
+      this.child.channel?.ref();
+    } else {
+      this.child.unref();
+      this.child.channel?.unref();
+    }
+  }
+
   get alive(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
@@ -64,15 +75,18 @@ class Replica {
 }
 
 /**
- * Replica processes for the fleets of one test file. Starting Node and loading Nest is most of what a fleet costs, so
- * a process whose fleet closed is reused by the next fleet, with new module instances on a new clock.
+ * Replica processes for fleets. Starting Node and loading Nest is most of what a fleet costs (over a second of CPU a
+ * process), so a process whose fleet closed is reused by the next fleet, with new module instances on a new clock.
  */
 export class ReplicaProcesses {
   private readonly started = new Set<Replica>();
   private readonly idle: Replica[] = [];
 
   async take(count: number): Promise<Replica[]> {
-    const reused = this.idle.splice(0, count).filter((replica) => replica.alive);
+    const taken = this.idle.splice(0, count);
+    for (const replica of taken) if (!replica.alive) this.started.delete(replica);
+    const reused = taken.filter((replica) => replica.alive);
+    for (const replica of reused) replica.hold(true);
     const spawned = await Promise.all(Array.from({ length: count - reused.length }, () => Replica.spawn()));
     for (const replica of spawned) this.started.add(replica);
     return [...reused, ...spawned];
@@ -87,22 +101,33 @@ export class ReplicaProcesses {
       () => false,
     );
     clearTimeout(timer);
-    if (stopped && replica.alive) this.idle.push(replica);
+    if (!stopped || !replica.alive) return;
+    // An idle process must not keep the test worker alive: the worker's exit ends it (it exits on disconnect).
+    replica.hold(false);
+    this.idle.push(replica);
   }
 
-  /** Ends every process, also those of a fleet that a failed test left open. */
-  async close(): Promise<void> {
-    this.idle.splice(0);
-    await Promise.all([...this.started].map((replica) => replica.end()));
-    this.started.clear();
+  /** Ends the processes still in a fleet (one a failed test left open); idle ones wait for the next fleet. */
+  async endBusy(): Promise<void> {
+    const busy = [...this.started].filter((replica) => !this.idle.includes(replica));
+    await Promise.all(busy.map((replica) => replica.end()));
+    for (const replica of busy) this.started.delete(replica);
   }
 }
 
-/** For a test file: `const processes = useReplicaProcesses()` at the top level; every process ends after the file. */
+/**
+ * One pool per worker process: the files of a worker share their module graph (`isolate: false`), so the next file's
+ * fleets reuse the processes of the last one's. A file that runs alone ends its worker, and so its idle processes.
+ */
+const workerProcesses = new ReplicaProcesses();
+
+/**
+ * For a test file: `const processes = useReplicaProcesses()` at the top level. After the file, any process a failed
+ * test left in a fleet is ended; the others stay for the worker's next file.
+ */
 export function useReplicaProcesses(): ReplicaProcesses {
-  const processes = new ReplicaProcesses();
-  afterAll(() => processes.close());
-  return processes;
+  afterAll(() => workerProcesses.endBusy());
+  return workerProcesses;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { generateKeyPair } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,7 +21,8 @@ export type { SelfSignedCredentials, SelfSignedCredentialsOptions };
  * worker slot has a folder of its own: processes that run at the same time never share a key either.
  */
 const folder = join(packageRoot, 'node_modules/.cache/platform-auth-test-keys', process.env.VITEST_POOL_ID ?? 'main');
-let taken = 0;
+/** How many keys of each size this process has taken. */
+const taken = new Map<number, number>();
 
 export async function createSelfSignedCredentials(
   options: SelfSignedCredentialsOptions = {},
@@ -31,11 +32,23 @@ export async function createSelfSignedCredentials(
   return issue({ ...options, privateKeyPem: await nextKey() });
 }
 
-async function nextKey(): Promise<string> {
-  const file = join(folder, `${taken++}.pem`);
+/**
+ * An RSA key pair of its own for a test that signs beside its credentials (an authorization server's key, a forger's
+ * key), from the same cache: a file read instead of a generation.
+ */
+export async function pooledRsaKeyPair(modulusLength = 2048): Promise<{ privateKey: KeyObject; publicKey: KeyObject }> {
+  const privateKey = createPrivateKey(await nextKey(modulusLength));
+  return { privateKey, publicKey: createPublicKey(privateKey) };
+}
+
+async function nextKey(modulusLength = 2048): Promise<string> {
+  const index = taken.get(modulusLength) ?? 0;
+  taken.set(modulusLength, index + 1);
+  // 2048-bit keys keep the names the cache has always had.
+  const file = join(folder, modulusLength === 2048 ? `${index}.pem` : `rsa${modulusLength}-${index}.pem`);
   if (existsSync(file)) return readFileSync(file, 'utf8');
   const { privateKey } = await promisify(generateKeyPair)('rsa', {
-    modulusLength: 2048,
+    modulusLength,
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   });

@@ -69,7 +69,7 @@ export function withStore(options: PlatformAuthOptions, store: TokenStoreOptions
 /**
  * For a test file: `const startStoreFleet = useStoreFleets()` at the top level gives a function that starts a fleet of
  * replica processes with the platform's options (their clocks start at its clock's time); the processes are reused
- * by the file's fleets and end after the file.
+ * by later fleets of the worker (see `useReplicaProcesses`).
  */
 export function useStoreFleets(): (
   track: <T extends Closable>(resource: T) => T,

@@ -29,7 +29,9 @@ import { TELEMETRY_NAMES } from '../../lib/telemetry/telemetry.events.js';
 import { tenantOptions } from '../../lib/tenants/tenant.builder.js';
 import { emulatedTenant } from './tenants-kit.js';
 
-const TENANTS = 2_000;
+// Many more integrations than any test asks for, so a tenant is found among others; test/emulator/bulk-integrations
+// proves the registry at thousands.
+const TENANTS = 200;
 const clock = new FakeClock(Date.now());
 let platform: PlatformEmulator;
 let certificates: TestCertificates;
@@ -89,7 +91,7 @@ const billingOf = async (tenants: PlatformTenants, tenantId: string) =>
 describe('PlatformAuthModule.forTenants', () => {
   it("attaches each tenant's token to its own requests only, on a shared platform URL", async () => {
     const { tenants } = await registry();
-    const ids = ['t0', 't1', 't1999', 't7'];
+    const ids = ['t0', 't1', 't199', 't7'];
     const answered = await Promise.all(ids.flatMap((id) => [billingOf(tenants, id), billingOf(tenants, id)]));
     expect(answered).toEqual(ids.flatMap((id) => [`machine-${id.slice(1)}`, `machine-${id.slice(1)}`]));
     const tokens = await Promise.all(ids.map(async (id) => (await tenants.get(id)).tokens.getAccessToken()));

@@ -1,8 +1,8 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { type ClientMetadata, type Configuration } from 'oidc-provider';
 import { expect } from 'vitest';
+import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 
 /**
  * panva's oidc-provider (a certified OpenID Provider) in this process on 127.0.0.1, with in-memory storage and its
@@ -11,7 +11,7 @@ import { expect } from 'vitest';
  */
 /** The provider's signing key: the test's own, so it does not fall back to its development keys. */
 const SIGNING_KEY = {
-  ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+  ...(await pooledRsaKeyPair()).privateKey.export({ format: 'jwk' }),
   kid: 'test-signing-key',
   use: 'sig',
   alg: 'RS256',

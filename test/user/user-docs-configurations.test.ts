@@ -1,4 +1,3 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,12 +8,13 @@ import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { PlatformUserAuth, PlatformUserAuthModule, platformUserAuthConfig } from 'nestjs-platform-auth/user';
 import { PLATFORM_USER_AUTH_ENV } from '../../lib/user/platform-user-auth.constants.js';
 import { repositoryRoot } from '../support/docs-blocks.js';
+import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 import { signInAtProvider, startOidcProvider } from './oidc-provider.kit.js';
 import { restoreEnv, signIn as signInAtEmulator } from './user-test-kit.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 const CLIENT_SECRET = 'docs-client-secret-Rt5Wq8Zm2';
-const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { privateKey, publicKey } = await pooledRsaKeyPair();
 const keyDir = mkdtempSync(join(tmpdir(), 'platform-auth-user-docs-'));
 const KEY_PATH = join(keyDir, 'user-client-key.pem');
 writeFileSync(KEY_PATH, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });

@@ -1,14 +1,15 @@
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { SignJWT } from 'jose';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PlatformUserAuth, PlatformUserAuthModule, isUserAuthError } from 'nestjs-platform-auth/user';
+import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
-const published = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const published = await pooledRsaKeyPair();
+const other = await pooledRsaKeyPair();
 
 /**
  * An authorization server that publishes `published`'s public key at its `jwks_uri` and signs the ID tokens of its

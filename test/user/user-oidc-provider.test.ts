@@ -1,4 +1,4 @@
-import { createPrivateKey, generateKeyPairSync, sign, X509Certificate } from 'node:crypto';
+import { createPrivateKey, sign, X509Certificate } from 'node:crypto';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +12,7 @@ import {
   type UserAuthError,
 } from 'nestjs-platform-auth/user';
 import { expectNoSecrets } from '../support/leak-check.js';
+import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 import {
   confirmLogoutAtProvider,
   signInAtProvider,
@@ -23,7 +24,7 @@ const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 const POST_LOGOUT_URI = 'http://127.0.0.1:9/signed-out';
 const STATE_SECRET = 'Zq3mV8pK1xR6tW9yB2nC5fH7jL0sD4gA'; // 32 bytes, test only
 const CLIENT_SECRET = 'oidc-client-secret-Jd8Kq2Lm5Np7Rs9Tv';
-const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { privateKey, publicKey } = await pooledRsaKeyPair();
 const PRIVATE_KEY_PEM = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 
 const common = {
@@ -215,7 +216,7 @@ describe('client authentication at the token and revocation endpoints', () => {
   });
 
   it('private_key_jwt refuses at start-up a signer whose signatures the certificate does not verify', async () => {
-    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    const other = (await pooledRsaKeyPair()).privateKey;
     await expect(
       startModule({
         clientAuthentication: 'private_key_jwt',
@@ -240,7 +241,7 @@ describe('client authentication at the token and revocation endpoints', () => {
   });
 
   it('a private_key_jwt key the server does not know is refused the same way', async () => {
-    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    const other = (await pooledRsaKeyPair()).privateKey;
     const auth = await startModule({
       clientAuthentication: 'private_key_jwt',
       clientId: 'jwt-app',
