@@ -6,15 +6,20 @@ import { SlowFirstSequencer } from './test/support/slow-first.sequencer.js';
 const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /**
- * Files that need a process of their own: OpenTelemetry's HTTP instrumentation patches `node:http` when it is
- * registered, which it cannot do once another file of the same worker has loaded it.
- *
- * The SoftHSM2 files share workers: SoftHSM2 reads `SOFTHSM2_CONF` (each file's throwaway token directory) when the
- * PKCS#11 library is initialised, and the library finalises and unloads it when the last key is closed, so the next
- * file's first key loads it again with that file's directory. A file must close every key and module it opens (each
- * does), or the next SoftHSM2 file of its worker would not see its own tokens.
+ * Files that need a process of their own:
+ * - OpenTelemetry's HTTP instrumentation patches `node:http` when it is registered, which it cannot do once another
+ *   file of the same worker has loaded it;
+ * - SoftHSM2 reads `SOFTHSM2_CONF` (each file's throwaway token directory) once per process, when the PKCS#11
+ *   library is first initialised, so a second file of the same worker would not see its own tokens.
  */
-const ISOLATED_FILES = ['test/operations/telemetry-tracing.test.ts'];
+const ISOLATED_FILES = [
+  'test/operations/telemetry-tracing.test.ts',
+  'test/keys/keys-cli.test.ts',
+  'test/keys/pkcs11-key.test.ts',
+  'test/user/user-private-key-jwt-pkcs11.test.ts',
+  'test/rotation/next-pair-sources.test.ts',
+  'test/tenants/tenants-pkcs11.test.ts',
+];
 
 /**
  * The files that take minutes: the quick soak runs a fleet through its fault schedule in real time, and the

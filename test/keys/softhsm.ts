@@ -13,10 +13,9 @@ const SO_PIN = '42424242';
 
 /**
  * A throwaway SoftHSM2: its own configuration file and token directory in a temporary folder, pointed at by
- * `SOFTHSM2_CONF` for this test file, never the machine's global tokens. SoftHSM reads its tokens when the
+ * `SOFTHSM2_CONF` for this test process, never the machine's global tokens. SoftHSM reads its tokens when the
  * library is initialised, which the module does once per process until the last key is closed: create every token
- * (`initToken`) and every key made with pkcs11-tool before the first key opens, in `beforeAll`, and close every key
- * by the end of the file, so that the next SoftHSM file of the worker initialises the library with its own.
+ * (`initToken`) and every key made with pkcs11-tool before the first key opens, in `beforeAll`.
  */
 export class SoftHsm {
   readonly conf: string;
@@ -75,8 +74,6 @@ export class SoftHsm {
   }
 
   close(): void {
-    // The worker's next files must not inherit a configuration whose folder is gone.
-    if (process.env.SOFTHSM2_CONF === this.conf) delete process.env.SOFTHSM2_CONF;
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
