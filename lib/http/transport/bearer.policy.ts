@@ -2,7 +2,7 @@ import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
 import { OPEN_GATE, type CallGate } from '../../calls/call-gate.js';
 import type { CallRetryPolicy } from '../../calls/retry.policy.js';
-import { isAllowedUrl, isNonReplayable, parseUrl } from '../request-target.util.js';
+import { isAllowedUrl, isNonReplayable, parseUrl, startsWithOrigin } from '../request-target.util.js';
 
 /** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
 const ORIGIN_CACHE_LIMIT = 64;
@@ -33,6 +33,14 @@ export class BearerPolicy {
 
   isAllowed(url: URL | undefined): boolean {
     return isAllowedUrl(url, this.allowedOrigins);
+  }
+
+  /**
+   * The same rule for absolute URL text that starts with an allowed origin as it is serialized (the usual case):
+   * decided without parsing it. `false` for any other text, allowed or not: parse it and ask `isAllowed`.
+   */
+  isAllowedPrefix(href: string): boolean {
+    return startsWithOrigin(href, this.allowedOrigins);
   }
 
   /** The same rule for an origin given as text or a `URL`, remembered per text: dispatchers give the same few. */
