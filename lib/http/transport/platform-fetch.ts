@@ -1,10 +1,10 @@
-import { createRequire } from 'node:module';
 import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { runCall } from './policy-call.js';
+import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
 /** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
@@ -63,12 +63,14 @@ export class PlatformFetch {
   }
 
   /**
-   * An undici `Agent` composed with `interceptor`, made on first use: `fetch(url, { dispatcher })`, undici's
-   * `request(url, { dispatcher })`. Needs the optional peer `undici` 7; the module closes it at shutdown.
+   * An undici `Agent` that follows the same rules as `interceptor`, made on first use: `fetch(url, { dispatcher })`,
+   * undici's `request(url, { dispatcher })`. It applies them in its own `dispatch` rather than through `compose`,
+   * which would convert every request's handler and headers. Needs the optional peer `undici` 7; the module closes
+   * it at shutdown.
    */
   get dispatcher(): PlatformDispatcher {
-    // Synchronous, for an option object built in place; a property cannot wait for import(). undici is CommonJS.
-    this.#dispatcher ??= newAgent().compose(this.interceptor) as PlatformDispatcher;
+    // Synchronous, for an option object built in place; a property cannot wait for import().
+    this.#dispatcher ??= newPlatformAgent(this.#policy);
     return this.#dispatcher;
   }
 
@@ -172,15 +174,4 @@ export class PlatformFetch {
       response = await fetch(url, { ...request, headers, redirect: 'manual' });
     }
   }
-}
-
-/** undici's `Agent`, loaded when first asked for: an optional peer that most apps never load. */
-function newAgent(): { compose(interceptor: PlatformInterceptor): unknown } {
-  let undici: { Agent: new () => { compose(interceptor: PlatformInterceptor): unknown } };
-  try {
-    undici = createRequire(import.meta.url)('undici') as typeof undici;
-  } catch (cause) {
-    throw new Error('PlatformFetch.dispatcher needs the optional peer undici 7: npm install undici@7', { cause });
-  }
-  return new undici.Agent();
 }
