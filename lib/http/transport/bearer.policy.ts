@@ -15,6 +15,7 @@ const ORIGIN_CACHE_LIMIT = 64;
 export class BearerPolicy {
   /** Per origin text as a dispatcher gives it (`http://host:port`): whether it is allowed. */
   private readonly origins = new Map<string, boolean>();
+  private lastBearer?: { readonly token: string; readonly value: string };
 
   constructor(
     private readonly tokens: TokenProvider,
@@ -53,6 +54,12 @@ export class BearerPolicy {
       if (this.origins.size < ORIGIN_CACHE_LIMIT) this.origins.set(origin, allowed);
     }
     return allowed;
+  }
+
+  /** `Authorization`'s value for `token`, made once per token: every request of a token's life sends the same. */
+  bearer(token: string): string {
+    if (this.lastBearer?.token !== token) this.lastBearer = { token, value: `Bearer ${token}` };
+    return this.lastBearer.value;
   }
 
   /** The cached token when one is usable now (no promise on the hot path), else `undefined`. */

@@ -127,7 +127,11 @@ export class PlatformFetch {
     const sent =
       init === NO_INIT
         ? this.bareInit(token)
-        : { ...init, headers: withAuthorization(init.headers, `Bearer ${token}`), redirect: 'manual' as const };
+        : {
+            ...init,
+            headers: withAuthorization(init.headers, this.#policy.bearer(token)),
+            redirect: 'manual' as const,
+          };
     return fetch(start, sent).then((response) =>
       isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, url: start },
     );
@@ -140,7 +144,7 @@ export class PlatformFetch {
   private bareInit(token: string): RequestInit {
     const last = this.#bare;
     if (last?.token === token) return last.init;
-    const headers = Object.freeze({ authorization: `Bearer ${token}` });
+    const headers = Object.freeze({ authorization: this.#policy.bearer(token) });
     const init = Object.freeze({ headers, redirect: 'manual' as const });
     this.#bare = { token, init };
     return init;
@@ -169,7 +173,7 @@ export class PlatformFetch {
       if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
       url = next;
       const headers = this.#policy.isAllowed(url)
-        ? withAuthorization(request.headers, `Bearer ${token}`)
+        ? withAuthorization(request.headers, this.#policy.bearer(token))
         : request.headers;
       response = await fetch(url, { ...request, headers, redirect: 'manual' });
     }

@@ -6,15 +6,27 @@
 export type DispatchHeaders =
   Record<string, string | string[] | undefined> | readonly unknown[] | Iterable<unknown> | null;
 
-/** Whether `headers` names `name` (lower case), whatever its value. */
-export function hasHeader(headers: DispatchHeaders | undefined, name: string): boolean {
-  if (!headers) return false;
-  if (isRecord(headers)) {
-    for (const key in headers) if (key.toLowerCase() === name) return true;
-    return false;
-  }
-  for (const [key] of headerPairs(headers)) if (key.toLowerCase() === name) return true;
-  return false;
+/**
+ * Which of `first`, `second` and `third` (lower case) `headers` names, in one pass: bit 1, 2 and 4. The hot path
+ * asks three questions of the same few headers.
+ */
+export function findHeaders(
+  headers: DispatchHeaders | undefined,
+  first: string,
+  second: string,
+  third: string | undefined,
+): number {
+  if (!headers) return 0;
+  let found = 0;
+  const note = (name: string) => {
+    const lower = name.toLowerCase();
+    if (lower === first) found |= 1;
+    else if (lower === second) found |= 2;
+    else if (lower === third) found |= 4;
+  };
+  if (isRecord(headers)) for (const key in headers) note(key);
+  else for (const [key] of headerPairs(headers)) note(key);
+  return found;
 }
 
 /** The value of `name` (lower case) in `headers`, `undefined` when absent. */

@@ -2,7 +2,7 @@ import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
 import {
-  hasHeader,
+  findHeaders,
   headerValue,
   rawHeaderValue,
   withHeader,
@@ -55,9 +55,10 @@ export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
  */
 export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
   return (options, handler) => {
-    if (hasHeader(options.headers, 'authorization') || !policy.isAllowedOrigin(options.origin))
-      return next(options, handler);
-    const call = new BearerCall(policy, next, options, asLegacy(handler));
+    const keyHeader = policy.retry.keyHeader(options.method);
+    const found = findHeaders(options.headers, 'authorization', PLATFORM_AUTH_RETRY_HEADER, keyHeader);
+    if (found & HAS_AUTHORIZATION || !policy.isAllowedOrigin(options.origin)) return next(options, handler);
+    const call = new BearerCall(policy, next, options, asLegacy(handler), found, keyHeader);
     const token = policy.peekToken();
     if (token !== undefined) return call.send(token);
     policy.token().then(
@@ -67,6 +68,11 @@ export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDisp
     return true;
   };
 }
+
+/** `findHeaders`'s bits for `Authorization`, the retry opt-out header and the idempotency key header. */
+const HAS_AUTHORIZATION = 1;
+const HAS_OPT_OUT = 2;
+const HAS_KEY = 4;
 
 /** What becomes of a response the handler downstream does not see: read to its end, then this. */
 type Dropped = { then: 'renew' } | { then: 'retry'; delayMs: number } | { then: 'fail'; error: Error };
@@ -96,14 +102,15 @@ class BearerCall implements LegacyHandler {
     private readonly next: AnyDispatch,
     options: DispatchOptions,
     private readonly handler: LegacyHandler,
+    /** `findHeaders`'s answer for the caller's headers. */
+    found: number,
+    keyHeader: string | undefined,
   ) {
     policy.retry.countCall();
     let headers = options.headers;
-    const optOut = headerValue(headers, PLATFORM_AUTH_RETRY_HEADER);
-    if (optOut !== undefined) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    const keyHeader = policy.retry.keyHeader(options.method);
-    if (keyHeader !== undefined && !hasHeader(headers, keyHeader))
-      headers = withHeader(headers, keyHeader, policy.retry.newKey());
+    const optOut = found & HAS_OPT_OUT ? headerValue(headers, PLATFORM_AUTH_RETRY_HEADER) : undefined;
+    if (found & HAS_OPT_OUT) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
+    if (keyHeader !== undefined && !(found & HAS_KEY)) headers = withHeader(headers, keyHeader, policy.retry.newKey());
     this.options = headers === options.headers ? options : { ...options, headers };
     this.optedOut = String(optOut) === 'false';
     this.carriesKey = keyHeader !== undefined;
@@ -238,7 +245,7 @@ class BearerCall implements LegacyHandler {
   }
 
   private dispatch(): boolean {
-    const headers = withHeader(this.options.headers, 'authorization', `Bearer ${this.sent}`);
+    const headers = withHeader(this.options.headers, 'authorization', this.policy.bearer(this.sent));
     return this.next({ ...this.options, headers }, this);
   }
 }
