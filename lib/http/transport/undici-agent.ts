@@ -1,11 +1,21 @@
 import { createRequire } from 'node:module';
 import type { BearerPolicy } from './bearer.policy.js';
 import type { Handler, LegacyHandler } from './undici-handlers.js';
-import { bearerDispatch, type DispatchOptions, type PlatformDispatcher } from './undici.interceptor.js';
+import {
+  bearerDispatch,
+  type AnyDispatch,
+  type DispatchOptions,
+  type PlatformDispatcher,
+} from './undici.interceptor.js';
 
 interface AgentLike {
   dispatch(options: DispatchOptions, handler: Handler | LegacyHandler): boolean;
 }
+
+type PlatformAgentClass = new (policy: BearerPolicy) => AgentLike;
+
+/** Made once undici is loaded: every integration's and tenant's dispatcher is one of these. */
+let platformAgentClass: PlatformAgentClass | undefined;
 
 /**
  * An undici `Agent` that applies the bearer rules in its own `dispatch`: the rules `PlatformFetch.interceptor` brings
@@ -13,15 +23,23 @@ interface AgentLike {
  * back, the response's raw headers parsed into an object and encoded again). Needs the optional peer undici 7.
  */
 export function newPlatformAgent(policy: BearerPolicy): PlatformDispatcher {
-  const { Agent } = loadUndici();
-  class PlatformAgent extends Agent {
-    readonly #dispatch = bearerDispatch(policy, (options, handler) => super.dispatch(options, handler));
+  platformAgentClass ??= extendAgent(loadUndici().Agent);
+  return new platformAgentClass(policy) as unknown as PlatformDispatcher;
+}
+
+function extendAgent(Agent: new () => AgentLike): PlatformAgentClass {
+  return class PlatformAgent extends Agent {
+    readonly #dispatch: AnyDispatch;
+
+    constructor(policy: BearerPolicy) {
+      super();
+      this.#dispatch = bearerDispatch(policy, (options, handler) => super.dispatch(options, handler));
+    }
 
     override dispatch(options: DispatchOptions, handler: Handler | LegacyHandler): boolean {
       return this.#dispatch(options, handler);
     }
-  }
-  return new PlatformAgent() as unknown as PlatformDispatcher;
+  };
 }
 
 /** undici, loaded when first asked for: an optional peer that most apps never load. undici is CommonJS. */
