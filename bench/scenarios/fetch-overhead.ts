@@ -33,12 +33,17 @@ export async function measureFetchOverhead(
   // undici's own cost of composing: an interceptor that adds nothing still has every handler wrapped and unwrapped.
   const noopAgent = new Agent();
   const composedNoop = noopAgent.compose((dispatch) => (options, handler) => dispatch(options, handler));
+  // The interceptor in a caller's own compose: the rules without the library's dispatcher.
+  const interceptorAgent = new Agent();
   try {
     const url = `${echo.url}/api/resource`;
     const authorization = `Bearer ${await app.get(TokenProvider).getAccessToken()}`;
     const headers = { authorization };
     const platformFetch = app.get(PlatformFetch);
     const dispatcher = platformFetch.dispatcher as unknown as Dispatcher;
+    const composedPlatform = interceptorAgent.compose(
+      platformFetch.interceptor as unknown as Dispatcher.DispatcherComposeInterceptor,
+    );
     // undici 7's Agent, as the global fetch (typed by @types/node's undici-types 6) takes it.
     const plainFetchAgent = plainAgent as unknown as RequestInit['dispatcher'];
 
@@ -67,6 +72,10 @@ export async function measureFetchOverhead(
         name: 'request + no-op composed Agent',
         send: () => request(url, { headers, dispatcher: composedNoop }).then((r) => r.body.arrayBuffer()),
       },
+      {
+        name: 'request + composed interceptor',
+        send: () => request(url, { dispatcher: composedPlatform }).then((r) => r.body.arrayBuffer()),
+      },
       // Identical to plain fetch: how far apart two equal clients measure is this run's resolution.
       { name: 'plain fetch, twin', send: () => fetch(url, { headers }).then(drained) },
     ];
@@ -93,6 +102,7 @@ export async function measureFetchOverhead(
     check.close();
     await plainAgent.close();
     await noopAgent.close();
+    await interceptorAgent.close();
     await echo.close();
   }
 }
@@ -131,6 +141,12 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
     {
       id: 'composeRequest',
       subject: 'request + no-op composed Agent',
+      baseline: 'request + plain Agent',
+      targeted: false,
+    },
+    {
+      id: 'composedInterceptor',
+      subject: 'request + composed interceptor',
       baseline: 'request + plain Agent',
       targeted: false,
     },

@@ -16,14 +16,20 @@ export function isAbsoluteUrl(url: string): boolean {
 export function resolveRequestUrl(
   config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>,
 ): URL | undefined {
+  return parseUrl(resolveRequestText(config));
+}
+
+/** `resolveRequestUrl`'s text, not parsed. */
+export function resolveRequestText(
+  config: Pick<InternalAxiosRequestConfig, 'url' | 'baseURL' | 'allowAbsoluteUrls'>,
+): string {
   const url = urlText(config.url);
   const useBase = config.baseURL && (!isAbsoluteUrl(url) || config.allowAbsoluteUrls === false);
-  const full = useBase
+  return useBase
     ? url
       ? `${config.baseURL!.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}`
       : config.baseURL!
     : url;
-  return parseUrl(full);
 }
 
 /**
@@ -46,6 +52,21 @@ export function requestProtocol(
  */
 export function isAllowedUrl(url: URL | undefined, allowedOrigins: ReadonlySet<string>): boolean {
   return url !== undefined && !url.username && !url.password && allowedOrigins.has(url.origin);
+}
+
+/**
+ * Whether the URL text `href` starts with one of `origins` (serialized, as `URL.origin` gives them) followed by the
+ * end of its authority: it then parses to that origin, with no userinfo, whatever follows (nothing after the
+ * authority can make URL parsing fail). Decided without parsing; `false` says only that this shortcut does not apply.
+ */
+export function startsWithOrigin(href: string, origins: ReadonlySet<string>): boolean {
+  for (const origin of origins) {
+    if (!href.startsWith(origin)) continue;
+    const next = href.charCodeAt(origin.length);
+    // End of text, '/', '?' or '#': the authority ends exactly where the origin does.
+    if (Number.isNaN(next) || next === 0x2f || next === 0x3f || next === 0x23) return true;
+  }
+  return false;
 }
 
 export function parseUrl(value: unknown, base?: URL): URL | undefined {

@@ -60,6 +60,20 @@ describe.each(CLIENTS)('$name', (client) => {
     expect(f.platform.counters.exchanges.total).toBe(0);
   });
 
+  it('a URL that starts with an allowed origin but names another host gets no token', async () => {
+    const f = await start();
+    const foreign = await server();
+    const call = client.bind(f);
+    const platform = new URL(f.platform.url).origin;
+    const foreignHost = new URL(foreign.url).host;
+    // Userinfo spelled as the platform's origin; the host is the foreign one. Clients may refuse such a URL.
+    await call({ url: `${platform}@${foreignHost}/userinfo` });
+    await call({ url: `${platform}:1@${foreignHost}/userinfo-port` });
+    for (const seen of foreign.requests) expect(seen.authorization ?? '').not.toMatch(/bearer/i);
+    expect(f.platform.counters.exchanges.total).toBe(0);
+    expect(f.platform.counters.apiCalls.total).toBe(0);
+  });
+
   it('a redirect to a foreign origin carries no token, and its 401 is not re-sent', async () => {
     const f = await start();
     const foreign = await server((_req: IncomingMessage, res: ServerResponse) => {

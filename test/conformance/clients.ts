@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import axios, { type AxiosInstance } from 'axios';
 import { firstValueFrom } from 'rxjs';
-import { request } from 'undici';
+import { Agent, interceptors, request, type Dispatcher } from 'undici';
 import {
   PLATFORM_AUTH_RETRY_HEADER,
   PlatformAuthInterceptor,
@@ -184,6 +184,36 @@ export const CLIENTS: readonly ClientUnderTest[] = [
             });
             await response.body.dump();
             return response;
+          },
+          (response) => response.statusCode,
+        );
+    },
+  },
+  {
+    name: "undici's request with PlatformFetch.interceptor in the caller's own compose",
+    bind: (f) => {
+      const { interceptor } = f.moduleRef.get(PlatformFetch);
+      return (call) =>
+        outcome(
+          async () => {
+            // undici's redirect interceptor outermost, as the docs say: every hop passes through the library's.
+            const agent = new Agent();
+            const dispatcher = agent.compose(
+              interceptor as unknown as Dispatcher.DispatcherComposeInterceptor,
+              interceptors.redirect({ maxRedirections: 5 }),
+            );
+            try {
+              const response = await request(absolute(f, call.url), {
+                method: call.method ?? 'GET',
+                dispatcher,
+                headers: dispatcherHeaders(call),
+                ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
+              });
+              await response.body.dump();
+              return response;
+            } finally {
+              await agent.close();
+            }
           },
           (response) => response.statusCode,
         );

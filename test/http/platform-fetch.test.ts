@@ -31,6 +31,17 @@ describe('PlatformFetch', () => {
     expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 1, ok: 1 });
   });
 
+  it('a call without an init carries the token of the moment: the one renewed after a 401, then on later calls', async () => {
+    const f = await start();
+    const { fetch } = f.moduleRef.get(PlatformFetch);
+    expect((await fetch('/api/billing')).status).toBe(200);
+    f.platform.revokeAllTokens();
+    expect((await fetch('/api/billing')).status).toBe(200);
+    expect((await fetch(`${f.platform.url}/api/billing`)).status).toBe(200);
+    expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 1, ok: 3 });
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+  });
+
   it('re-sends a POST whose body was given in init', async () => {
     const f = await start();
     await f.tokens.getAccessToken();
@@ -91,6 +102,29 @@ describe('PlatformFetch', () => {
     expect(viaKy.status).toBe(200);
     expect(f.platform.counters.exchanges.accepted).toBe(2);
     expect(f.platform.counters.apiCalls).toMatchObject({ unauthorized: 2, ok: 2 });
+  });
+
+  it("the dispatcher passes the caller's abort to the request in flight", async () => {
+    let arrived!: () => void;
+    let closed!: () => void;
+    const arrival = new Promise<void>((resolve) => (arrived = resolve));
+    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    // Never answers: only the client's abort ends the request.
+    const silent = await server((req) => {
+      req.socket.once('close', closed);
+      arrived();
+    });
+    const f = await start({ module: { allowedOrigins: [silent.origin] } });
+    const { dispatcher } = f.moduleRef.get(PlatformFetch);
+    const controller = new AbortController();
+    const sending = fetch(`${silent.url}/held`, { dispatcher, signal: controller.signal });
+    await arrival;
+    controller.abort();
+    await expect(sending).rejects.toMatchObject({ name: 'AbortError' });
+    await socketClosed;
+    expect(silent.requests).toEqual([
+      expect.objectContaining({ url: '/held', authorization: expect.stringMatching(/^Bearer /) }),
+    ]);
   });
 
   it('of a named integration is injected by name and calls with its own token', async () => {

@@ -2,7 +2,7 @@ import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
 import { OPEN_GATE, type CallGate } from '../../calls/call-gate.js';
 import type { CallRetryPolicy } from '../../calls/retry.policy.js';
-import { isAllowedUrl, isNonReplayable, parseUrl } from '../request-target.util.js';
+import { isAllowedUrl, isNonReplayable, parseUrl, startsWithOrigin } from '../request-target.util.js';
 
 /** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
 const ORIGIN_CACHE_LIMIT = 64;
@@ -15,6 +15,7 @@ const ORIGIN_CACHE_LIMIT = 64;
 export class BearerPolicy {
   /** Per origin text as a dispatcher gives it (`http://host:port`): whether it is allowed. */
   private readonly origins = new Map<string, boolean>();
+  private lastBearer?: { readonly token: string; readonly value: string };
 
   constructor(
     private readonly tokens: TokenProvider,
@@ -35,6 +36,14 @@ export class BearerPolicy {
     return isAllowedUrl(url, this.allowedOrigins);
   }
 
+  /**
+   * The same rule for absolute URL text that starts with an allowed origin as it is serialized (the usual case):
+   * decided without parsing it. `false` for any other text, allowed or not: parse it and ask `isAllowed`.
+   */
+  isAllowedPrefix(href: string): boolean {
+    return startsWithOrigin(href, this.allowedOrigins);
+  }
+
   /** The same rule for an origin given as text or a `URL`, remembered per text: dispatchers give the same few. */
   isAllowedOrigin(origin: unknown): boolean {
     if (origin instanceof URL) return this.isAllowed(origin);
@@ -45,6 +54,12 @@ export class BearerPolicy {
       if (this.origins.size < ORIGIN_CACHE_LIMIT) this.origins.set(origin, allowed);
     }
     return allowed;
+  }
+
+  /** `Authorization`'s value for `token`, made once per token: every request of a token's life sends the same. */
+  bearer(token: string): string {
+    if (this.lastBearer?.token !== token) this.lastBearer = { token, value: `Bearer ${token}` };
+    return this.lastBearer.value;
   }
 
   /** The cached token when one is usable now (no promise on the hot path), else `undefined`. */

@@ -1,9 +1,10 @@
 import type { BearerPolicy } from './bearer.policy.js';
+import { parseUrl } from '../request-target.util.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
 import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
 import type { PolicyCall } from './policy-call.js';
 
-type Follow = (start: URL, init: RequestInit, token: string) => Promise<FetchSent>;
+type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<FetchSent>;
 
 /**
  * One call of `PlatformFetch.fetch`, as the policy sees it. Its idempotency key is added to a copy of `init` once,
@@ -15,7 +16,7 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
 
   constructor(
     private readonly policy: BearerPolicy,
-    private readonly start: URL,
+    private readonly start: URL | string,
     init: PlatformFetchInit,
     private readonly follow: Follow,
   ) {
@@ -47,7 +48,8 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
   }
 
   url(): string {
-    return `${this.start.origin}${this.start.pathname}`;
+    const start = typeof this.start === 'string' ? new URL(this.start) : this.start;
+    return `${start.origin}${start.pathname}`;
   }
 
   send(token: string): Promise<FetchSent> {
@@ -59,7 +61,13 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
   }
 
   renewable({ response, url }: FetchSent): boolean {
-    return this.policy.mayRenewAfter(response.status, url, this.policy.isReplayable(this.init.body));
+    // The status first: a URL that is still text is parsed for a 401 only.
+    if (response.status !== 401) return false;
+    return this.policy.mayRenewAfter(
+      401,
+      typeof url === 'string' ? parseUrl(url) : url,
+      this.policy.isReplayable(this.init.body),
+    );
   }
 
   retryAfter({ response }: FetchSent): unknown {

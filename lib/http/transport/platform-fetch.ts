@@ -1,14 +1,16 @@
-import { createRequire } from 'node:module';
 import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
-import { resolveRequestUrl } from '../request-target.util.js';
+import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { runCall } from './policy-call.js';
+import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
 /** Fetch's own limit (WHATWG fetch, "HTTP-redirect fetch" step 5). */
 const MAX_REDIRECTS = 20;
+/** The init of a call made without one: `follow` sends those with an init made once per token. */
+const NO_INIT: PlatformFetchInit = Object.freeze({});
 
 /** `fetch`'s `init`, and the retry policy's per-request switch. */
 export interface PlatformFetchInit extends RequestInit {
@@ -22,8 +24,8 @@ export interface PlatformFetchInit extends RequestInit {
 /** One send, redirects followed. */
 export interface FetchSent {
   readonly response: Response;
-  /** The URL that answered: the last hop's. */
-  readonly url: URL;
+  /** The URL that answered: the last hop's (text: the first, allowed, not parsed). */
+  readonly url: URL | string;
 }
 
 /**
@@ -47,9 +49,11 @@ export class PlatformFetch {
   readonly #policy: BearerPolicy;
   readonly #baseUrl: string;
   /** `follow`, bound once: each call hands it to its `FetchCall`. */
-  readonly #follow = (start: URL, init: RequestInit, token: string): Promise<FetchSent> =>
+  readonly #follow = (start: URL | string, init: RequestInit, token: string): Promise<FetchSent> =>
     this.follow(start, init, token);
   #dispatcher?: PlatformDispatcher;
+  /** `bareInit`'s last answer, for the token it was made for. */
+  #bare?: { readonly token: string; readonly init: RequestInit };
 
   /** @internal Only the composition root builds it; apps get it from the container. */
   constructor(baseUrl: string, policy: BearerPolicy) {
@@ -59,12 +63,14 @@ export class PlatformFetch {
   }
 
   /**
-   * An undici `Agent` composed with `interceptor`, made on first use: `fetch(url, { dispatcher })`, undici's
-   * `request(url, { dispatcher })`. Needs the optional peer `undici` 7; the module closes it at shutdown.
+   * An undici `Agent` that follows the same rules as `interceptor`, made on first use: `fetch(url, { dispatcher })`,
+   * undici's `request(url, { dispatcher })`. It applies them in its own `dispatch` rather than through `compose`,
+   * which would convert every request's handler and headers. Needs the optional peer `undici` 7; the module closes
+   * it at shutdown.
    */
   get dispatcher(): PlatformDispatcher {
-    // Synchronous, for an option object built in place; a property cannot wait for import(). undici is CommonJS.
-    this.#dispatcher ??= newAgent().compose(this.interceptor) as PlatformDispatcher;
+    // Synchronous, for an option object built in place; a property cannot wait for import().
+    this.#dispatcher ??= newPlatformAgent(this.#policy);
     return this.#dispatcher;
   }
 
@@ -74,10 +80,15 @@ export class PlatformFetch {
    */
   fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
     if (input instanceof Request) return this.fetchRequest(input, init);
-    const url = typeof input === 'string' ? resolveRequestUrl({ url: input, baseURL: this.#baseUrl }) : input;
+    const policy = this.#policy;
+    const text = typeof input === 'string' ? resolveRequestText({ url: input, baseURL: this.#baseUrl }) : undefined;
+    // Text that starts with an allowed origin is sent as it is: parsing it here would cost more than fetch itself.
+    const allowedText = text !== undefined && policy.isAllowedPrefix(text);
+    if (allowedText && !hasAuthorization(init?.headers)) return this.withToken(text, init ?? NO_INIT);
+    const url = text === undefined ? (input as URL) : parseUrl(text);
     if (url === undefined) return Promise.reject(new TypeError(`PlatformFetch: not a URL: ${input as string}`));
-    if (hasAuthorization(init?.headers) || !this.#policy.isAllowed(url)) return fetch(url, init);
-    return this.withToken(url, init ?? {});
+    if (hasAuthorization(init?.headers) || !(allowedText || policy.isAllowed(url))) return fetch(url, init);
+    return this.withToken(url, init ?? NO_INIT);
   };
 
   /** @internal Closes the dispatcher's sockets; the composition root calls it at shutdown. */
@@ -99,7 +110,7 @@ export class PlatformFetch {
     return this.fetch(request.url, merged);
   }
 
-  private withToken(url: URL, init: PlatformFetchInit): Promise<Response> {
+  private withToken(url: URL | string, init: PlatformFetchInit): Promise<Response> {
     const policy = this.#policy;
     const call = new FetchCall(policy, url, init, this.#follow);
     const cached = policy.peekToken();
@@ -112,17 +123,37 @@ export class PlatformFetch {
    * POST, become a GET without a body) unless `init.redirect` says otherwise. A 307/308 cannot re-send a stream:
    * that redirect response is returned as it is. `start` is allowed: `fetch` sends only those here.
    */
-  private follow(start: URL, init: RequestInit, token: string): Promise<FetchSent> {
-    const headers = withAuthorization(init.headers, `Bearer ${token}`);
-    return fetch(start, { ...init, headers, redirect: 'manual' }).then((response) =>
+  private follow(start: URL | string, init: RequestInit, token: string): Promise<FetchSent> {
+    const sent =
+      init === NO_INIT
+        ? this.bareInit(token)
+        : {
+            ...init,
+            headers: withAuthorization(init.headers, this.#policy.bearer(token)),
+            redirect: 'manual' as const,
+          };
+    return fetch(start, sent).then((response) =>
       isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, url: start },
     );
   }
 
+  /**
+   * The init of a call made without one, for `token`: built once per token, not per call (fetch reads an init and
+   * never changes it, and both objects are frozen), so the usual call allocates no header record, string or copy.
+   */
+  private bareInit(token: string): RequestInit {
+    const last = this.#bare;
+    if (last?.token === token) return last.init;
+    const headers = Object.freeze({ authorization: this.#policy.bearer(token) });
+    const init = Object.freeze({ headers, redirect: 'manual' as const });
+    this.#bare = { token, init };
+    return init;
+  }
+
   /** The rest of `follow` once `first`, the answer to `start`, is a redirect: each hop decided on its own URL. */
-  private async redirected(start: URL, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
+  private async redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
-    let url = start;
+    let url = typeof start === 'string' ? new URL(start) : start;
     let request: RequestInit = init;
     let response = first;
     for (let hop = 0; ; hop++) {
@@ -142,20 +173,9 @@ export class PlatformFetch {
       if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
       url = next;
       const headers = this.#policy.isAllowed(url)
-        ? withAuthorization(request.headers, `Bearer ${token}`)
+        ? withAuthorization(request.headers, this.#policy.bearer(token))
         : request.headers;
       response = await fetch(url, { ...request, headers, redirect: 'manual' });
     }
   }
-}
-
-/** undici's `Agent`, loaded when first asked for: an optional peer that most apps never load. */
-function newAgent(): { compose(interceptor: PlatformInterceptor): unknown } {
-  let undici: { Agent: new () => { compose(interceptor: PlatformInterceptor): unknown } };
-  try {
-    undici = createRequire(import.meta.url)('undici') as typeof undici;
-  } catch (cause) {
-    throw new Error('PlatformFetch.dispatcher needs the optional peer undici 7: npm install undici@7', { cause });
-  }
-  return new undici.Agent();
 }

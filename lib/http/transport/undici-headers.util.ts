@@ -6,15 +6,27 @@
 export type DispatchHeaders =
   Record<string, string | string[] | undefined> | readonly unknown[] | Iterable<unknown> | null;
 
-/** Whether `headers` names `name` (lower case), whatever its value. */
-export function hasHeader(headers: DispatchHeaders | undefined, name: string): boolean {
-  if (!headers) return false;
-  if (isRecord(headers)) {
-    for (const key in headers) if (key.toLowerCase() === name) return true;
-    return false;
-  }
-  for (const [key] of headerPairs(headers)) if (key.toLowerCase() === name) return true;
-  return false;
+/**
+ * Which of `first`, `second` and `third` (lower case) `headers` names, in one pass: bit 1, 2 and 4. The hot path
+ * asks three questions of the same few headers.
+ */
+export function findHeaders(
+  headers: DispatchHeaders | undefined,
+  first: string,
+  second: string,
+  third: string | undefined,
+): number {
+  if (!headers) return 0;
+  let found = 0;
+  const note = (name: string) => {
+    const lower = name.toLowerCase();
+    if (lower === first) found |= 1;
+    else if (lower === second) found |= 2;
+    else if (lower === third) found |= 4;
+  };
+  if (isRecord(headers)) for (const key in headers) note(key);
+  else for (const [key] of headerPairs(headers)) note(key);
+  return found;
 }
 
 /** The value of `name` (lower case) in `headers`, `undefined` when absent. */
@@ -57,4 +69,43 @@ function* headerPairs(headers: NonNullable<DispatchHeaders>): Generator<[string,
   } else {
     for (const pair of headers as Iterable<[unknown, unknown]>) yield [String(pair[0]), pair[1]];
   }
+}
+
+/** undici's raw headers: names and values alternating, as Buffers (a repeated value may come as a list). */
+export type RawHeaders = readonly (Buffer | string | readonly (Buffer | string)[])[];
+
+type RawValue = RawHeaders[number];
+
+/** The value of `name` (lower case) in raw headers, as text; `undefined` when absent. */
+export function rawHeaderValue(raw: RawHeaders | null | undefined, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (latin1(raw[i]).toLowerCase() === name) {
+      const value = raw[i + 1];
+      return Array.isArray(value) ? value.map(latin1).join(', ') : latin1(value);
+    }
+  return undefined;
+}
+
+/** Raw headers as the object undici's newer handlers get: lower-case names, a repeated name's values as a list. */
+export function parseRawHeaders(raw: RawHeaders): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = latin1(raw[i]).toLowerCase();
+    const raws = raw[i + 1];
+    const values = Array.isArray(raws) ? raws.map(latin1) : [latin1(raws)];
+    const seen = Object.hasOwn(headers, name) ? headers[name] : undefined;
+    const value = seen === undefined ? (values.length === 1 ? values[0] : values) : [seen, ...values].flat();
+    // A header named __proto__ is data, not the object's prototype.
+    if (name === '__proto__')
+      Object.defineProperty(headers, name, { value, enumerable: true, configurable: true, writable: true });
+    else headers[name] = value;
+  }
+  return headers;
+}
+
+function latin1(value: RawValue): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(latin1).join(', ');
+  return (value as Buffer).toString('latin1');
 }

@@ -1,7 +1,15 @@
 import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
-import { CurrentController, type Controller } from './undici-controller.js';
-import { hasHeader, headerValue, withHeader, withoutHeader, type DispatchHeaders } from './undici-headers.util.js';
+import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
+import {
+  findHeaders,
+  headerValue,
+  rawHeaderValue,
+  withHeader,
+  withoutHeader,
+  type DispatchHeaders,
+  type RawHeaders,
+} from './undici-headers.util.js';
 
 /**
  * undici's `Dispatcher`, as the global `RequestInit['dispatcher']` names it (the `undici-types` that `@types/node`
@@ -18,7 +26,7 @@ export type PlatformInterceptor = (dispatch: PlatformDispatcher['dispatch']) => 
  */
 export const PLATFORM_AUTH_RETRY_HEADER = 'x-platform-auth-retry';
 
-interface DispatchOptions {
+export interface DispatchOptions {
   origin?: string | URL;
   path?: string;
   method: string;
@@ -26,16 +34,8 @@ interface DispatchOptions {
   body?: unknown;
 }
 
-interface Handler {
-  onRequestStart?(controller: Controller, context: unknown): void;
-  onRequestUpgrade?(controller: Controller, statusCode: number, headers: unknown, socket: unknown): void;
-  onResponseStart?(controller: Controller, statusCode: number, headers: unknown, statusMessage?: string): void;
-  onResponseData?(controller: Controller, chunk: Buffer): void;
-  onResponseEnd?(controller: Controller, trailers: unknown): void;
-  onResponseError?(controller: Controller, error: Error): void;
-}
-
-type LooseDispatch = (options: DispatchOptions, handler: Handler) => boolean;
+/** A dispatch function that takes a handler of either kind: an `Agent`'s does, and so does `compose`'s `next`. */
+export type AnyDispatch = (options: DispatchOptions, handler: Handler | LegacyHandler) => boolean;
 
 /**
  * The bearer rules as an undici interceptor: the token on requests to allowed origins that carry no `Authorization`
@@ -44,36 +44,50 @@ type LooseDispatch = (options: DispatchOptions, handler: Handler) => boolean;
  * own origin.
  */
 export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
-  const interceptor = (next: LooseDispatch): LooseDispatch => {
-    return (options, handler) => {
-      if (hasHeader(options.headers, 'authorization') || !policy.isAllowedOrigin(options.origin))
-        return next(options, handler);
-      const call = new BearerCall(policy, next, options, handler);
-      const token = policy.peekToken();
-      if (token !== undefined) return call.send(token);
-      policy.token().then(
-        (fresh) => call.send(fresh),
-        (error: Error) => call.fail(error),
-      );
-      return true;
-    };
-  };
+  const interceptor = (next: AnyDispatch) => bearerDispatch(policy, next);
   return interceptor as unknown as PlatformInterceptor;
 }
+
+/**
+ * The bearer rules in front of `next`, for a handler of either kind: the library's own dispatcher calls it with
+ * `Agent.prototype.dispatch`, and `compose` through `bearerInterceptor`. Requests that get no token go to `next`
+ * with their handler untouched.
+ */
+export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
+  return (options, handler) => {
+    const keyHeader = policy.retry.keyHeader(options.method);
+    const found = findHeaders(options.headers, 'authorization', PLATFORM_AUTH_RETRY_HEADER, keyHeader);
+    if (found & HAS_AUTHORIZATION || !policy.isAllowedOrigin(options.origin)) return next(options, handler);
+    const call = new BearerCall(policy, next, options, asLegacy(handler), found, keyHeader);
+    const token = policy.peekToken();
+    if (token !== undefined) return call.send(token);
+    policy.token().then(
+      (fresh) => call.send(fresh),
+      (error: Error) => call.fail(error),
+    );
+    return true;
+  };
+}
+
+/** `findHeaders`'s bits for `Authorization`, the retry opt-out header and the idempotency key header. */
+const HAS_AUTHORIZATION = 1;
+const HAS_OPT_OUT = 2;
+const HAS_KEY = 4;
 
 /** What becomes of a response the handler downstream does not see: read to its end, then this. */
 type Dropped = { then: 'renew' } | { then: 'retry'; delayMs: number } | { then: 'fail'; error: Error };
 
 /**
- * One call through the interceptor. The handler downstream sees one request and one response: a response dropped
- * for a re-send (a 401, a transient failure) is read to its end, and the controller it holds follows whichever
- * attempt is current.
+ * One call through the interceptor, in undici's older handler kind both ways. The handler downstream sees one
+ * request and one response: a response dropped for a re-send (a 401, a transient failure) is read to its end, and
+ * the abort it was given reaches whichever attempt is current, or stops the next one.
  */
-class BearerCall implements Handler {
-  private readonly controller = new CurrentController();
+class BearerCall implements LegacyHandler {
   private readonly options: DispatchOptions;
   private readonly optedOut: boolean;
   private readonly carriesKey: boolean;
+  private abortCurrent?: (reason?: Error) => void;
+  private abortedWith?: Error;
   private started = false;
   private forwarded = false;
   private renewed = false;
@@ -85,17 +99,18 @@ class BearerCall implements Handler {
 
   constructor(
     private readonly policy: BearerPolicy,
-    private readonly next: LooseDispatch,
+    private readonly next: AnyDispatch,
     options: DispatchOptions,
-    private readonly handler: Handler,
+    private readonly handler: LegacyHandler,
+    /** `findHeaders`'s answer for the caller's headers. */
+    found: number,
+    keyHeader: string | undefined,
   ) {
     policy.retry.countCall();
     let headers = options.headers;
-    const optOut = headerValue(headers, PLATFORM_AUTH_RETRY_HEADER);
-    if (optOut !== undefined) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    const keyHeader = policy.retry.keyHeader(options.method);
-    if (keyHeader !== undefined && !hasHeader(headers, keyHeader))
-      headers = withHeader(headers, keyHeader, policy.retry.newKey());
+    const optOut = found & HAS_OPT_OUT ? headerValue(headers, PLATFORM_AUTH_RETRY_HEADER) : undefined;
+    if (found & HAS_OPT_OUT) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
+    if (keyHeader !== undefined && !(found & HAS_KEY)) headers = withHeader(headers, keyHeader, policy.retry.newKey());
     this.options = headers === options.headers ? options : { ...options, headers };
     this.optedOut = String(optOut) === 'false';
     this.carriesKey = keyHeader !== undefined;
@@ -125,46 +140,50 @@ class BearerCall implements Handler {
     const answered = this.answered;
     this.answered = undefined;
     if (answered) answered.reject(error);
-    else this.handler.onResponseError?.(this.controller, error);
+    else this.handler.onError?.(error);
   }
 
-  onRequestStart(controller: Controller, context: unknown): void {
-    this.controller.target = controller;
+  onConnect(abort: (reason?: Error) => void, context?: unknown): void {
+    this.abortCurrent = abort;
     if (this.started) return;
     this.started = true;
-    this.handler.onRequestStart?.(this.controller, context);
+    this.handler.onConnect?.(this.abort, context);
   }
 
-  onRequestUpgrade(_controller: Controller, statusCode: number, headers: unknown, socket: unknown): void {
-    this.handler.onRequestUpgrade?.(this.controller, statusCode, headers, socket);
+  onResponseStarted(): void {
+    this.handler.onResponseStarted?.();
   }
 
-  onResponseStart(_controller: Controller, statusCode: number, headers: unknown, statusMessage?: string): void {
-    this.dropped = this.dropFor(statusCode, headers);
-    if (this.dropped) return;
+  onUpgrade(statusCode: number, rawHeaders: RawHeaders, socket: unknown): void {
+    this.handler.onUpgrade?.(statusCode, rawHeaders, socket);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void, statusText?: string): boolean | void {
+    this.dropped = this.dropFor(statusCode, rawHeaders);
+    if (this.dropped) return true;
     this.forwarded = true;
     this.answered?.resolve({ status: statusCode });
     this.answered = undefined;
-    this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage);
+    return this.handler.onHeaders?.(statusCode, rawHeaders, resume, statusText);
   }
 
-  onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (!this.dropped) this.handler.onResponseData?.(this.controller, chunk);
+  onData(chunk: Buffer): boolean | void {
+    return this.dropped ? true : this.handler.onData?.(chunk);
   }
 
-  onResponseEnd(_controller: Controller, trailers: unknown): void {
+  onComplete(rawTrailers: RawHeaders | null): void {
     const dropped = this.dropped;
     this.dropped = undefined;
-    if (!dropped) this.handler.onResponseEnd?.(this.controller, trailers);
+    if (!dropped) this.handler.onComplete?.(rawTrailers);
     else if (dropped.then === 'fail') this.fail(dropped.error);
     else if (dropped.then === 'retry') this.retryAfter(dropped.delayMs);
     else this.renew();
   }
 
-  onResponseError(_controller: Controller, error: Error): void {
+  onError(error: Error): void {
     this.dropped = undefined;
     if (this.forwarded) {
-      this.handler.onResponseError?.(this.controller, error);
+      this.handler.onError?.(error);
       return;
     }
     const delay = this.eligible ? this.policy.retry.afterFailure(error, this.attempt, undefined) : undefined;
@@ -172,24 +191,25 @@ class BearerCall implements Handler {
     else this.retryAfter(delay);
   }
 
+  /** What the handler downstream aborts with: the current attempt, and no re-send after it. */
+  private readonly abort = (reason?: Error): void => {
+    this.abortedWith ??= reason ?? new Error('aborted');
+    this.abortCurrent?.(reason);
+  };
+
   /** What to do instead of forwarding a response with `status`; `undefined`: forward it. */
-  private dropFor(status: number, headers: unknown): Dropped | undefined {
+  private dropFor(status: number, rawHeaders: RawHeaders): Dropped | undefined {
     const { policy, options } = this;
     if (!this.renewed && policy.mayRenewAfter(status, options.origin, policy.isReplayable(options.body)))
       return { then: 'renew' };
     if (!isRetriableStatus(status)) return undefined;
     try {
-      const delayMs = policy.retry.afterAnswer(
-        status,
-        headerValue(headers as DispatchHeaders, 'retry-after'),
-        this.attempt,
-        {
-          eligible: this.eligible,
-          gate: policy.gate,
-          method: options.method.toUpperCase(),
-          url: `${String(options.origin)}${(options.path ?? '').split('?', 1)[0]}`,
-        },
-      );
+      const delayMs = policy.retry.afterAnswer(status, rawHeaderValue(rawHeaders, 'retry-after'), this.attempt, {
+        eligible: this.eligible,
+        gate: policy.gate,
+        method: options.method.toUpperCase(),
+        url: `${String(options.origin)}${(options.path ?? '').split('?', 1)[0]}`,
+      });
       return delayMs === undefined ? undefined : { then: 'retry', delayMs };
     } catch (error) {
       return { then: 'fail', error: error as Error };
@@ -220,13 +240,12 @@ class BearerCall implements Handler {
 
   /** Another attempt, unless the handler downstream aborted the call meanwhile. */
   private resend(token: string): void {
-    const reason = this.controller.reason;
-    if (this.controller.aborted) this.fail(reason ?? new Error('aborted'));
+    if (this.abortedWith) this.fail(this.abortedWith);
     else this.send(token);
   }
 
   private dispatch(): boolean {
-    const headers = withHeader(this.options.headers, 'authorization', `Bearer ${this.sent}`);
+    const headers = withHeader(this.options.headers, 'authorization', this.policy.bearer(this.sent));
     return this.next({ ...this.options, headers }, this);
   }
 }
