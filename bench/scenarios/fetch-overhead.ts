@@ -50,7 +50,7 @@ export async function measureFetchOverhead(
     await check.expectAuthorized(platformFetch, dispatcher, authorization);
 
     const drained = (response: Response) => response.arrayBuffer();
-    const variants = [
+    const allVariants = [
       { name: 'plain fetch', send: () => fetch(url, { headers }).then(drained) },
       { name: 'PlatformFetch', send: () => platformFetch.fetch(url).then(drained) },
       {
@@ -76,9 +76,17 @@ export async function measureFetchOverhead(
         name: 'request + composed interceptor',
         send: () => request(url, { dispatcher: composedPlatform }).then((r) => r.body.arrayBuffer()),
       },
+      {
+        name: 'plain fetch, manual redirects',
+        send: () => fetch(url, { headers, redirect: 'manual' }).then(drained),
+      },
       // Identical to plain fetch: how far apart two equal clients measure is this run's resolution.
       { name: 'plain fetch, twin', send: () => fetch(url, { headers }).then(drained) },
     ];
+    // BENCH_FETCH_VARIANTS="plain fetch|PlatformFetch" draws from those variants only: with all ten drawn in one
+    // sequence, each variant's code is cold for each of its requests, which costs most the variant with most code.
+    const chosen = process.env.BENCH_FETCH_VARIANTS?.split('|');
+    const variants = chosen ? allVariants.filter((variant) => chosen.includes(variant.name)) : allVariants;
 
     progress(`fetch overhead, sequential: ${sizes.sequentialRounds} rounds × ${sizes.requestsPerRound} requests`);
     const sequential = await alternateRequests(variants, {
@@ -150,11 +158,13 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
       baseline: 'request + plain Agent',
       targeted: false,
     },
+    { id: 'manualRedirects', subject: 'plain fetch, manual redirects', baseline: 'plain fetch', targeted: false },
     { id: 'twin', subject: 'plain fetch, twin', baseline: 'plain fetch', targeted: false },
   ];
   for (const pair of pairs) {
-    const subject = results.get(pair.subject)!;
-    const baseline = results.get(pair.baseline)!;
+    const subject = results.get(pair.subject);
+    const baseline = results.get(pair.baseline);
+    if (!subject || !baseline) continue;
     const against = `${pair.baseline} + hard-coded header`;
     for (const [stat, estimate] of [
       ['median', medianRatio(subject, baseline)],
