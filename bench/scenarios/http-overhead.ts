@@ -71,7 +71,7 @@ export async function measureHttpOverhead(
     if (sent.length !== 2 || sent.some((header) => header !== authorization))
       throw new Error('a client did not authorize the request');
 
-    const variants = [
+    const allVariants = [
       { name: 'module HttpService', send: () => firstValueFrom(moduleHttp.get(url)) },
       { name: 'plain HttpService', send: () => firstValueFrom(plainHttp.get(url)) },
       { name: 'plain axios', send: () => plainAxios.get(url) },
@@ -79,6 +79,10 @@ export async function measureHttpOverhead(
       // Identical to plain axios: how far apart two equal clients measure is this run's resolution.
       { name: 'plain axios, twin', send: () => twinAxios.get(url) },
     ];
+    // BENCH_HTTP_VARIANTS="module HttpService|plain HttpService" draws from those variants only (see the fetch
+    // scenario's BENCH_FETCH_VARIANTS): how much of a ratio is the other variants' code evicting this one's.
+    const chosen = process.env.BENCH_HTTP_VARIANTS?.split('|');
+    const variants = chosen ? allVariants.filter((variant) => chosen.includes(variant.name)) : allVariants;
 
     progress(
       `HTTP overhead, sequential: ${sizes.sequentialRounds} rounds × ${sizes.requestsPerRound} requests, each by a variant drawn at random`,
@@ -116,7 +120,6 @@ export async function measureHttpOverhead(
 }
 
 function addFigures(report: Report, key: string, mode: string, results: Map<string, VariantResult>): void {
-  const get = (name: string): VariantResult => results.get(name)!;
   const pairs = [
     { id: 'module', subject: 'module HttpService', baseline: 'plain HttpService', limit: MODULE_LIMIT },
     { id: 'interceptor', subject: 'axios + interceptor', baseline: 'plain axios', limit: LIMIT },
@@ -124,8 +127,9 @@ function addFigures(report: Report, key: string, mode: string, results: Map<stri
     { id: 'twin', subject: 'plain axios, twin', baseline: 'plain axios' },
   ];
   for (const pair of pairs) {
-    const subject = get(pair.subject);
-    const baseline = get(pair.baseline);
+    const subject = results.get(pair.subject);
+    const baseline = results.get(pair.baseline);
+    if (!subject || !baseline) continue;
     const against = `${pair.baseline} + hard-coded header`;
     const label = `${pair.subject}, ${mode}`;
     add(
