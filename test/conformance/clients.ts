@@ -100,6 +100,20 @@ function viaAxios(name: string, instance: (f: PlatformFixture) => AxiosInstance,
   };
 }
 
+/** undici's `request` through `dispatcher`, its body drained. */
+function undiciRequest(f: PlatformFixture, call: Call, dispatcher: Dispatcher) {
+  return async () => {
+    const response = await request(absolute(f, call.url), {
+      method: call.method ?? 'GET',
+      dispatcher,
+      headers: dispatcherHeaders(call),
+      ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
+    });
+    await response.body.dump();
+    return response;
+  };
+}
+
 export const CLIENTS: readonly ClientUnderTest[] = [
   {
     name: 'PlatformHttpService',
@@ -173,20 +187,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
         { dispatcher?: infer D } | undefined
         ? D
         : never;
-      return (call) =>
-        outcome(
-          async () => {
-            const response = await request(absolute(f, call.url), {
-              method: call.method ?? 'GET',
-              dispatcher,
-              headers: dispatcherHeaders(call),
-              ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
-            });
-            await response.body.dump();
-            return response;
-          },
-          (response) => response.statusCode,
-        );
+      return (call) => outcome(undiciRequest(f, call, dispatcher), (response) => response.statusCode);
     },
   },
   {
@@ -203,14 +204,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
               interceptors.redirect({ maxRedirections: 5 }),
             );
             try {
-              const response = await request(absolute(f, call.url), {
-                method: call.method ?? 'GET',
-                dispatcher,
-                headers: dispatcherHeaders(call),
-                ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
-              });
-              await response.body.dump();
-              return response;
+              return await undiciRequest(f, call, dispatcher)();
             } finally {
               await agent.close();
             }
