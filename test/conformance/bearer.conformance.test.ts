@@ -6,13 +6,16 @@ import { useLoopbackServers } from '../support/loopback-server.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { CLIENTS, inChain, statusOf } from './clients.js';
 
-const start = usePlatformFixtures();
+const startFixture = usePlatformFixtures();
 const server = useLoopbackServers();
 
 /** Small enough to stay quick on a shared machine, large enough that unshared renewals would show. */
 const CONCURRENT = 50;
 
 describe.each(CLIENTS)('$name', (client) => {
+  /** A tenant's client gets the integration as its one tenant. */
+  const start = (options: Parameters<typeof startFixture>[0] = {}) =>
+    startFixture({ ...options, tenant: client.tenant });
   it('a cold stampede makes one exchange', async () => {
     const f = await start();
     const call = client.bind(f);

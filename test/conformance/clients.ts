@@ -32,6 +32,8 @@ export interface ClientUnderTest {
    * a stream), so a request with a body is never re-sent.
    */
   readonly replaysBodies?: false;
+  /** `true`: the client is a tenant's, so its fixture is the integration as the one tenant of `forTenants`. */
+  readonly tenant?: true;
   bind(f: PlatformFixture): (call: Call) => Promise<Outcome>;
 }
 
@@ -100,25 +102,17 @@ function viaAxios(name: string, instance: (f: PlatformFixture) => AxiosInstance,
   };
 }
 
-/** undici's `request` through `dispatcher`, its body drained. */
-function undiciRequest(f: PlatformFixture, call: Call, dispatcher: Dispatcher) {
-  return async () => {
-    const response = await request(absolute(f, call.url), {
-      method: call.method ?? 'GET',
-      dispatcher,
-      headers: dispatcherHeaders(call),
-      ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
-    });
-    await response.body.dump();
-    return response;
-  };
-}
-
-export const CLIENTS: readonly ClientUnderTest[] = [
-  {
-    name: 'PlatformHttpService',
+/** The module's `HttpService`, or a tenant's: an `HttpService` that adds the token. */
+function viaHttpService(
+  name: string,
+  service: (f: PlatformFixture) => PlatformHttpService,
+  tenant?: true,
+): ClientUnderTest {
+  return {
+    name,
+    tenant,
     bind: (f) => {
-      const http = f.moduleRef.get(PlatformHttpService);
+      const http = service(f);
       return (call) =>
         outcome(
           () =>
@@ -135,20 +129,16 @@ export const CLIENTS: readonly ClientUnderTest[] = [
           (response) => response.status,
         );
     },
-  },
-  viaAxios(
-    'PlatformAuthInterceptor on a bare axios instance',
-    (f) => {
-      const instance = axios.create();
-      f.moduleRef.get(PlatformAuthInterceptor).attach(instance);
-      return instance;
-    },
-    false,
-  ),
-  {
-    name: 'PlatformFetch',
+  };
+}
+
+/** The module's `PlatformFetch`, or a tenant's. */
+function viaPlatformFetch(name: string, client: (f: PlatformFixture) => PlatformFetch, tenant?: true): ClientUnderTest {
+  return {
+    name,
+    tenant,
     bind: (f) => {
-      const { fetch } = f.moduleRef.get(PlatformFetch);
+      const { fetch } = client(f);
       return (call) =>
         outcome(
           () =>
@@ -161,7 +151,35 @@ export const CLIENTS: readonly ClientUnderTest[] = [
           (response) => response.status,
         );
     },
-  },
+  };
+}
+
+/** undici's `request` through `dispatcher`, its body drained. */
+function undiciRequest(f: PlatformFixture, call: Call, dispatcher: Dispatcher) {
+  return async () => {
+    const response = await request(absolute(f, call.url), {
+      method: call.method ?? 'GET',
+      dispatcher,
+      headers: dispatcherHeaders(call),
+      ...(call.body === 'stream' ? { body: streamed() } : call.body === 'json' ? { body: JSON_BODY } : {}),
+    });
+    await response.body.dump();
+    return response;
+  };
+}
+
+export const CLIENTS: readonly ClientUnderTest[] = [
+  viaHttpService('PlatformHttpService', (f) => f.moduleRef.get(PlatformHttpService)),
+  viaAxios(
+    'PlatformAuthInterceptor on a bare axios instance',
+    (f) => {
+      const instance = axios.create();
+      f.moduleRef.get(PlatformAuthInterceptor).attach(instance);
+      return instance;
+    },
+    false,
+  ),
+  viaPlatformFetch('PlatformFetch', (f) => f.moduleRef.get(PlatformFetch)),
   {
     name: 'global fetch with PlatformFetch.dispatcher',
     replaysBodies: false,
@@ -213,4 +231,6 @@ export const CLIENTS: readonly ClientUnderTest[] = [
         );
     },
   },
+  viaHttpService('PlatformTenants: tenant.http', (f) => f.tenant!.http, true),
+  viaPlatformFetch('PlatformTenants: tenant.fetch', (f) => f.tenant!.fetch, true),
 ];

@@ -10,7 +10,7 @@ import { usePlatformFixtures } from '../support/platform-fixture.js';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { CLIENTS, inChain, statusOf } from './clients.js';
 
-const start = usePlatformFixtures();
+const startFixture = usePlatformFixtures();
 const server = useLoopbackServers();
 
 /** The retry events published while a test runs. */
@@ -38,6 +38,9 @@ async function scriptedOrigin(statuses: number[]) {
 }
 
 describe.each(CLIENTS)('$name', (client) => {
+  /** A tenant's client gets the integration as its one tenant. */
+  const start = (options: Parameters<typeof startFixture>[0] = {}) =>
+    startFixture({ ...options, tenant: client.tenant });
   it('a 429 with Retry-After in seconds is re-sent after that wait on the clock', async () => {
     const f = await start();
     const call = client.bind(f);

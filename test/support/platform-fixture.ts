@@ -2,7 +2,13 @@ import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { afterEach } from 'vitest';
 import { HttpService } from '@nestjs/axios';
-import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import {
+  PlatformAuthModule,
+  PlatformTenants,
+  TokenProvider,
+  type PlatformAuthOptions,
+  type PlatformTenant,
+} from 'nestjs-platform-auth';
 import {
   FakeClock,
   PlatformEmulator,
@@ -17,8 +23,13 @@ export interface PlatformFixture {
   moduleRef: TestingModule;
   tokens: TokenProvider;
   http: HttpService;
+  /** With `tenant: true`: the one tenant, whose tokens `tokens` are. */
+  tenant?: PlatformTenant;
   close(): Promise<void>;
 }
+
+/** The one tenant of a fixture started with `tenant: true`. */
+const TENANT_ID = 'conformance';
 
 /**
  * An emulator and a Nest module pointed at it, sharing one fake clock: the emulator's idea of "now" and the
@@ -33,34 +44,45 @@ export async function startPlatformFixture(
     moduleFor?: (integration: EmulatedIntegration) => Partial<PlatformAuthOptions>;
     /** Nest's testing logger prints errors only; pass one to see warnings. */
     logger?: LoggerService;
+    /** The integration as the one tenant of `forTenants` instead of `forRoot`: the same settings, resolved per tenant. */
+    tenant?: boolean;
   } = {},
 ): Promise<PlatformFixture> {
   const clock = new FakeClock(Date.now(), { autoAdvance: options.autoAdvance ?? true });
   const platform = await PlatformEmulator.start({ now: () => clock.now(), ...options.emulator });
   const integration = await platform.createIntegration();
+  const settings: PlatformAuthOptions = {
+    ...integration.moduleOptions,
+    clock,
+    // Tests count exchanges from zero and move time before the first one; the boot-time check has tests of its own.
+    startupCheck: 'off',
+    exchange: { retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 } },
+    ...options.module,
+    ...options.moduleFor?.(integration),
+  };
+  const { clock: _clock, ...tenantSettings } = settings;
   const builder = Test.createTestingModule({
     imports: [
-      PlatformAuthModule.forRoot({
-        ...integration.moduleOptions,
-        clock,
-        // Tests count exchanges from zero and move time before the first one; the boot-time check has tests of its own.
-        startupCheck: 'off',
-        exchange: { retry: { baseDelayMs: 100, maxDelayMs: 2_000, maxAttempts: 4, maxTotalMs: 10_000 } },
-        ...options.module,
-        ...options.moduleFor?.(integration),
-      }),
+      options.tenant
+        ? PlatformAuthModule.forTenants({
+            clock,
+            resolve: (tenantId) => Promise.resolve(tenantId === TENANT_ID ? tenantSettings : undefined),
+          })
+        : PlatformAuthModule.forRoot(settings),
     ],
   });
   if (options.logger) builder.setLogger(options.logger);
   const moduleRef = await builder.compile();
   await moduleRef.init();
+  const tenant = options.tenant ? await moduleRef.get(PlatformTenants).get(TENANT_ID) : undefined;
   return {
     clock,
     platform,
     integration,
     moduleRef,
-    tokens: moduleRef.get(TokenProvider),
-    http: moduleRef.get(HttpService),
+    tokens: tenant?.tokens ?? moduleRef.get(TokenProvider),
+    http: tenant?.http ?? moduleRef.get(HttpService),
+    tenant,
     close: once(async () => {
       await moduleRef.close();
       await platform.close();
