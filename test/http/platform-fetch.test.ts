@@ -42,6 +42,22 @@ describe('PlatformFetch', () => {
     expect(f.platform.counters.exchanges.accepted).toBe(2);
   });
 
+  it('a GET with no init gets an idempotency key when the integration lists GET, a new one per call', async () => {
+    const keys: unknown[] = [];
+    const origin = await server((req, res) => {
+      keys.push(req.headers['idempotency-key']);
+      res.end('{"ok":true}');
+    });
+    const f = await start({ module: { allowedOrigins: [origin.url], idempotencyKey: { methods: ['GET'] } } });
+    await f.tokens.getAccessToken();
+    const { fetch } = f.moduleRef.get(PlatformFetch);
+    expect((await fetch(`${origin.url}/a`)).status).toBe(200);
+    expect((await fetch(`${origin.url}/b`)).status).toBe(200);
+    expect(keys).toEqual([expect.stringMatching(/^[0-9a-f-]{36}$/), expect.stringMatching(/^[0-9a-f-]{36}$/)]);
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(origin.requests.every((request) => request.authorization !== undefined)).toBe(true);
+  });
+
   it('re-sends a POST whose body was given in init', async () => {
     const f = await start();
     await f.tokens.getAccessToken();
@@ -61,11 +77,15 @@ describe('PlatformFetch', () => {
     const redirect = { kind: 'status', status: 307, headers: { location: '/api/billing' } } as const;
     f.platform.injectFault(redirect, 'api');
     expect((await fetch('/api/elsewhere')).status).toBe(200);
+    // Again with the token cached: a call with no init is sent its quicker way, and follows the redirect the same.
+    f.platform.injectFault(redirect, 'api');
+    expect((await fetch('/api/elsewhere')).status).toBe(200);
     f.platform.injectFault(redirect, 'api');
     const manual = await fetch('/api/elsewhere', { redirect: 'manual' });
     expect(manual.status).toBe(307);
     expect(manual.headers.get('location')).toBe('/api/billing');
-    expect(f.platform.counters.apiCalls.ok).toBe(1);
+    expect(f.platform.counters.apiCalls.ok).toBe(2);
+    expect(f.platform.counters.apiCalls.unauthorized).toBe(0);
   });
 
   it("drops the caller's cookie and proxy credentials on a redirect to another origin, as fetch does", async () => {

@@ -7,8 +7,9 @@ import type { PolicyCall } from './policy-call.js';
 type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<FetchSent>;
 
 /**
- * One call of `PlatformFetch.fetch`, as the policy sees it. Its idempotency key is added to a copy of `init` once,
- * so every re-send carries the same one; the caller's `init` is never changed (it is often a shared constant).
+ * One call of `PlatformFetch.fetch`, as the policy sees it; the caller has counted it into the retry budget. Its
+ * idempotency key is added to a copy of `init` once, so every re-send carries the same one; the caller's `init` is
+ * never changed (it is often a shared constant).
  */
 export class FetchCall implements PolicyCall<FetchSent, Response> {
   private readonly init: PlatformFetchInit;
@@ -20,7 +21,6 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     init: PlatformFetchInit,
     private readonly follow: Follow,
   ) {
-    policy.retry.countCall();
     const keyHeader = policy.retry.keyHeader(init.method ?? 'GET');
     this.init =
       keyHeader === undefined || hasHeader(init.headers, keyHeader)

@@ -1,9 +1,11 @@
+import { OPEN_GATE } from '../../calls/call-gate.js';
+import { isRetriableStatus } from '../../calls/retry.policy.js';
 import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
-import { runCall } from './policy-call.js';
+import { continueCall, runCall } from './policy-call.js';
 import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
@@ -51,6 +53,8 @@ export class PlatformFetch {
   /** `follow`, bound once: each call hands it to its `FetchCall`. */
   readonly #follow = (start: URL | string, init: RequestInit, token: string): Promise<FetchSent> =>
     this.follow(start, init, token);
+  /** Whether a GET gets an idempotency key (the integration lists GET in `idempotencyKey.methods`). */
+  readonly #keyedGet: boolean;
   #dispatcher?: PlatformDispatcher;
   /** `bareInit`'s last answer, for the token it was made for. */
   #bare?: { readonly token: string; readonly init: RequestInit };
@@ -59,6 +63,7 @@ export class PlatformFetch {
   constructor(baseUrl: string, policy: BearerPolicy) {
     this.#baseUrl = baseUrl;
     this.#policy = policy;
+    this.#keyedGet = policy.retry.keyHeader('GET') !== undefined;
     this.interceptor = bearerInterceptor(policy);
   }
 
@@ -79,6 +84,10 @@ export class PlatformFetch {
    * the integration's `retry` policy says, unless `init.retry` is `false`.
    */
   fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
+    if (init === undefined && typeof input === 'string') {
+      const quick = this.quickFetch(input);
+      if (quick !== undefined) return quick;
+    }
     if (input instanceof Request) return this.fetchRequest(input, init);
     const policy = this.#policy;
     const text = typeof input === 'string' ? resolveRequestText({ url: input, baseURL: this.#baseUrl }) : undefined;
@@ -110,8 +119,45 @@ export class PlatformFetch {
     return this.fetch(request.url, merged);
   }
 
+  /**
+   * The usual call, URL text and no `init`, with a cached token and no rate limit: its first send is made here and a
+   * plain answer returned in one promise step. Anything else a first answer asks for (a redirect, a 401, a retriable
+   * status, a failure) goes on as `withToken`'s call would. `undefined` when the call is not one of these: the token
+   * must be awaited, the gate or an idempotency key for GET applies, or the URL is not one the token may go to.
+   */
+  private quickFetch(input: string): Promise<Response> | undefined {
+    const policy = this.#policy;
+    if (policy.gate !== OPEN_GATE || this.#keyedGet) return undefined;
+    let text = input;
+    if (!policy.isAllowedPrefix(text)) {
+      // A relative URL may resolve to an allowed origin; any other text is for the general way to decide.
+      text = resolveRequestText({ url: input, baseURL: this.#baseUrl });
+      if (text === input || !policy.isAllowedPrefix(text)) return undefined;
+    }
+    const token = policy.peekToken();
+    if (token === undefined) return undefined;
+    policy.retry.countCall();
+    const sending = fetch(text, this.bareInit(token));
+    return sending.then(
+      (response) => (isPlainAnswer(response.status) ? response : this.continueQuick(text, token, sending)),
+      () => this.continueQuick(text, token, sending),
+    );
+  }
+
+  /** The rest of a `quickFetch` call from its first send, `sending` (settled): as `follow` and `runCall` go on. */
+  private continueQuick(text: string, token: string, sending: Promise<Response>): Promise<Response> {
+    const call = new FetchCall(this.#policy, text, NO_INIT, this.#follow);
+    const firstSend = sending.then((response) =>
+      isRedirectStatus(response.status)
+        ? this.redirected(text, NO_INIT, token, response)
+        : { response, url: text as URL | string },
+    );
+    return continueCall(this.#policy, call, token, firstSend);
+  }
+
   private withToken(url: URL | string, init: PlatformFetchInit): Promise<Response> {
     const policy = this.#policy;
+    policy.retry.countCall();
     const call = new FetchCall(policy, url, init, this.#follow);
     const cached = policy.peekToken();
     if (cached !== undefined) return runCall(policy, call, cached);
@@ -178,4 +224,9 @@ export class PlatformFetch {
       response = await fetch(url, { ...request, headers, redirect: 'manual' });
     }
   }
+}
+
+/** An answer the policy has nothing to do with: not a redirect to follow, a 401 to renew after, or a retriable status. */
+function isPlainAnswer(status: number): boolean {
+  return status !== 401 && !isRedirectStatus(status) && !isRetriableStatus(status);
 }

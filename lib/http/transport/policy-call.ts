@@ -42,8 +42,11 @@ export function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, firs
   );
 }
 
-/** The call from its first send (`firstSend`, settled), with every renewal and re-send its answers ask for. */
-async function continueCall<S, F>(
+/**
+ * The call from its first send (`firstSend`, settled), with every renewal and re-send its answers ask for. A client
+ * that made its first send itself (`PlatformFetch`'s usual call) hands the rest of the call here.
+ */
+export async function continueCall<S, F>(
   policy: BearerPolicy,
   call: PolicyCall<S, F>,
   first: string,
