@@ -8,7 +8,7 @@ export type DispatchHeaders =
 
 /**
  * Which of `first`, `second` and `third` (lower case) `headers` names, in one pass: bit 1, 2 and 4. The hot path
- * asks three questions of the same few headers.
+ * asks three questions of the same few headers; a name whose length matches none of them is not lower-cased.
  */
 export function findHeaders(
   headers: DispatchHeaders | undefined,
@@ -18,15 +18,21 @@ export function findHeaders(
 ): number {
   if (!headers) return 0;
   let found = 0;
-  const note = (name: string) => {
-    const lower = name.toLowerCase();
-    if (lower === first) found |= 1;
-    else if (lower === second) found |= 2;
-    else if (lower === third) found |= 4;
-  };
-  if (isRecord(headers)) for (const key in headers) note(key);
-  else for (const [key] of headerPairs(headers)) note(key);
+  if (isRecord(headers)) {
+    for (const key in headers) found |= nameBit(key, first, second, third);
+  } else {
+    for (const [key] of headerPairs(headers)) found |= nameBit(key, first, second, third);
+  }
   return found;
+}
+
+function nameBit(name: string, first: string, second: string, third: string | undefined): number {
+  const length = name.length;
+  if (length !== first.length && length !== second.length && length !== third?.length) return 0;
+  const lower = name.toLowerCase();
+  if (lower === first) return 1;
+  if (lower === second) return 2;
+  return lower === third ? 4 : 0;
 }
 
 /** The value of `name` (lower case) in `headers`, `undefined` when absent. */

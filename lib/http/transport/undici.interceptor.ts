@@ -55,9 +55,10 @@ export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
  */
 export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
   return (options, handler) => {
+    if (!policy.isAllowedOrigin(options.origin)) return next(options, handler);
     const keyHeader = policy.retry.keyHeader(options.method);
     const found = findHeaders(options.headers, 'authorization', PLATFORM_AUTH_RETRY_HEADER, keyHeader);
-    if (found & HAS_AUTHORIZATION || !policy.isAllowedOrigin(options.origin)) return next(options, handler);
+    if (found & HAS_AUTHORIZATION) return next(options, handler);
     const call = new BearerCall(policy, next, options, asLegacy(handler), found, keyHeader);
     const token = policy.peekToken();
     if (token !== undefined) return call.send(token);
@@ -199,6 +200,7 @@ class BearerCall implements LegacyHandler {
 
   /** What to do instead of forwarding a response with `status`; `undefined`: forward it. */
   private dropFor(status: number, rawHeaders: RawHeaders): Dropped | undefined {
+    if (status !== 401 && !isRetriableStatus(status)) return undefined;
     const { policy, options } = this;
     if (!this.renewed && policy.mayRenewAfter(status, options.origin, policy.isReplayable(options.body)))
       return { then: 'renew' };
