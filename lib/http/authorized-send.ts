@@ -1,5 +1,6 @@
 import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
+import { waitSignal } from './call-cancel.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
 import { resolveRequestUrl } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
@@ -83,10 +84,12 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
     );
   }
 
-  /** axios takes any object with `aborted` and `addEventListener`; a wait on the clock needs a real one. */
+  /**
+   * What ends this call's waits: the caller's signal (axios takes any object with `aborted` and `addEventListener`;
+   * a wait on the clock needs a real one) and `PlatformHttpService`'s cancellation. Read only when the call waits.
+   */
   get signal(): AbortSignal | undefined {
-    const { signal } = this.config;
-    return signal instanceof AbortSignal ? signal : undefined;
+    return waitSignal(this.config);
   }
 
   url(): string {

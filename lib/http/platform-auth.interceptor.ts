@@ -6,12 +6,15 @@ import {
   type InternalAxiosRequestConfig,
 } from 'axios';
 import { AuthorizedSend } from './authorized-send.js';
+import { CallCancel, waitSignal } from './call-cancel.js';
 import { REDACTED_BEARER } from './redaction.util.js';
 import { isAbsoluteUrl, resolveRequestUrl, urlText } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
 
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;
+/** axios's own http adapter, resolved on first use. */
+let httpAdapter: AxiosAdapter | undefined;
 
 /**
  * Adds `Authorization: Bearer <token>` to requests for allowed origins only, and on a 401 from such an origin
@@ -109,6 +112,10 @@ export class PlatformAuthInterceptor {
       // A custom fetch in `env` makes the resolved adapter specific to this request.
       const adapter =
         config.env?.fetch === undefined ? (resolved ??= getAdapter(named, config)) : getAdapter(named, config);
+      // axios's http adapter cancels through the cancel token; any other adapter gets a signal too (axios's fetch
+      // adapter reads cancel tokens only from 1.7.6 on, a custom adapter may read only `signal`).
+      if (adapter !== (httpAdapter ??= getAdapter('http', config)) && config.cancelToken instanceof CallCancel)
+        config.signal = waitSignal(config);
       return this.sender.send(adapter, config);
     };
     this.settings.set(wrapper, setting);

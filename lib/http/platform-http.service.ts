@@ -2,10 +2,11 @@ import { HttpService } from '@nestjs/axios';
 import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
 import { Observable } from 'rxjs';
 import { createOpaqueAgents } from '../util/opaque-agents.util.js';
+import { asCancelToken, CallCancel } from './call-cancel.js';
 import type { PlatformAuthInterceptor } from './platform-auth.interceptor.js';
 
-/** Sends the request, with the signal that aborts it (the caller's own when it cancels through `cancelToken`). */
-type Send = (signal: AxiosRequestConfig['signal']) => Promise<AxiosResponse>;
+/** Sends the request, with the cancel token that stops it (none when the caller cancels through its own). */
+type Send = (cancelToken: AxiosRequestConfig['cancelToken']) => Promise<AxiosResponse>;
 
 declare module 'axios' {
   interface AxiosRequestConfig {
@@ -23,8 +24,9 @@ declare module 'axios' {
  * client you get.
  *
  * It is an `HttpService` (apps inject it as one) whose request methods go straight to the axios instance's
- * `request`, and so through the library's adapter: each call is a cold Observable that sends on subscribe and aborts
- * on unsubscribe through an `AbortController`, without the stock service's per-request `CancelToken` and config copy.
+ * `request`, and so through the library's adapter: each call is a cold Observable that sends on subscribe and
+ * cancels on unsubscribe through a cancel token of the library's own (`CallCancel`), without the stock service's
+ * per-request `CancelToken` and config copy, or an `AbortController` per request.
  */
 export class PlatformHttpService extends HttpService {
   constructor(instance: AxiosInstance) {
@@ -35,65 +37,70 @@ export class PlatformHttpService extends HttpService {
      `response.data` types in apps exactly as it did */
 
   override request<T = any>(config: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, signal }));
+    return this.observe<T>(config, (cancelToken) => this.axiosRef.request({ ...config, cancelToken }));
   }
 
   override get<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'get', url, signal }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'get', url, cancelToken }),
+    );
   }
 
   override delete<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'delete', url, signal }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'delete', url, cancelToken }),
+    );
   }
 
   override head<T = any>(url: string, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'head', url, signal }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'head', url, cancelToken }),
+    );
   }
 
   override post<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'post', url, data, signal }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'post', url, data, cancelToken }),
+    );
   }
 
   override put<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.request({ ...config, method: 'put', url, data, signal }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'put', url, data, cancelToken }),
+    );
   }
 
   override patch<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) =>
-      this.axiosRef.request({ ...config, method: 'patch', url, data, signal }),
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request({ ...config, method: 'patch', url, data, cancelToken }),
     );
   }
 
   // The form methods keep axios's own (it sets the multipart content type), with the same Observable around them.
   override postForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.postForm(url, data, { ...config, signal }));
+    return this.observe<T>(config, (cancelToken) => this.axiosRef.postForm(url, data, { ...config, cancelToken }));
   }
 
   override putForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.putForm(url, data, { ...config, signal }));
+    return this.observe<T>(config, (cancelToken) => this.axiosRef.putForm(url, data, { ...config, cancelToken }));
   }
 
   override patchForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (signal) => this.axiosRef.patchForm(url, data, { ...config, signal }));
+    return this.observe<T>(config, (cancelToken) => this.axiosRef.patchForm(url, data, { ...config, cancelToken }));
   }
 
   /* eslint-enable @typescript-eslint/no-explicit-any */
 
   /**
    * Cold: nothing is sent until a subscription, and each subscription sends once. Unsubscribing before the response
-   * aborts the request, as the stock service does, except for a `stream` response, which the subscriber reads on.
-   * With the caller's own `cancelToken` the caller cancels; with the caller's own `signal`, either aborts.
+   * cancels the request, as the stock service does, except for a `stream` response, which the subscriber reads on.
+   * With the caller's own `cancelToken` the caller cancels; with the caller's own `signal`, either does.
    */
   private observe<T>(config: AxiosRequestConfig | undefined, send: Send): Observable<AxiosResponse<T>> {
     return new Observable<AxiosResponse<T>>((subscriber) => {
-      const controller = config?.cancelToken ? undefined : new AbortController();
+      const cancel = config?.cancelToken ? undefined : new CallCancel();
       let settled = false;
-      const signal = controller
-        ? config?.signal
-          ? anySignal(config.signal, controller.signal)
-          : controller.signal
-        : config?.signal;
-      send(signal).then(
+      send(cancel ? asCancelToken(cancel) : config?.cancelToken).then(
         (response) => {
           settled = true;
           subscriber.next(response as AxiosResponse<T>);
@@ -105,14 +112,10 @@ export class PlatformHttpService extends HttpService {
         },
       );
       return () => {
-        if (!settled && config?.responseType !== 'stream') controller?.abort();
+        if (!settled && config?.responseType !== 'stream') cancel?.cancel();
       };
     });
   }
-}
-
-function anySignal(caller: NonNullable<AxiosRequestConfig['signal']>, own: AbortSignal): AbortSignal {
-  return AbortSignal.any([caller as AbortSignal, own]);
 }
 
 /** The client behind `PlatformHttpService`, and what tears it down. */

@@ -2,7 +2,7 @@ import { Agent, ClientRequest } from 'node:http';
 import { Socket } from 'node:net';
 import { inspect } from 'node:util';
 import { HttpService } from '@nestjs/axios';
-import { AxiosError, isCancel } from 'axios';
+import { AxiosError, isCancel, type InternalAxiosRequestConfig } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { PlatformHttpService } from 'nestjs-platform-auth';
@@ -53,22 +53,27 @@ describe('PlatformHttpService keeps the HttpService contract', () => {
     expect(f.platform.counters.apiCalls.ok).toBe(2);
   });
 
-  it('unsubscribing before the response aborts the request', async () => {
-    let closed = false;
-    const held = await server((req, res) => {
-      res.on('close', () => {
-        closed = true;
+  it.each(['http', 'fetch'] as const)(
+    'unsubscribing before the response aborts the request (%s adapter)',
+    async (adapter) => {
+      let closed = false;
+      const held = await server((req, res) => {
+        res.on('close', () => {
+          closed = true;
+        });
+        void req;
       });
-      void req;
-    });
-    const f = await start({ module: { allowedOrigins: [held.origin] } });
-    const errors: unknown[] = [];
-    const subscription = f.http.get(`${held.url}/held`).subscribe({ error: (error: unknown) => errors.push(error) });
-    await eventually(() => expect(held.requests).toHaveLength(1));
-    subscription.unsubscribe();
-    await eventually(() => expect(closed).toBe(true));
-    expect(errors).toEqual([]);
-  });
+      const f = await start({ module: { allowedOrigins: [held.origin] } });
+      const errors: unknown[] = [];
+      const subscription = f.http
+        .get(`${held.url}/held`, { adapter })
+        .subscribe({ error: (error: unknown) => errors.push(error) });
+      await eventually(() => expect(held.requests).toHaveLength(1));
+      subscription.unsubscribe();
+      await eventually(() => expect(closed).toBe(true));
+      expect(errors).toEqual([]);
+    },
+  );
 
   it("the caller's own signal still aborts the request", async () => {
     const held = await server(() => undefined);
@@ -78,6 +83,49 @@ describe('PlatformHttpService keeps the HttpService contract', () => {
     await eventually(() => expect(held.requests).toHaveLength(1));
     controller.abort();
     expect(isCancel(await pending)).toBe(true);
+  });
+
+  it('unsubscribing before the response aborts the signal a custom adapter is given', async () => {
+    const f = await start();
+    let given: AbortSignal | undefined;
+    const adapter = (config: InternalAxiosRequestConfig) => {
+      given = config.signal as AbortSignal;
+      return new Promise<never>(() => undefined);
+    };
+    const subscription = f.http.get('/api/billing', { adapter }).subscribe();
+    await eventually(() => expect(given).toBeInstanceOf(AbortSignal));
+    expect(given!.aborted).toBe(false);
+    subscription.unsubscribe();
+    expect(given!.aborted).toBe(true);
+  });
+
+  it('unsubscribing while a call waits to be re-sent ends the wait, and nothing more is sent', async () => {
+    const f = await start({ autoAdvance: false });
+    await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '5' } }, 'api');
+    const errors: unknown[] = [];
+    const subscription = f.http.get('/api/billing').subscribe({ error: (error: unknown) => errors.push(error) });
+    // Parked on the clock, which this fixture moves only when told: the unsubscribe comes during the wait.
+    await eventually(() => expect(f.clock.sleeps).toContain(5_000));
+    expect(f.clock.pendingSleeps).toBe(1);
+    subscription.unsubscribe();
+    await eventually(() => expect(f.clock.pendingSleeps).toBe(0));
+    f.clock.advance(10_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(f.platform.counters.apiCalls.total).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
+  it("the caller's own signal ends a wait before a re-send as a cancelled request", async () => {
+    const f = await start({ autoAdvance: false });
+    await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '5' } }, 'api');
+    const controller = new AbortController();
+    const pending = settle(firstValueFrom(f.http.get('/api/billing', { signal: controller.signal })));
+    await eventually(() => expect(f.clock.sleeps).toContain(5_000));
+    controller.abort();
+    expect(isCancel(await pending)).toBe(true);
+    expect(f.platform.counters.apiCalls.total).toBe(1);
   });
 
   it('the form methods and the axios instance send with the token too', async () => {

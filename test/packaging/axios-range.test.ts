@@ -64,6 +64,7 @@ function appWithAxios(packed: PackedPackage, version: string): string {
 
 const script = `
   import 'reflect-metadata';
+  import { createServer } from 'node:http';
   import { createRequire } from 'node:module';
   import { Module } from '@nestjs/common';
   import { NestFactory } from '@nestjs/core';
@@ -91,14 +92,35 @@ const script = `
     authorization: error.config?.headers?.Authorization,
   };
   const counters = { exchanges: platform.counters.exchanges.accepted, api: platform.counters.apiCalls };
+  // Unsubscribing before the response cancels the request, through each adapter's own use of the cancel token.
+  const unsubscribed = {};
+  for (const adapter of ['http', 'fetch']) {
+    let arrived;
+    let closed;
+    const arrival = new Promise((resolve) => (arrived = resolve));
+    const closing = new Promise((resolve) => (closed = resolve));
+    const held = createServer((_req, res) => {
+      res.on('close', () => closed('closed'));
+      arrived();
+    });
+    await new Promise((resolve) => held.listen(0, '127.0.0.1', resolve));
+    const subscription = http
+      .get('http://127.0.0.1:' + held.address().port + '/held', { adapter })
+      .subscribe({ error: () => undefined });
+    await arrival;
+    subscription.unsubscribe();
+    unsubscribed[adapter] = await closing;
+    held.close();
+  }
   await context.close();
   await platform.close();
-  console.log(JSON.stringify({ fromLibrary, fromNest, first, afterRevocation, viaFetch, refused, counters }));
+  console.log(JSON.stringify({ fromLibrary, fromNest, first, afterRevocation, viaFetch, refused, counters, unsubscribed }));
 `;
 
 /**
  * axios is a peer with a range: the packed package works with the lowest and the newest axios of that range, a
- * real authenticated call against the emulator each (the 401 re-send, both adapters, a refused call's error shape).
+ * real authenticated call against the emulator each (the 401 re-send, both adapters, a refused call's error shape,
+ * a call cancelled by unsubscribing).
  */
 describe('the packed package with the lowest and the newest axios of its peer range', () => {
   let packed: PackedPackage;
@@ -134,6 +156,7 @@ describe('the packed package with the lowest and the newest axios of its peer ra
         viaFetch: 200,
         refused: { isAxiosError: true, status: 403, authorization: 'Bearer [REDACTED]' },
         counters: { exchanges: 2, api: expect.objectContaining({ ok: 3, unauthorized: 1, forbidden: 1 }) },
+        unsubscribed: { http: 'closed', fetch: 'closed' },
       });
     },
     300_000,

@@ -1,3 +1,4 @@
+import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
 
@@ -10,6 +11,7 @@ export interface PolicyCall<S, F> {
   readonly method: string;
   /** Whether the retry policy allows re-sending it (`CallRetryPolicy.start`). */
   readonly eligible: boolean;
+  /** What ends the call's waits (the gate's turn, a re-send's delay); read only when it waits. */
   readonly signal: AbortSignal | undefined;
   /** The URL as an error may show it: no query string. */
   url(): string;
@@ -91,10 +93,13 @@ export async function continueCall<S, F>(
   }
 }
 
-/** One send with `token`, after the gate's turn when the gate is not open. */
+/**
+ * One send with `token`, after the gate's turn when the gate is not open. The call's signal is read only then: a
+ * client may make it on demand.
+ */
 function sendAtTurn<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, token: string): Promise<S> {
-  const turn = policy.acquire(call.signal);
-  return turn ? turn.then(() => call.send(token)) : call.send(token);
+  if (policy.gate === OPEN_GATE) return call.send(token);
+  return policy.gate.acquire(call.signal).then(() => call.send(token));
 }
 
 async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
