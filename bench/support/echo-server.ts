@@ -5,12 +5,21 @@ import { fileURLToPath } from 'node:url';
 
 const BODY = Buffer.from('{"ok":true}');
 
-/** Answers every request 200 with a tiny JSON body once the request body is read: the cheapest honest server. */
-export function createEchoServer(): Server {
+/**
+ * Answers every request 200 with a tiny JSON body once the request body is read: the cheapest honest server.
+ * `reportAuthorization`: each answer says in `X-Authorized` (`yes`/`no`) whether the request carried a bearer token.
+ */
+export function createEchoServer(options: { reportAuthorization?: boolean } = {}): Server {
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': BODY.length });
+      const headers: Record<string, string | number> = {
+        'Content-Type': 'application/json',
+        'Content-Length': BODY.length,
+      };
+      if (options.reportAuthorization)
+        headers['X-Authorized'] = req.headers.authorization?.startsWith('Bearer ') ? 'yes' : 'no';
+      res.writeHead(200, headers);
       res.end(BODY);
     });
   });
@@ -49,9 +58,10 @@ export async function startEchoServerInProcess(): Promise<RunningServer> {
  * client's own cost can then be read from `process.cpuUsage()`, which outside load does not inflate the way it
  * inflates latency.
  */
-export async function startEchoServerInChild(): Promise<RunningServer> {
+export async function startEchoServerInChild(options: { reportAuthorization?: boolean } = {}): Promise<RunningServer> {
   const child = fork(fileURLToPath(new URL('./echo-server.child.js', import.meta.url)), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ECHO_REPORT_AUTHORIZATION: options.reportAuthorization ? '1' : '' },
   });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (message) => resolve(typeof message === 'string' ? message : JSON.stringify(message)));
