@@ -59,7 +59,7 @@ export function isAllowedUrl(url: URL | undefined, allowedOrigins: ReadonlySet<s
  * end of its authority: it then parses to that origin, with no userinfo, whatever follows (nothing after the
  * authority can make URL parsing fail). Decided without parsing; `false` says only that this shortcut does not apply.
  */
-export function startsWithOrigin(href: string, origins: ReadonlySet<string>): boolean {
+export function startsWithOrigin(href: string, origins: readonly string[]): boolean {
   for (const origin of origins) {
     if (!href.startsWith(origin)) continue;
     const next = href.charCodeAt(origin.length);

@@ -15,6 +15,8 @@ const ORIGIN_CACHE_LIMIT = 64;
 export class BearerPolicy {
   /** Per origin text as a dispatcher gives it (`http://host:port`): whether it is allowed. */
   private readonly origins = new Map<string, boolean>();
+  /** The allowed origins as a list: the hot path walks them, and a list walks without an iterator object. */
+  private readonly originList: readonly string[];
   private lastBearer?: { readonly token: string; readonly value: string };
 
   constructor(
@@ -25,7 +27,9 @@ export class BearerPolicy {
     readonly gate: CallGate,
     /** Which calls are re-sent after a transient failure, when, and with which idempotency key. */
     readonly retry: CallRetryPolicy,
-  ) {}
+  ) {
+    this.originList = [...allowedOrigins];
+  }
 
   /** The gate's turn before a send (the first, a retry, the re-send after a 401); `undefined` when it is open. */
   acquire(signal: AbortSignal | undefined): Promise<void> | undefined {
@@ -41,7 +45,7 @@ export class BearerPolicy {
    * decided without parsing it. `false` for any other text, allowed or not: parse it and ask `isAllowed`.
    */
   isAllowedPrefix(href: string): boolean {
-    return startsWithOrigin(href, this.allowedOrigins);
+    return startsWithOrigin(href, this.originList);
   }
 
   /** The same rule for an origin given as text or a `URL`, remembered per text: dispatchers give the same few. */

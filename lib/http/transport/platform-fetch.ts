@@ -53,8 +53,11 @@ export class PlatformFetch {
   /** `follow`, bound once: each call hands it to its `FetchCall`. */
   readonly #follow = (start: URL | string, init: RequestInit, token: string): Promise<FetchSent> =>
     this.follow(start, init, token);
-  /** Whether a GET gets an idempotency key (the integration lists GET in `idempotencyKey.methods`). */
-  readonly #keyedGet: boolean;
+  /**
+   * Whether a call with URL text and no init may take `quickFetch`: no rate limit (the gate is open) and no
+   * idempotency key for GET (the integration does not list GET in `idempotencyKey.methods`). Both are fixed.
+   */
+  readonly #quick: boolean;
   #dispatcher?: PlatformDispatcher;
   /** `bareInit`'s last answer, for the token it was made for. */
   #bare?: { readonly token: string; readonly init: RequestInit };
@@ -63,7 +66,7 @@ export class PlatformFetch {
   constructor(baseUrl: string, policy: BearerPolicy) {
     this.#baseUrl = baseUrl;
     this.#policy = policy;
-    this.#keyedGet = policy.retry.keyHeader('GET') !== undefined;
+    this.#quick = policy.gate === OPEN_GATE && policy.retry.keyHeader('GET') === undefined;
     this.interceptor = bearerInterceptor(policy);
   }
 
@@ -84,7 +87,7 @@ export class PlatformFetch {
    * the integration's `retry` policy says, unless `init.retry` is `false`.
    */
   fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
-    if (init === undefined && typeof input === 'string') {
+    if (init === undefined && this.#quick && typeof input === 'string') {
       const quick = this.quickFetch(input);
       if (quick !== undefined) return quick;
     }
@@ -123,11 +126,10 @@ export class PlatformFetch {
    * The usual call, URL text and no `init`, with a cached token and no rate limit: its first send is made here and a
    * plain answer returned in one promise step. Anything else a first answer asks for (a redirect, a 401, a retriable
    * status, a failure) goes on as `withToken`'s call would. `undefined` when the call is not one of these: the token
-   * must be awaited, the gate or an idempotency key for GET applies, or the URL is not one the token may go to.
+   * must be awaited, or the URL is not one the token may go to. Only for an integration that allows it (`#quick`).
    */
   private quickFetch(input: string): Promise<Response> | undefined {
     const policy = this.#policy;
-    if (policy.gate !== OPEN_GATE || this.#keyedGet) return undefined;
     let text = input;
     if (!policy.isAllowedPrefix(text)) {
       // A relative URL may resolve to an allowed origin; any other text is for the general way to decide.
@@ -137,7 +139,8 @@ export class PlatformFetch {
     const token = policy.peekToken();
     if (token === undefined) return undefined;
     policy.retry.countCall();
-    const sending = fetch(text, this.bareInit(token));
+    const bare = this.#bare;
+    const sending = fetch(text, bare?.token === token ? bare.init : this.bareInit(token));
     return sending.then(
       (response) => (isPlainAnswer(response.status) ? response : this.continueQuick(text, token, sending)),
       () => this.continueQuick(text, token, sending),
