@@ -87,16 +87,17 @@ class BearerCall implements LegacyHandler {
   private readonly options: DispatchOptions;
   private readonly optedOut: boolean;
   private readonly carriesKey: boolean;
-  private abortCurrent?: (reason?: Error) => void;
-  private abortedWith?: Error;
+  // Every field is set in the constructor, even to `undefined`: one shape for every call, from start to end.
+  private abortCurrent: ((reason?: Error) => void) | undefined = undefined;
+  private abortedWith: Error | undefined = undefined;
   private started = false;
   private forwarded = false;
   private renewed = false;
   private attempt = 1;
-  private dropped?: Dropped;
+  private dropped: Dropped | undefined = undefined;
   private sent = '';
   /** Settles the observer's `reauthenticate` when the re-sent attempt answers. */
-  private answered?: { resolve(value: { status: number }): void; reject(error: Error): void };
+  private answered: { resolve(value: { status: number }): void; reject(error: Error): void } | undefined = undefined;
 
   constructor(
     private readonly policy: BearerPolicy,
@@ -160,8 +161,9 @@ class BearerCall implements LegacyHandler {
   }
 
   onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void, statusText?: string): boolean | void {
-    this.dropped = this.dropFor(statusCode, rawHeaders);
-    if (this.dropped) return true;
+    // A plain answer is forwarded without asking what to drop.
+    if (statusCode !== 401 && !isRetriableStatus(statusCode)) this.dropped = undefined;
+    else if ((this.dropped = this.dropFor(statusCode, rawHeaders))) return true;
     this.forwarded = true;
     this.answered?.resolve({ status: statusCode });
     this.answered = undefined;
@@ -198,9 +200,8 @@ class BearerCall implements LegacyHandler {
     this.abortCurrent?.(reason);
   };
 
-  /** What to do instead of forwarding a response with `status`; `undefined`: forward it. */
+  /** What to do instead of forwarding a response with `status` (a 401 or a retriable one); `undefined`: forward it. */
   private dropFor(status: number, rawHeaders: RawHeaders): Dropped | undefined {
-    if (status !== 401 && !isRetriableStatus(status)) return undefined;
     const { policy, options } = this;
     if (!this.renewed && policy.mayRenewAfter(status, options.origin, policy.isReplayable(options.body)))
       return { then: 'renew' };
