@@ -82,9 +82,8 @@ export default defineConfig({
     // More workers than this machine's 2 cores: most test files spend their time waiting on servers and processes.
     maxWorkers: 4,
     sequence: { sequencer: SlowFirstSequencer },
-    // Transformed modules kept in node_modules/.experimental-vitest-cache, keyed by their source and this config:
-    // the next run's workers load them without transforming again (a fresh clone, as in CI, starts without).
-    experimental: { fsModuleCache: true },
+    // No `experimental.fsModuleCache`: with it, an error thrown in the global setup (a failed build, a service that
+    // would not start) was reported as Vitest's own "code.charCodeAt is not a function", not as itself.
     projects: [
       {
         ...build,
