@@ -7,7 +7,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Resolves after `ms`; rejects with the signal's reason when aborted. Must not keep the process alive. */
+  /**
+   * Resolves after `ms`; rejects with the signal's reason when aborted. Someone awaits it (a call waiting to be
+   * re-sent or for its rate-limit turn, an exchange backing off), so the system clock's keeps the process running
+   * meanwhile, as a request in flight would: a script must not end with the call lost. Every such wait ends at
+   * shutdown, by its signal.
+   */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /**
    * Calls `callback` once after `ms`; returns the cancel function. Must not keep the process alive. Used by the
@@ -27,7 +32,7 @@ function realTimer(ms: number, callback: () => void): () => void {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) => delay(ms, undefined, { signal, ref: false }),
+  sleep: (ms, signal) => delay(ms, undefined, { signal }),
   schedule: realTimer,
 };
 

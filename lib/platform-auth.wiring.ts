@@ -133,7 +133,7 @@ export class PlatformAuthRuntime {
     });
 
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
-    const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry);
+    const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry, shutdown);
     const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, rateLimit ?? OPEN_GATE, retry);
     const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
     this.interceptor = interceptor;

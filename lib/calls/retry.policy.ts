@@ -48,6 +48,8 @@ export class CallRetryPolicy {
     private readonly idempotency: IdempotencyKeySettings | undefined,
     private readonly clock: Clock,
     private readonly observer: RetryObserver,
+    /** The integration's shutdown: it ends every wait before a re-send, with the shutdown error. */
+    private readonly shutdown?: AbortSignal,
   ) {
     this.budget = new RetryBudget(settings.budgetPercent, settings.budgetMinPerMinute, clock);
   }
@@ -113,9 +115,13 @@ export class CallRetryPolicy {
     return this.resend('connection_failed', attempt, undefined);
   }
 
-  /** Waits `ms` on the integration's clock; rejects with the signal's reason when the caller aborts meanwhile. */
+  /**
+   * Waits `ms` on the integration's clock; rejects with the signal's reason when the caller aborts meanwhile, or
+   * with the shutdown error when the integration shuts down.
+   */
   wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return this.clock.sleep(ms, signal);
+    const shutdown = this.shutdown;
+    return this.clock.sleep(ms, signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown));
   }
 
   private resend(reason: RetryReason, attempt: number, retryAfterMs: number | undefined): number | undefined {

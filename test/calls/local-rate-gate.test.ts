@@ -110,6 +110,22 @@ describe('the local rate limit on the fake clock', () => {
     expect(last.wentAt).toEqual([1_100]);
   });
 
+  it('at close, every queued request fails with the shutdown error, and so does a later one', async () => {
+    const { clock, limit } = gate(1);
+    const queued = acquireAll(limit, clock, 3);
+    await flush();
+    expect(limit.waiting).toBe(2);
+    expect(clock.pendingSleeps).toBe(1);
+    limit.close();
+    const outcomes = await Promise.all(queued.settled);
+    expect(queued.wentAt).toEqual([0, undefined, undefined]);
+    for (const outcome of outcomes.slice(1))
+      expect(outcome).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
+    expect(limit.waiting).toBe(0);
+    expect(clock.pendingSleeps).toBe(0);
+    await expect(limit.acquire()).rejects.toMatchObject({ reason: 'aborted' });
+  });
+
   it('holds every request until the end of a Retry-After, and fails queued ones that would wait past maxWaitMs', async () => {
     const { clock, limit } = gate(10, { maxWaitMs: 5_000 });
     const early = acquireAll(limit, clock, 1);

@@ -34,6 +34,18 @@ describe('authenticated HttpService', () => {
     expect(f.platform.counters.apiCalls.total).toBe(1);
   });
 
+  it('ends a call waiting to be re-sent when the application shuts down, with the shutdown error', async () => {
+    const f = await start({ autoAdvance: false });
+    await f.tokens.getAccessToken();
+    f.platform.injectFault({ kind: 'status', status: 503, headers: { 'Retry-After': '5' } }, 'api');
+    const call = f.http.axiosRef.get('/api/billing').catch((e: unknown) => e);
+    await eventually(() => expect(f.clock.sleeps).toContain(5_000));
+    await f.moduleRef.close();
+    expect(await call).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
+    expect(f.clock.pendingSleeps).toBe(0);
+    expect(f.platform.counters.apiCalls.total).toBe(1);
+  });
+
   it('sends the bearer token to the platform base URL', async () => {
     const f = await start();
     const response = await firstValueFrom(f.http.post('/api/messages', { to: 'someone', text: 'hello' }));

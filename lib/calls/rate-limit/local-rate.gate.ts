@@ -1,4 +1,5 @@
 import type { Clock } from '../../platform-auth.clock.js';
+import { shutdownError } from '../../platform-auth.errors.js';
 import type { RateLimitStatus } from '../../token/token-status.types.js';
 import type { CallGate } from '../call-gate.js';
 import { RateLimitWaitError } from './rate-limit.errors.js';
@@ -23,6 +24,7 @@ export class LocalRateGate implements CallGate {
   private readonly queue: Waiter[] = [];
   /** Cancels the one sleep until the head's turn, when the queue changes under it. */
   private pumping?: AbortController;
+  private closed = false;
 
   constructor(
     private readonly shape: RateLimitShape,
@@ -41,17 +43,22 @@ export class LocalRateGate implements CallGate {
     return { mode: 'local', requestsPerSecond: this.shape.requestsPerSecond, waiting: this.queue.length };
   }
 
-  /** Nothing runs in the background: the one sleep is the queue's, and it ends with the queue. */
+  /** Nothing runs in the background: the one sleep is the queue's, and it ends with the queue or at `close`. */
   start(): void {
     return undefined;
   }
 
+  /** At shutdown: the queue's sleep ends, every request in it fails with the shutdown error, and so do later ones. */
   close(): void {
-    return undefined;
+    this.closed = true;
+    this.pumping?.abort();
+    this.pumping = undefined;
+    for (const waiter of this.queue.splice(0)) waiter.fail(shutdownError());
   }
 
   acquire(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.closed) return Promise.reject(shutdownError());
     const now = this.clock.now();
     const turn = this.schedule.simulate(now, this.queue.length + 1).at(-1)!;
     if (turn - now > this.limits.maxWaitMs) return Promise.reject(this.tooLong(turn - now));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../../platform-auth.clock.js';
+import { shutdownError } from '../../platform-auth.errors.js';
 import { StoreUnavailable } from '../../store/store-operation.bounded.js';
 import type { RateLimitStatus } from '../../token/token-status.types.js';
 import type { CallGate } from '../call-gate.js';
@@ -44,6 +45,8 @@ export class SharedRateGate implements CallGate {
   private heldUntil = 0;
   private stopHeartbeat = () => undefined as void;
   private closed = false;
+  /** Aborted at `close`: it ends every wait for a turn, with the shutdown error. */
+  readonly #closing = new AbortController();
 
   constructor(
     private readonly shape: RateLimitShape,
@@ -72,6 +75,7 @@ export class SharedRateGate implements CallGate {
 
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
+    this.#closing.signal.throwIfAborted();
     const startedAt = this.clock.now();
     const deadline = startedAt + this.limits.maxWaitMs;
     for (;;) {
@@ -106,7 +110,8 @@ export class SharedRateGate implements CallGate {
   private async sleep(ms: number, signal?: AbortSignal): Promise<void> {
     this.waitingShared += 1;
     try {
-      await this.clock.sleep(ms, signal);
+      const closing = this.#closing.signal;
+      await this.clock.sleep(ms, signal ? AbortSignal.any([signal, closing]) : closing);
     } finally {
       this.waitingShared -= 1;
     }
@@ -141,6 +146,8 @@ export class SharedRateGate implements CallGate {
   close(): void {
     this.closed = true;
     this.stopHeartbeat();
+    this.#closing.abort(shutdownError());
+    this.fallback?.gate.close();
   }
 
   private answered(replicasSeen: number): void {
@@ -170,7 +177,10 @@ export class SharedRateGate implements CallGate {
     gate.spendBurst();
     if (this.heldUntil > now) gate.holdUntil(this.heldUntil);
     this.fallback = { gate, since: now, problem: error.problem, retryAt: now + PROBE_MS };
-    if (this.closed) return;
+    if (this.closed) {
+      gate.close();
+      return;
+    }
     this.logger.warn(
       `Rate limit: the token store does not answer (${error.said}); this replica keeps its share of the limit, ${round(share.requestsPerSecond)} requests/s (1/${this.replicasSeen} of ${round(this.shape.requestsPerSecond)}), until it answers again.`,
     );

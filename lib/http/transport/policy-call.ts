@@ -102,11 +102,13 @@ function sendAtTurn<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, token: s
   return policy.gate.acquire(call.signal).then(() => call.send(token));
 }
 
+/** The wait before a re-send: the caller's abort ends it as the client ends an aborted request; a shutdown, as itself. */
 async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
+  const signal = call.signal;
   try {
-    await policy.retry.wait(delayMs, call.signal);
+    await policy.retry.wait(delayMs, signal);
   } catch (reason) {
-    throw call.aborted(reason);
+    throw signal?.aborted ? call.aborted(reason) : reason;
   }
 }
 
