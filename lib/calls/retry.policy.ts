@@ -121,7 +121,11 @@ export class CallRetryPolicy {
    */
   wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
     const shutdown = this.shutdown;
-    return this.clock.sleep(ms, signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown));
+    const ending = signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown);
+    // The system clock's sleep rejects with node's own AbortError: the caller gets the signal's reason instead.
+    return this.clock.sleep(ms, ending).catch((error: unknown) => {
+      throw ending?.aborted ? ending.reason : error;
+    });
   }
 
   private resend(reason: RetryReason, attempt: number, retryAfterMs: number | undefined): number | undefined {

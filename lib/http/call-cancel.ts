@@ -21,10 +21,11 @@ export class CallCancel {
     if (this.reason) return;
     const reason = new CanceledError<unknown>('canceled: unsubscribed before the response');
     this.reason = reason;
+    // The signal first: a listener that throws must not keep the call's waits going.
+    this.#controller?.abort(reason);
     const listeners = this.#listeners;
     this.#listeners = [];
     for (const listener of listeners) listener(reason);
-    this.#controller?.abort(reason);
   }
 
   subscribe(listener: Listener): void {

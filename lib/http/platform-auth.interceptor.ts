@@ -114,7 +114,12 @@ export class PlatformAuthInterceptor {
         config.env?.fetch === undefined ? (resolved ??= getAdapter(named, config)) : getAdapter(named, config);
       // axios's http adapter cancels through the cancel token; any other adapter gets a signal too (axios's fetch
       // adapter reads cancel tokens only from 1.7.6 on, a custom adapter may read only `signal`).
-      if (adapter !== (httpAdapter ??= getAdapter('http', config)) && config.cancelToken instanceof CallCancel)
+      // A caller's signal that is not node's own (a polyfill, another realm's) is left as it is, not replaced.
+      if (
+        adapter !== (httpAdapter ??= getAdapter('http', config)) &&
+        config.cancelToken instanceof CallCancel &&
+        (config.signal === undefined || config.signal instanceof AbortSignal)
+      )
         config.signal = waitSignal(config);
       return this.sender.send(adapter, config);
     };

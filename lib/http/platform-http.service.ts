@@ -98,9 +98,11 @@ export class PlatformHttpService extends HttpService {
    */
   private observe<T>(config: AxiosRequestConfig | undefined, send: Send): Observable<AxiosResponse<T>> {
     return new Observable<AxiosResponse<T>>((subscriber) => {
-      const cancel = config?.cancelToken ? undefined : new CallCancel();
+      // A config sent again (`error.config`) carries the library's token of its first call: not the caller's own.
+      const callers = config?.cancelToken instanceof CallCancel ? undefined : config?.cancelToken;
+      const cancel = callers ? undefined : new CallCancel();
       let settled = false;
-      send(cancel ? asCancelToken(cancel) : config?.cancelToken).then(
+      send(cancel ? asCancelToken(cancel) : callers).then(
         (response) => {
           settled = true;
           subscriber.next(response as AxiosResponse<T>);

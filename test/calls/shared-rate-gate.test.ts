@@ -92,6 +92,39 @@ describe('the rate limit a fleet shares through Redis', () => {
     expect((error as RateLimitWaitError).waitMs).toBeLessThanOrEqual(30_000);
   });
 
+  it('at close, requests still queued on a share given up when Redis came back fail with the shutdown error', async () => {
+    const one = replica(redis(), freshBase(), rateLimitShape(1), 60_000);
+    one.gate.start();
+    await one.gate.acquire();
+    await redis().kill();
+    let queued: Promise<unknown>[];
+    try {
+      // One a second on its share: turns at 1 s, 2 s, … 5 s from now.
+      queued = Array.from({ length: 5 }, () =>
+        one.gate.acquire().then(
+          () => 'went',
+          (error: unknown) => error,
+        ),
+      );
+      await expect.poll(() => one.modes).toEqual(['fallback']);
+    } finally {
+      await redis().launch();
+    }
+    one.clock.advance(1_000);
+    // Past the probe interval a request asks the store again, which answers: the share is given up with four queued.
+    const later = one.gate.acquire().then(
+      () => 'went',
+      (error: unknown) => error,
+    );
+    await expect.poll(() => one.modes).toEqual(['fallback', 'shared']);
+    one.gate.close();
+    const outcomes = await Promise.all([...queued, later]);
+    expect(outcomes[0]).toBe('went');
+    for (const outcome of outcomes.slice(1, 5))
+      expect(outcome).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
+    expect(one.clock.pendingSleeps).toBe(0);
+  });
+
   it('keeps its share while Redis is down, says so, and shares again once Redis is back', async () => {
     const base = freshBase();
     const [one, two] = [0, 1].map(() => replica(redis(), base, rateLimitShape(10), 10_000));

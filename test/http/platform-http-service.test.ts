@@ -85,6 +85,29 @@ describe('PlatformHttpService keeps the HttpService contract', () => {
     expect(isCancel(await pending)).toBe(true);
   });
 
+  it('a config sent again from an error is cancelled by unsubscribing, like a new one', async () => {
+    let closed = false;
+    let refused = true;
+    const s = await server((req, res) => {
+      if (refused) {
+        refused = false;
+        res.writeHead(500).end();
+        return;
+      }
+      res.on('close', () => {
+        closed = true;
+      });
+      void req;
+    });
+    const f = await start({ module: { allowedOrigins: [s.origin] } });
+    const error = (await settle(firstValueFrom(f.http.get(`${s.url}/x`)))) as AxiosError;
+    expect(error.response?.status).toBe(500);
+    const subscription = f.http.request(error.config!).subscribe({ error: () => undefined });
+    await eventually(() => expect(s.requests).toHaveLength(2));
+    subscription.unsubscribe();
+    await eventually(() => expect(closed).toBe(true));
+  });
+
   it('unsubscribing before the response aborts the signal a custom adapter is given', async () => {
     const f = await start();
     let given: AbortSignal | undefined;

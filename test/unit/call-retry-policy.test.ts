@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PlatformUnavailableError, TokenExchangeError, type RetryReason } from 'nestjs-platform-auth';
 import { FakeClock } from 'nestjs-platform-auth/testing';
+import { systemClock } from '../../lib/platform-auth.clock.js';
+import { shutdownError } from '../../lib/platform-auth.errors.js';
 import type { CallGate } from '../../lib/calls/call-gate.js';
 import { CallRetryPolicy } from '../../lib/calls/retry.policy.js';
 import type { CallRetrySettings, IdempotencyKeySettings } from '../../lib/options/calls.resolver.js';
@@ -27,6 +29,22 @@ function policyWith(settings: Partial<CallRetrySettings> = {}, idempotency?: Ide
 }
 
 describe('the retry policy of calls', () => {
+  it("a wait on the system clock ends with the shutdown error at shutdown, and with the caller's reason on its abort", async () => {
+    const observer = { retried: () => undefined, retryBudgetExhausted: () => undefined };
+    const shutdown = new AbortController();
+    const policy = new CallRetryPolicy(DEFAULTS, undefined, systemClock, observer, shutdown.signal);
+    const atShutdown = policy.wait(60_000, new AbortController().signal).catch((error: unknown) => error);
+    shutdown.abort(shutdownError());
+    expect(await atShutdown).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
+
+    const caller = new AbortController();
+    const open = new CallRetryPolicy(DEFAULTS, undefined, systemClock, observer, new AbortController().signal);
+    const aborted = open.wait(60_000, caller.signal).catch((error: unknown) => error);
+    const reason = new Error('the caller gave up');
+    caller.abort(reason);
+    expect(await aborted).toBe(reason);
+  });
+
   it('allows re-sending GET, HEAD, OPTIONS, PUT and DELETE; POST and PATCH only with a key; never a stream or an opt-out', () => {
     const { policy } = policyWith();
     for (const method of ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE'])

@@ -47,6 +47,8 @@ export class SharedRateGate implements CallGate {
   private closed = false;
   /** Aborted at `close`: it ends every wait for a turn, with the shutdown error. */
   readonly #closing = new AbortController();
+  /** Fallback gates given up when the store answered again, while requests still wait in them: closed at `close`. */
+  #retired: LocalRateGate[] = [];
 
   constructor(
     private readonly shape: RateLimitShape,
@@ -111,7 +113,11 @@ export class SharedRateGate implements CallGate {
     this.waitingShared += 1;
     try {
       const closing = this.#closing.signal;
-      await this.clock.sleep(ms, signal ? AbortSignal.any([signal, closing]) : closing);
+      const ending = signal ? AbortSignal.any([signal, closing]) : closing;
+      // The system clock's sleep rejects with node's own AbortError: the caller gets the signal's reason instead.
+      await this.clock.sleep(ms, ending).catch((error: unknown) => {
+        throw ending.aborted ? ending.reason : error;
+      });
     } finally {
       this.waitingShared -= 1;
     }
@@ -148,6 +154,8 @@ export class SharedRateGate implements CallGate {
     this.stopHeartbeat();
     this.#closing.abort(shutdownError());
     this.fallback?.gate.close();
+    for (const gate of this.#retired) gate.close();
+    this.#retired = [];
   }
 
   private answered(replicasSeen: number): void {
@@ -155,6 +163,9 @@ export class SharedRateGate implements CallGate {
     const fallback = this.fallback;
     if (!fallback || this.closed) return;
     this.fallback = undefined;
+    // Requests already queued there go on their turns; the gate is kept until they have, so `close` can end them.
+    this.#retired = this.#retired.filter((gate) => gate.waiting > 0);
+    if (fallback.gate.waiting > 0) this.#retired.push(fallback.gate);
     // The fleet's bucket never saw what this replica sent on its share: the fleet waits until that has left the
     // window, so the bucket's burst does not land on top of it.
     const lastTurn = fallback.gate.lastTurn;
