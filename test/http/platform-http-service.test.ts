@@ -122,6 +122,20 @@ describe('PlatformHttpService keeps the HttpService contract', () => {
     expect(given!.aborted).toBe(true);
   });
 
+  it("a caller's signal that is not node's own reaches a custom adapter as it is", async () => {
+    const f = await start();
+    const own = { mine: true, aborted: false, addEventListener: () => undefined, removeEventListener: () => undefined };
+    let given: unknown;
+    const adapter = (config: InternalAxiosRequestConfig) => {
+      given = config.signal;
+      return Promise.resolve({ data: {}, status: 200, statusText: 'OK', headers: {}, config });
+    };
+    await firstValueFrom(f.http.get('/api/billing', { adapter, signal: own as unknown as AbortSignal }));
+    // axios copies a plain object on its way; what matters is that it is the caller's, not one made here.
+    expect(given).toMatchObject({ mine: true });
+    expect(given).not.toBeInstanceOf(AbortSignal);
+  });
+
   it('unsubscribing while a call waits to be re-sent ends the wait, and nothing more is sent', async () => {
     const f = await start({ autoAdvance: false });
     await f.tokens.getAccessToken();
