@@ -32,7 +32,11 @@ function realTimer(ms: number, callback: () => void): () => void {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) => delay(ms, undefined, { signal }),
+  // node's timer rejects an aborted wait with its own AbortError; the contract above is the signal's reason.
+  sleep: (ms, signal) =>
+    delay(ms, undefined, { signal }).catch((error: unknown) => {
+      throw signal?.aborted ? signal.reason : error;
+    }),
   schedule: realTimer,
 };
 

@@ -121,11 +121,7 @@ export class CallRetryPolicy {
    */
   wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
     const shutdown = this.shutdown;
-    const ending = signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown);
-    // The system clock's sleep rejects with node's own AbortError: the caller gets the signal's reason instead.
-    return this.clock.sleep(ms, ending).catch((error: unknown) => {
-      throw ending?.aborted ? ending.reason : error;
-    });
+    return this.clock.sleep(ms, signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown));
   }
 
   private resend(reason: RetryReason, attempt: number, retryAfterMs: number | undefined): number | undefined {

@@ -113,9 +113,7 @@ export class TokenExchangeAttempts {
         elapsed + delay <= retry.maxTotalMs;
       if (!canRetry) return failed(outcome, attempts, this.hints);
       previous = outcome;
-      await this.clock.sleep(delay, signal).catch(() => {
-        throw signal.reason as Error;
-      });
+      await this.clock.sleep(delay, signal);
     }
   }
 

@@ -214,13 +214,7 @@ export class TokenCache implements ExchangePolicy {
     // Usually nothing is left of the minimum interval and the exchange starts at once; otherwise it waits it out.
     const last = this.lastExchangeStartMs;
     const waitMs = last === undefined ? 0 : last + this.options.minExchangeIntervalMs - this.clock.now();
-    const exchange = (
-      waitMs > 0
-        ? this.clock.sleep(waitMs, signal).then(run, () => {
-            throw signal.reason as Error;
-          })
-        : run()
-    ).finally(() => {
+    const exchange = (waitMs > 0 ? this.clock.sleep(waitMs, signal).then(run) : run()).finally(() => {
       if (this.#inflight === exchange) this.#inflight = undefined;
     });
     this.#inflight = exchange;

@@ -113,11 +113,7 @@ export class SharedRateGate implements CallGate {
     this.waitingShared += 1;
     try {
       const closing = this.#closing.signal;
-      const ending = signal ? AbortSignal.any([signal, closing]) : closing;
-      // The system clock's sleep rejects with node's own AbortError: the caller gets the signal's reason instead.
-      await this.clock.sleep(ms, ending).catch((error: unknown) => {
-        throw ending.aborted ? ending.reason : error;
-      });
+      await this.clock.sleep(ms, signal ? AbortSignal.any([signal, closing]) : closing);
     } finally {
       this.waitingShared -= 1;
     }
