@@ -45,7 +45,7 @@ const sizes = {
   },
   tokenCache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
   stampede: { rounds: scale(5, 2), callers: 10_000 },
-  storm: { rounds: scale(3, 2), requests: 1_000 },
+  storm: { rounds: scale(3, 2), requests: 1_000, coldCalls: scale(10_000, 1_000) },
   signing: { rounds: scale(6, 2), blockMs: scale(750, 250), inFlight: 4 },
   keyCustody: { rounds: scale(6, 3), blockMs: scale(750, 250), inFlight: 4 },
   memory: { requests: scale(1_000_000, 100_000), checkpoints: 4, inFlight: 64 },
