@@ -3,6 +3,8 @@
  * touching the caller's object: an `init` is often a constant reused for every call.
  */
 
+import { recordWith } from './undici-headers.util.js';
+
 const AUTHORIZATION = 'authorization';
 
 /** The global `HeadersInit`, which `@types/node` does not name. */
@@ -35,7 +37,7 @@ export function withHeader(headers: HeadersInit | undefined, name: string, value
     return copy;
   }
   if (Array.isArray(headers)) return [...headers, [name, value]];
-  return { ...headers, [name]: value };
+  return recordWith(headers, name, value);
 }
 
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
