@@ -125,7 +125,7 @@ export class PlatformAuthRuntime {
         logger,
       });
     const statusSources = { integration, clock, cache, credentials, sharedStore: store, rateLimit };
-    this.tokens = new TokenProvider({
+    this.tokens = TokenProvider.create({
       cache,
       clockOffsetMs: () => attempts.clockOffsetMs,
       rotateCredentials: (rotation) => rotator.rotate(rotation),
@@ -135,11 +135,11 @@ export class PlatformAuthRuntime {
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
     const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry, shutdown);
     const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, rateLimit ?? OPEN_GATE, retry);
-    const interceptor = new PlatformAuthInterceptor(policy, config.allowedOrigins);
+    const interceptor = PlatformAuthInterceptor.create(policy, config.allowedOrigins);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;
-    this.platformFetch = new PlatformFetch(config.baseUrl, policy);
+    this.platformFetch = PlatformFetch.create(config.baseUrl, policy);
     telemetry.observe({
       tokenExpiresAtMs: () => cache.current?.expiresAtMs,
       certificateNotAfterMs: () => certificateNotAfterMs(credentials.active.credentials),

@@ -41,7 +41,12 @@ export class PlatformAuthInterceptor {
    * @internal Only the composition root builds it, with the integration's `BearerPolicy` (the rules `PlatformFetch`
    * follows too); apps get it from the container.
    */
-  constructor(
+  static create(policy: BearerPolicy, allowedOrigins: ReadonlySet<string>): PlatformAuthInterceptor {
+    return new PlatformAuthInterceptor(policy, allowedOrigins);
+  }
+
+  // Private, so that the declarations (which leave out what is internal) offer no constructor to call.
+  private constructor(
     private readonly policy: BearerPolicy,
     allowedOrigins: ReadonlySet<string>,
   ) {

@@ -28,7 +28,12 @@ export class TokenProvider {
   readonly #core: TokenProviderCore;
 
   /** @internal Only the composition root builds it; apps get it from the container. */
-  constructor(core: TokenProviderCore) {
+  static create(core: TokenProviderCore): TokenProvider {
+    return new TokenProvider(core);
+  }
+
+  // Private, so that the declarations (which leave out what is internal) offer no constructor to call.
+  private constructor(core: TokenProviderCore) {
     this.#core = core;
   }
 

@@ -34,9 +34,9 @@ function clients(f: PlatformFixture, gate: CallGate): [string, () => Promise<num
   );
   const origins = new Set([new URL(f.platform.url).origin]);
   const policy = new BearerPolicy(f.tokens, origins, { reauthenticate: (resend) => resend() }, gate, retry);
-  const platformFetch = new PlatformFetch(f.platform.url, policy);
+  const platformFetch = PlatformFetch.create(f.platform.url, policy);
   const instance = axios.create({ baseURL: f.platform.url, validateStatus: () => true });
-  new PlatformAuthInterceptor(policy, origins).attach(instance);
+  PlatformAuthInterceptor.create(policy, origins).attach(instance);
   return [
     ['axios', async () => (await instance.get('/api/billing')).status],
     ['PlatformFetch', async () => (await platformFetch.fetch('/api/billing')).status],

@@ -63,7 +63,12 @@ export class PlatformFetch {
   #bare?: { readonly token: string; readonly init: RequestInit };
 
   /** @internal Only the composition root builds it; apps get it from the container. */
-  constructor(baseUrl: string, policy: BearerPolicy) {
+  static create(baseUrl: string, policy: BearerPolicy): PlatformFetch {
+    return new PlatformFetch(baseUrl, policy);
+  }
+
+  // Private, so that the declarations (which leave out what is internal) offer no constructor to call.
+  private constructor(baseUrl: string, policy: BearerPolicy) {
     this.#baseUrl = baseUrl;
     this.#policy = policy;
     this.#quick = policy.gate === OPEN_GATE && policy.retry.keyHeader('GET') === undefined;

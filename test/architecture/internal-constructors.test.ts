@@ -1,0 +1,82 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packageRoot } from '../support/built-package.js';
+import { scratchProject } from '../support/docs-blocks.js';
+
+/** The classes the composition root builds and apps only inject. */
+const BUILT_BY_THE_MODULE = ['TokenProvider', 'PlatformFetch', 'PlatformAuthInterceptor'];
+
+/**
+ * Compiles `code` as an app's module against the declarations the global set-up built (dist/, as `npm pack` ships
+ * them), not lib/: what the declarations leave out (`@internal`) is the point. Returns tsc's error lines.
+ */
+async function compileAgainstDeclarations(code: string): Promise<string[]> {
+  const scratch = scratchProject();
+  try {
+    writeFileSync(join(scratch.dir, 'app.ts'), code);
+    writeFileSync(join(scratch.dir, 'package.json'), JSON.stringify({ type: 'module' }));
+    writeFileSync(
+      join(scratch.dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          lib: ['es2023'],
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          types: ['node'],
+          strict: true,
+          skipLibCheck: true,
+          noEmit: true,
+          paths: { 'nestjs-platform-auth': [join(packageRoot, 'dist/index.d.ts')] },
+        },
+        files: ['app.ts'],
+      }),
+    );
+    const output = await new Promise<string>((resolve) => {
+      execFile(
+        process.execPath,
+        [join(packageRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--pretty', 'false'],
+        { cwd: scratch.dir, encoding: 'utf8' },
+        (_error, stdout, stderr) => resolve(stdout + stderr),
+      );
+    });
+    return output
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
+  } finally {
+    scratch.remove();
+  }
+}
+
+describe('the published declarations', () => {
+  it('offer no constructor to call for what the module builds: apps inject those', async () => {
+    const lines = BUILT_BY_THE_MODULE.map((name, i) => `export const made${i} = new ${name}();`);
+    const errors = await compileAgainstDeclarations(
+      [`import { ${BUILT_BY_THE_MODULE.join(', ')} } from 'nestjs-platform-auth';`, ...lines, ''].join('\n'),
+    );
+    // One error per class, on its own line, and nothing else: the import itself resolves and type-checks.
+    expect(errors).toHaveLength(BUILT_BY_THE_MODULE.length);
+    BUILT_BY_THE_MODULE.forEach((name, i) =>
+      expect(errors[i]).toMatch(
+        new RegExp(`^app\\.ts\\(${i + 2},\\d+\\): error TS2673: Constructor of class '${name}' is private`),
+      ),
+    );
+  }, 60_000);
+
+  it('still let an app use what it injects', async () => {
+    const errors = await compileAgainstDeclarations(
+      [
+        "import type { PlatformFetch, TokenProvider } from 'nestjs-platform-auth';",
+        'export async function call(tokens: TokenProvider, platformFetch: PlatformFetch): Promise<number> {',
+        '  await tokens.getAccessToken();',
+        "  return (await platformFetch.fetch('/api/billing')).status;",
+        '}',
+        '',
+      ].join('\n'),
+    );
+    expect(errors).toEqual([]);
+  }, 60_000);
+});
