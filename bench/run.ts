@@ -37,11 +37,15 @@ const sizes = {
     inFlight: 64,
   },
   fetch: {
-    sequentialRounds: scale(20, 4),
-    requestsPerRound: scale(1_000, 400),
-    concurrentRounds: scale(20, 4),
-    perBlock: scale(500, 320),
-    inFlight: 64,
+    // A pair's draw has two clients a round: more rounds, and longer blocks to steady each block's median.
+    pairs: {
+      sequentialRounds: scale(40, 4),
+      requestsPerRound: scale(1_000, 400),
+      concurrentRounds: scale(40, 4),
+      perBlock: scale(2_000, 320),
+      inFlight: 64,
+    },
+    together: { sequentialRounds: scale(20, 4), requestsPerRound: scale(1_000, 400) },
   },
   tokenCache: { batches: scale(15, 5), callsPerBatch: scale(1_000_000, 100_000) },
   stampede: { rounds: scale(5, 2), callers: 10_000 },
