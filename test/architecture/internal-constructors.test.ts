@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../support/built-package.js';
-import { scratchProject } from '../support/docs-blocks.js';
+import { scratchProject, typeCheckScratch } from '../support/docs-blocks.js';
 
 /** The classes the composition root builds and apps only inject. */
 const BUILT_BY_THE_MODULE = ['TokenProvider', 'PlatformFetch', 'PlatformAuthInterceptor'];
@@ -16,31 +15,9 @@ async function compileAgainstDeclarations(code: string): Promise<string[]> {
   const scratch = scratchProject();
   try {
     writeFileSync(join(scratch.dir, 'app.ts'), code);
-    writeFileSync(join(scratch.dir, 'package.json'), JSON.stringify({ type: 'module' }));
-    writeFileSync(
-      join(scratch.dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'es2022',
-          lib: ['es2023'],
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          types: ['node'],
-          strict: true,
-          skipLibCheck: true,
-          noEmit: true,
-          paths: { 'nestjs-platform-auth': [join(packageRoot, 'dist/index.d.ts')] },
-        },
-        files: ['app.ts'],
-      }),
-    );
-    const output = await new Promise<string>((resolve) => {
-      execFile(
-        process.execPath,
-        [join(packageRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--pretty', 'false'],
-        { cwd: scratch.dir, encoding: 'utf8' },
-        (_error, stdout, stderr) => resolve(stdout + stderr),
-      );
+    const output = await typeCheckScratch(scratch.dir, ['app.ts'], {
+      types: ['node'],
+      paths: { 'nestjs-platform-auth': [join(packageRoot, 'dist/index.d.ts')] },
     });
     return output
       .split('\n')

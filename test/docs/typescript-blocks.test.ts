@@ -1,8 +1,13 @@
-import { execFile } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repositoryRoot, scratchProject, typescriptBlocks, type DocsBlock } from '../support/docs-blocks.js';
+import {
+  repositoryRoot,
+  scratchProject,
+  typeCheckScratch,
+  typescriptBlocks,
+  type DocsBlock,
+} from '../support/docs-blocks.js';
 
 /** README.md and every page of docs/: what users read and copy from. */
 const PAGES = [
@@ -59,41 +64,19 @@ async function typeCheck(blocks: readonly DocsBlock[]): Promise<BlockError[]> {
       files.set(name, block);
     }
     for (const [name, code] of Object.entries(APP_FILES)) writeFileSync(join(scratch.dir, name), code);
-    writeFileSync(join(scratch.dir, 'package.json'), JSON.stringify({ type: 'module' }));
     const lib = (path: string) => [join(repositoryRoot, 'lib', path)];
-    writeFileSync(
-      join(scratch.dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          target: 'es2022',
-          lib: ['es2023'],
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          moduleDetection: 'force',
-          types: ['node', 'vitest/globals'],
-          strict: true,
-          experimentalDecorators: true,
-          emitDecoratorMetadata: true,
-          skipLibCheck: true,
-          noEmit: true,
-          paths: {
-            'nestjs-platform-auth': lib('index.ts'),
-            'nestjs-platform-auth/testing': lib('testing/index.ts'),
-            'nestjs-platform-auth/user': lib('user/index.ts'),
-            'nestjs-platform-auth/terminus': lib('terminus/index.ts'),
-            'nestjs-platform-auth/outbox': lib('outbox/index.ts'),
-          },
-        },
-        files: [...Object.keys(APP_FILES), ...files.keys()],
-      }),
-    );
-    const output = await new Promise<string>((resolve) => {
-      execFile(
-        process.execPath,
-        [join(repositoryRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--pretty', 'false'],
-        { cwd: scratch.dir, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
-        (_error, stdout, stderr) => resolve(stdout + stderr),
-      );
+    const output = await typeCheckScratch(scratch.dir, [...Object.keys(APP_FILES), ...files.keys()], {
+      moduleDetection: 'force',
+      types: ['node', 'vitest/globals'],
+      experimentalDecorators: true,
+      emitDecoratorMetadata: true,
+      paths: {
+        'nestjs-platform-auth': lib('index.ts'),
+        'nestjs-platform-auth/testing': lib('testing/index.ts'),
+        'nestjs-platform-auth/user': lib('user/index.ts'),
+        'nestjs-platform-auth/terminus': lib('terminus/index.ts'),
+        'nestjs-platform-auth/outbox': lib('outbox/index.ts'),
+      },
     });
     const errors: BlockError[] = [];
     for (const line of output.split('\n')) {

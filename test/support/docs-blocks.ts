@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,4 +62,40 @@ export async function importBlock<T>(block: DocsBlock, dir: string): Promise<T> 
   const path = join(dir, `block-${block.line}.ts`);
   writeFileSync(path, block.code);
   return (await import(/* @vite-ignore */ pathToFileURL(path).href)) as T;
+}
+
+/**
+ * Type-checks `files` of the scratch folder `dir` with tsc, under the compiler options of an app made by the Nest CLI
+ * (strict, ES modules) and `options` on top; writes its package.json and tsconfig.json. Returns tsc's output.
+ */
+export function typeCheckScratch(
+  dir: string,
+  files: readonly string[],
+  options: Readonly<Record<string, unknown>>,
+): Promise<string> {
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'es2022',
+        lib: ['es2023'],
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        strict: true,
+        skipLibCheck: true,
+        noEmit: true,
+        ...options,
+      },
+      files,
+    }),
+  );
+  return new Promise<string>((resolve) => {
+    execFile(
+      process.execPath,
+      [join(repositoryRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--pretty', 'false'],
+      { cwd: dir, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+      (_error, stdout, stderr) => resolve(stdout + stderr),
+    );
+  });
 }
