@@ -13,9 +13,14 @@ import {
 
 /**
  * undici's `Dispatcher`, as the global `RequestInit['dispatcher']` names it (the `undici-types` that `@types/node`
- * brings): no import of the optional peer in the declarations.
+ * brings): no import of the optional peer in the declarations. An app compiled with the DOM library (TypeScript's
+ * default when `lib` is not set, as in the Nest CLI's tsconfig) sees the DOM's `RequestInit`, which has no
+ * `dispatcher`: there it is `any`, as it was when this type was an error hidden by `skipLibCheck`, so that these
+ * declarations compile with `skipLibCheck: false` too and an app's `request(url, { dispatcher })` keeps compiling.
  */
-export type PlatformDispatcher = NonNullable<RequestInit['dispatcher']>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the DOM's RequestInit names no dispatcher type
+export type PlatformDispatcher = RequestInit extends { dispatcher?: infer D } ? NonNullable<D> : any;
+
 /** An interceptor for undici's `Dispatcher.compose`. */
 export type PlatformInterceptor = (dispatch: PlatformDispatcher['dispatch']) => PlatformDispatcher['dispatch'];
 

@@ -11,13 +11,14 @@ const BUILT_BY_THE_MODULE = ['TokenProvider', 'PlatformFetch', 'PlatformAuthInte
  * Compiles `code` as an app's module against the declarations the global set-up built (dist/, as `npm pack` ships
  * them), not lib/: what the declarations leave out (`@internal`) is the point. Returns tsc's error lines.
  */
-async function compileAgainstDeclarations(code: string): Promise<string[]> {
+async function compileAgainstDeclarations(code: string, options: Record<string, unknown> = {}): Promise<string[]> {
   const scratch = scratchProject();
   try {
     writeFileSync(join(scratch.dir, 'app.ts'), code);
     const output = await typeCheckScratch(scratch.dir, ['app.ts'], {
       types: ['node'],
       paths: { 'nestjs-platform-auth': [join(packageRoot, 'dist/index.d.ts')] },
+      ...options,
     });
     return output
       .split('\n')
@@ -55,5 +56,22 @@ describe('the published declarations', () => {
       ].join('\n'),
     );
     expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('compile in an app with the DOM library and skipLibCheck off', async () => {
+    // No `lib`: TypeScript's default, the DOM's included, as in the Nest CLI's tsconfig. The DOM's RequestInit names
+    // no dispatcher, which the declarations once read from it.
+    const errors = await compileAgainstDeclarations(
+      [
+        "import type { PlatformDispatcher, PlatformFetch } from 'nestjs-platform-auth';",
+        'export const dispatcherOf = (platformFetch: PlatformFetch): PlatformDispatcher => platformFetch.dispatcher;',
+        '',
+      ].join('\n'),
+      { lib: undefined, skipLibCheck: false },
+    );
+    // Other packages' declarations are theirs to keep (skipLibCheck is off for every package): ours and the app's.
+    const ours = (line: string) =>
+      line.startsWith('app.ts') || (line.includes('dist/') && !line.includes('node_modules'));
+    expect(errors.filter(ours)).toEqual([]);
   }, 60_000);
 });
