@@ -26,4 +26,9 @@ describe('header copies with one header added', () => {
     expect(withHeader(fetchHeaders(), 'authorization', 'Bearer t')).toEqual(expected);
     expect(withAuthorization(fetchHeaders(), 'Bearer t')).toEqual(expected);
   });
+
+  it('make a record of the one header when the request has none', () => {
+    expect(withHeader(undefined, 'authorization', 'Bearer t')).toEqual({ authorization: 'Bearer t' });
+    expect(withHeader(null, 'idempotency-key', 'k')).toEqual({ 'idempotency-key': 'k' });
+  });
 });
