@@ -31,4 +31,15 @@ describe('header copies with one header added', () => {
     expect(withHeader(undefined, 'authorization', 'Bearer t')).toEqual({ authorization: 'Bearer t' });
     expect(withHeader(null, 'idempotency-key', 'k')).toEqual({ 'idempotency-key': 'k' });
   });
+
+  it('copy a header named __proto__ as a header, as a spread does', () => {
+    const headers = JSON.parse('{"__proto__": "x", "accept": "*/*"}') as Record<string, string>;
+    const copy = recordWith(headers, 'authorization', 'Bearer t');
+    expect(Object.entries(copy)).toEqual([
+      ['__proto__', 'x'],
+      ['accept', '*/*'],
+      ['authorization', 'Bearer t'],
+    ]);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+  });
 });

@@ -68,7 +68,7 @@ export function recordWith<T>(
   value: NoInfer<T>,
 ): Record<string, T> {
   const copy: Record<string, T> = {};
-  for (const key of Object.keys(headers)) copy[key] = headers[key]!;
+  for (const key of Object.keys(headers)) setHeader(copy, key, headers[key]);
   copy[name] = value;
   return copy;
 }
@@ -119,12 +119,16 @@ export function parseRawHeaders(raw: RawHeaders): Record<string, string | string
     const values = Array.isArray(raws) ? raws.map(latin1) : [latin1(raws)];
     const seen = Object.hasOwn(headers, name) ? headers[name] : undefined;
     const value = seen === undefined ? (values.length === 1 ? values[0] : values) : [seen, ...values].flat();
-    // A header named __proto__ is data, not the object's prototype.
-    if (name === '__proto__')
-      Object.defineProperty(headers, name, { value, enumerable: true, configurable: true, writable: true });
-    else headers[name] = value;
+    setHeader(headers, name, value);
   }
   return headers;
+}
+
+/** Sets `record[name]`; a header named `__proto__` is data, not the object's prototype, as a spread would make it. */
+function setHeader<T>(record: Record<string, T>, name: string, value: T): void {
+  if (name === '__proto__')
+    Object.defineProperty(record, name, { value, enumerable: true, configurable: true, writable: true });
+  else record[name] = value;
 }
 
 function latin1(value: RawValue): string {
