@@ -7,6 +7,7 @@ import { parseRetryAfter } from '../token/retry-after.util.js';
 import type { CallGate } from './call-gate.js';
 import { PlatformUnavailableError } from './calls.errors.js';
 import { RetryBudget } from './retry.budget.js';
+import { eitherSignal } from '../util/abort.util.js';
 
 /** Methods whose repetition changes nothing more than the first send did (RFC 9110 §9.2.2), so a re-send is safe. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
@@ -120,8 +121,7 @@ export class CallRetryPolicy {
    * with the shutdown error when the integration shuts down.
    */
   wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    const shutdown = this.shutdown;
-    return this.clock.sleep(ms, signal && shutdown ? AbortSignal.any([signal, shutdown]) : (signal ?? shutdown));
+    return this.clock.sleep(ms, eitherSignal(signal, this.shutdown));
   }
 
   private resend(reason: RetryReason, attempt: number, retryAfterMs: number | undefined): number | undefined {

@@ -1,4 +1,5 @@
 import { CanceledError, type CancelToken, type InternalAxiosRequestConfig } from 'axios';
+import { eitherSignal } from '../util/abort.util.js';
 
 type Listener = (reason: unknown) => void;
 
@@ -65,6 +66,5 @@ export function waitSignal(config: InternalAxiosRequestConfig): AbortSignal | un
   const callers = config.signal instanceof AbortSignal ? config.signal : undefined;
   const cancel: unknown = config.cancelToken;
   if (!(cancel instanceof CallCancel)) return callers;
-  const own = cancel.toAbortSignal();
-  return callers ? AbortSignal.any([callers, own]) : own;
+  return eitherSignal(callers, cancel.toAbortSignal());
 }

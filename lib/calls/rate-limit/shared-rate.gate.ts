@@ -3,6 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../../platform-auth.clock.js';
 import { shutdownError } from '../../platform-auth.errors.js';
 import { StoreUnavailable } from '../../store/store-operation.bounded.js';
+import { eitherSignal } from '../../util/abort.util.js';
 import type { RateLimitStatus } from '../../token/token-status.types.js';
 import type { CallGate } from '../call-gate.js';
 import { LocalRateGate } from './local-rate.gate.js';
@@ -112,8 +113,7 @@ export class SharedRateGate implements CallGate {
   private async sleep(ms: number, signal?: AbortSignal): Promise<void> {
     this.waitingShared += 1;
     try {
-      const closing = this.#closing.signal;
-      await this.clock.sleep(ms, signal ? AbortSignal.any([signal, closing]) : closing);
+      await this.clock.sleep(ms, eitherSignal(signal, this.#closing.signal));
     } finally {
       this.waitingShared -= 1;
     }

@@ -1,6 +1,6 @@
 import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
-import { OPEN_GATE, type CallGate } from '../../calls/call-gate.js';
+import type { CallGate } from '../../calls/call-gate.js';
 import type { CallRetryPolicy } from '../../calls/retry.policy.js';
 import { isAllowedUrl, isNonReplayable, parseUrl, startsWithOrigin } from '../request-target.util.js';
 
@@ -29,11 +29,6 @@ export class BearerPolicy {
     readonly retry: CallRetryPolicy,
   ) {
     this.originList = [...allowedOrigins];
-  }
-
-  /** The gate's turn before a send (the first, a retry, the re-send after a 401); `undefined` when it is open. */
-  acquire(signal: AbortSignal | undefined): Promise<void> | undefined {
-    return this.gate === OPEN_GATE ? undefined : this.gate.acquire(signal);
   }
 
   isAllowed(url: URL | undefined): boolean {

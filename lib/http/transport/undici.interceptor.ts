@@ -1,3 +1,4 @@
+import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
@@ -133,9 +134,9 @@ class BearerCall implements LegacyHandler {
   /** Sends with `token` after the gate's turn; `true` while a turn is awaited, as undici's dispatch returns. */
   send(token: string): boolean {
     this.sent = token;
-    const turn = this.policy.acquire(undefined);
-    if (!turn) return this.dispatch();
-    turn.then(
+    const gate = this.policy.gate;
+    if (gate === OPEN_GATE) return this.dispatch();
+    gate.acquire(undefined).then(
       () => this.dispatch(),
       (error: Error) => this.fail(error),
     );
