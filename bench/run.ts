@@ -18,6 +18,7 @@ import { describeMachine } from './support/machine.js';
 import { BenchPlatform } from './support/platform.js';
 import { Report } from './support/report.js';
 import { describeRevision } from './support/revision.js';
+import { BLOCK_GC } from './support/stats.js';
 
 /** `--quick` shrinks every size, to check that the bench itself works; its figures are not worth publishing. */
 const quick = process.argv.includes('--quick');
@@ -41,7 +42,7 @@ const sizes = {
     pairs: {
       sequentialRounds: scale(40, 4),
       requestsPerRound: scale(1_000, 400),
-      concurrentRounds: scale(40, 4),
+      concurrentRounds: scale(80, 4),
       perBlock: scale(2_000, 320),
       inFlight: 64,
     },
@@ -82,6 +83,8 @@ console.log(
   `${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Node ${machine.node}, ${machine.platform}, load ${loadAtStart.toFixed(2)}`,
 );
 console.log(`library at ${revision.commit}${revision.libModified ? ' with uncommitted changes in lib/' : ''}`);
+if (BLOCK_GC === 'full')
+  console.log('BENCH_BLOCK_GC=full: a full collection between measured blocks, as before 2026-11-26');
 
 const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['HTTP overhead', (p) => measureHttpOverhead(p, report, sizes.http)],
@@ -119,6 +122,7 @@ const durationSeconds = Math.round((Date.now() - startedAt.getTime()) / 1000);
 report.detail('revision', revision);
 report.detail('loadAverage1m', { atStart: loadAtStart, atEnd: loadavg()[0] });
 report.detail('sizes', { quick, only, ...sizes });
+report.detail('gcBetweenBlocks', BLOCK_GC);
 console.log(`\n${report.toMarkdown()}\n`);
 
 const resultsDir = new URL('../results/', import.meta.url);

@@ -14,7 +14,7 @@ import {
 } from '../support/interleave.js';
 import type { BenchPlatform } from '../support/platform.js';
 import { progress, type Report } from '../support/report.js';
-import { collectGarbage, median } from '../support/stats.js';
+import { collectBetweenBlocks, median } from '../support/stats.js';
 import type { HttpOverheadSizes } from './http-overhead.js';
 
 /** The SPEC's round 4 target for the fetch clients against plain fetch with the header hard-coded. */
@@ -351,7 +351,7 @@ async function measureAddedCpu(
   globalThis.fetch = () => Promise.resolve(answered);
   try {
     for (let round = 0; round <= ROUNDS; round += 1) {
-      collectGarbage();
+      collectBetweenBlocks();
       const plainDispatch = cpuNs(() => {
         for (let i = 0; i < CALLS; i += 1) {
           const headers = fetchHeaders();

@@ -1,4 +1,4 @@
-import { collectGarbage, quantile, summarize, type Summary } from './stats.js';
+import { collectBetweenBlocks, quantile, summarize, type Summary } from './stats.js';
 
 export interface Variant {
   readonly name: string;
@@ -36,7 +36,7 @@ export async function alternateRequests(
   await runRequests(options.warmupRequests);
   const rounds = variants.map(() => [] as Float64Array[]);
   for (let round = 0; round < options.rounds; round += 1) {
-    collectGarbage();
+    collectBetweenBlocks();
     const record = variants.map(() => [] as number[]);
     await runRequests(options.requestsPerRound, record);
     record.forEach((samples, i) => rounds[i].push(Float64Array.from(samples)));
@@ -61,8 +61,8 @@ function seededRandom(seed: number): () => number {
  * `inFlight` requests at a time, one variant per block: latency under concurrency depends on what else is in
  * flight, so variants cannot share a block. Each round runs every variant twice, in mirrored order (ABCD DCBA, then
  * BCDA ADCB, …), so a drift in outside load during the round cancels out, and no variant always follows the same
- * other. Blocks are short and rounds many; a forced GC before each block keeps one variant's garbage from being
- * collected on another's time.
+ * other. Blocks are short and rounds many; a forced minor GC before each block keeps one variant's garbage from
+ * being collected on another's time (a full one would deoptimize the path measured: `collectBetweenBlocks`).
  */
 export async function alternateBlocks(
   variants: readonly Variant[],
@@ -83,7 +83,7 @@ export async function alternateBlocks(
     const latencies = variants.map(() => new Float64Array(2 * options.perBlock));
     const cpuMicros = variants.map(() => 0);
     for (const [position, index] of [...order, ...[...order].reverse()].entries()) {
-      collectGarbage();
+      collectBetweenBlocks();
       const half = position < variants.length ? 0 : options.perBlock;
       const cpuBefore = process.cpuUsage();
       await runBlock(variants[index].send, latencies[index].subarray(half, half + options.perBlock), options.inFlight);
