@@ -84,7 +84,7 @@ console.log(
 );
 console.log(`library at ${revision.commit}${revision.libModified ? ' with uncommitted changes in lib/' : ''}`);
 if (BLOCK_GC === 'full')
-  console.log('BENCH_BLOCK_GC=full: a full collection between measured blocks, as before 2026-11-26');
+  console.log('BENCH_BLOCK_GC=full: a full collection between measured blocks (not comparable with the default)');
 
 const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['HTTP overhead', (p) => measureHttpOverhead(p, report, sizes.http)],

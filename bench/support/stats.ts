@@ -46,12 +46,12 @@ export function settledHeapUsed(): number {
 export const BLOCK_GC = process.env.BENCH_BLOCK_GC === 'full' ? 'full' : 'minor';
 
 /**
- * Empties the young generation between measured blocks, so one variant's short-lived garbage is not collected on
- * another's time. A minor collection, not a full one: a full collection also drops the optimized code that holds
- * objects it frees (V8's "weak objects" deoptimization). Forced before every block, it did that to Node's and
- * undici's request path each time (433 deoptimizations over 40 blocks of 2,000 requests at 64 in flight, none with a
- * minor collection), so each block ran half warmed-up, at twice the CPU per request (83–100 µs against 40–60 µs),
- * and any code a client added to that path weighed several times what it does in a running app.
+ * Empties the young generation between measured blocks and rounds, so one variant's short-lived garbage is not
+ * collected on another's time. A minor collection, not a full one: a full collection also drops the optimized code
+ * that holds objects it frees (V8's "weak objects" deoptimization). Forced before every block, it did that to Node's
+ * and undici's request path each time (in a driver, 433 deoptimizations over 40 blocks of 2,000 requests at 64 in
+ * flight, none with a minor collection), so each block ran half warmed up, at twice the CPU per request (83–100 µs
+ * against 40–60 µs), and any code a client added to that path weighed several times what it does in a running app.
  */
 export function collectBetweenBlocks(): void {
   requireGc()(BLOCK_GC === 'full' ? undefined : { type: 'minor' });
