@@ -61,8 +61,8 @@ function seededRandom(seed: number): () => number {
  * `inFlight` requests at a time, one variant per block: latency under concurrency depends on what else is in
  * flight, so variants cannot share a block. Each round runs every variant twice, in mirrored order (ABCD DCBA, then
  * BCDA ADCB, …), so a drift in outside load during the round cancels out, and no variant always follows the same
- * other. Blocks are short and rounds many; a forced minor GC before each block keeps one variant's garbage from
- * being collected on another's time (a full one would deoptimize the path measured: `collectBetweenBlocks`).
+ * other. Blocks are short and rounds many; a forced minor GC before each block keeps one variant's young garbage
+ * from being collected on another's time (a full one would deoptimize the path measured: `collectBetweenBlocks`).
  */
 export async function alternateBlocks(
   variants: readonly Variant[],

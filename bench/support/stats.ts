@@ -43,7 +43,13 @@ export function settledHeapUsed(): number {
 }
 
 /** `BENCH_BLOCK_GC=full` brings back the full collection between blocks, to compare the two. */
-export const BLOCK_GC = process.env.BENCH_BLOCK_GC === 'full' ? 'full' : 'minor';
+export const BLOCK_GC = blockGc(process.env.BENCH_BLOCK_GC);
+
+function blockGc(value: string | undefined): 'full' | 'minor' {
+  if (value === undefined || value === '' || value === 'minor') return 'minor';
+  if (value === 'full') return 'full';
+  throw new Error(`BENCH_BLOCK_GC must be "full" or "minor", not ${JSON.stringify(value)}`);
+}
 
 /**
  * Empties the young generation between measured blocks and rounds, so one variant's short-lived garbage is not
@@ -57,8 +63,9 @@ export function collectBetweenBlocks(): void {
   requireGc()(BLOCK_GC === 'full' ? undefined : { type: 'minor' });
 }
 
-function requireGc(): (options?: { type: 'minor' | 'major' }) => void {
-  const gc = (globalThis as { gc?: (options?: { type: 'minor' | 'major' }) => void }).gc;
+// Only `{ type: 'minor' }` or nothing (a full collection): in Node 20's V8, `{ type: 'major' }` alone runs a minor one.
+function requireGc(): (options?: { type: 'minor' }) => void {
+  const gc = (globalThis as { gc?: (options?: { type: 'minor' }) => void }).gc;
   if (!gc) throw new Error('run the bench with node --expose-gc (npm run bench does)');
   return gc;
 }
