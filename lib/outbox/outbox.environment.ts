@@ -27,8 +27,9 @@ interface EnvConnection {
  */
 export function withOutboxEnvironment(options: PlatformOutboxOptions, env: Env): PlatformOutboxOptions {
   const read = readTableEnv(PLATFORM_OUTBOX_OPTIONS, env);
+  const unread = (name: string) => options.connection !== undefined && name.startsWith('connection.');
   const problems = Object.entries(PLATFORM_OUTBOX_OPTIONS).flatMap(([name, row]) =>
-    checkValue(name, row, ownAt(read, name)),
+    unread(name) ? [] : checkValue(name, row, ownAt(read, name)),
   );
   const connection =
     options.connection ?? environmentConnection(read.connection as EnvConnection | undefined, problems);

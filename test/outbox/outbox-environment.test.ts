@@ -92,13 +92,16 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
       worker: { lockDurationMs: 5_000 },
       retry: { attempts: 3 },
     };
-    expect(withOutboxEnvironment(code, { ...env, PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem') })).toEqual(
-      {
-        connection: { url: 'redis://code:6379' },
-        worker: { concurrency: 8, lockDurationMs: 5_000 },
-        retry: { attempts: 3, delayMs: 500, maxDelayMs: 60_000 },
-      },
-    );
+    // A connection in code: the connection's variables are not read, not even checked.
+    const unread = {
+      PLATFORM_OUTBOX_REDIS_URL: 'http://not-redis',
+      PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem'),
+    };
+    expect(withOutboxEnvironment(code, { ...env, ...unread })).toEqual({
+      connection: { url: 'redis://code:6379' },
+      worker: { concurrency: 8, lockDurationMs: 5_000 },
+      retry: { attempts: 3, delayMs: 500, maxDelayMs: 60_000 },
+    });
     expect(
       withOutboxEnvironment({}, { PLATFORM_OUTBOX_WORKER: 'false', PLATFORM_OUTBOX_WORKER_CONCURRENCY: '8' }),
     ).toEqual({
