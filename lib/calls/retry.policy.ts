@@ -12,6 +12,9 @@ import { eitherSignal } from '../util/abort.util.js';
 /** Methods whose repetition changes nothing more than the first send did (RFC 9110 §9.2.2), so a re-send is safe. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
+/** Methods a caller's own idempotency key makes re-sendable, whether or not the library keys them. */
+const KEYED_BY_CALLER = new Set(['POST', 'PATCH']);
+
 /** Codes of a connection that failed before any response: nothing of the request can have been acted on twice. */
 const CONNECTION_CODES = new Set([
   'ECONNRESET',
@@ -46,7 +49,7 @@ export class CallRetryPolicy {
 
   constructor(
     private readonly settings: CallRetrySettings,
-    private readonly idempotency: IdempotencyKeySettings | undefined,
+    private readonly idempotency: IdempotencyKeySettings,
     private readonly clock: Clock,
     private readonly observer: RetryObserver,
     /** The integration's shutdown: it ends every wait before a re-send, with the shutdown error. */
@@ -55,15 +58,22 @@ export class CallRetryPolicy {
     this.budget = new RetryBudget(settings.budgetPercent, settings.budgetMinPerMinute, clock);
   }
 
-  /** The idempotency key's header when calls of `method` (any case) get one; `undefined` otherwise. */
+  /**
+   * The idempotency key's header (lower case) for calls of `method` (any case), or `undefined` when no key counts for
+   * them: the methods that get a key (`idempotencyKey.methods`), and POST and PATCH, whose caller's own key in that
+   * header makes them re-sendable like one the library keyed.
+   */
   keyHeader(method: string): string | undefined {
-    const idempotency = this.idempotency;
-    return idempotency?.methods.has(method.toUpperCase()) ? idempotency.header : undefined;
+    const upper = method.toUpperCase();
+    return this.idempotency.methods.has(upper) || KEYED_BY_CALLER.has(upper) ? this.idempotency.header : undefined;
   }
 
-  /** A new key: one per call, kept on its every re-send. */
-  newKey(): string {
-    return randomUUID();
+  /**
+   * A new key for a call of `method` that carries none of its caller's: one per call, kept on its every re-send;
+   * `undefined` when its method gets none (a caller's own key is never replaced, and never joined by a second).
+   */
+  newKey(method: string): string | undefined {
+    return this.idempotency.methods.has(method.toUpperCase()) ? randomUUID() : undefined;
   }
 
   /** Counts a call (its first send) into the budget: every call does, once. */
@@ -73,8 +83,8 @@ export class CallRetryPolicy {
 
   /**
    * Whether a call may be re-sent at all: not when the caller said `retry: false` or its body cannot be sent again;
-   * GET, HEAD, OPTIONS, PUT and DELETE may, other methods only with an idempotency key. Asked only once something
-   * failed, so a call that succeeds pays nothing for it.
+   * GET, HEAD, OPTIONS, PUT and DELETE may, other methods only with an idempotency key, the library's or the
+   * caller's own (`carriesKey`). Asked only once something failed, so a call that succeeds pays nothing for it.
    */
   allows(method: string, carriesKey: boolean, optedOut: boolean, replayable: boolean): boolean {
     if (optedOut || !replayable || this.settings.maxAttempts < 2) return false;

@@ -65,9 +65,12 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
     private readonly config: InternalAxiosRequestConfig,
   ) {
     policy.retry.countCall();
-    const keyHeader = policy.retry.keyHeader(config.method ?? 'get');
-    if (keyHeader !== undefined && !config.headers.has(keyHeader)) config.headers.set(keyHeader, policy.retry.newKey());
-    this.carriesKey = keyHeader !== undefined;
+    const method = config.method ?? 'get';
+    const keyHeader = policy.retry.keyHeader(method);
+    const own = keyHeader !== undefined && config.headers.has(keyHeader);
+    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(method);
+    if (key !== undefined) config.headers.set(keyHeader, key);
+    this.carriesKey = own || key !== undefined;
   }
 
   get method(): string {

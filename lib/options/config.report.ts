@@ -1,7 +1,7 @@
 import { PLATFORM_AUTH_ENV } from './options.table.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
 import { integrationEnvName } from './integration-name.util.js';
-import { unknownVariableWarnings, withNearMisses } from './env-variables.js';
+import { switchedOffWarnings, unknownVariableWarnings, withNearMisses } from './env-variables.js';
 
 /**
  * Names a setting the way a user finds it: the option, and the environment variable that fills it (for a named
@@ -79,11 +79,13 @@ export class ConfigReport {
   }
 
   /**
-   * What the environment says about typos: a warning per `PLATFORM_*` variable the package does not read, and a
-   * required setting's problem naming the near-miss that is set. Call it once every problem is in.
+   * What the environment says about typos: a warning per `PLATFORM_*` variable the package does not read or that a
+   * `false` beside it leaves unread, and a required setting's problem naming the near-miss that is set. Call it once every problem is in.
    */
   checkVariables(env: Readonly<Record<string, string | undefined>>): void {
     this.warnings.push(...unknownVariableWarnings(env));
+    // The switches are machine authentication's: user sign-in's report does not repeat their warnings.
+    if (this.variables === PLATFORM_AUTH_ENV) this.warnings.push(...switchedOffWarnings(env, this.integration));
     this.problems.splice(0, this.problems.length, ...withNearMisses(this.problems, env));
   }
 

@@ -1,5 +1,7 @@
 import type { ConfigProblem } from '../platform-auth.errors.js';
+import { integrationEnvName } from './integration-name.util.js';
 import { PLATFORM_AUTH_OPTIONS } from './options.table.js';
+import { PLATFORM_OUTBOX_OPTIONS } from './options.table.outbox.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from './options.table.user.js';
 import type { OptionTable } from './options.table.types.js';
 
@@ -7,18 +9,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const PREFIX = 'PLATFORM_';
 
-/** Read by the outbox (`nestjs-platform-auth/outbox`), whose options are not in the option table. */
-const RESERVED = ['PLATFORM_OUTBOX_REDIS_URL'];
-
 function tableVariables(table: OptionTable): string[] {
   return Object.values(table).flatMap((row) => (row.env === undefined ? [] : [row.env]));
 }
 
-/** Every variable the package reads for the default integration: machine authentication's, user sign-in's, reserved. */
+/** Every variable the package reads for the default integration: machine authentication's, user sign-in's, the outbox's. */
 const KNOWN: ReadonlySet<string> = new Set([
   ...tableVariables(PLATFORM_AUTH_OPTIONS),
   ...tableVariables(PLATFORM_USER_AUTH_OPTIONS),
-  ...RESERVED,
+  ...tableVariables(PLATFORM_OUTBOX_OPTIONS),
 ]);
 
 /** The known names without `PLATFORM_`: a named integration's variable is `PLATFORM_<NAME>_` and one of these. */
@@ -117,5 +116,23 @@ export function withNearMisses(problems: readonly ConfigProblem[], env: Env): Co
     const present = unknown.find((name) => isNear(name, variable));
     if (present === undefined) return problem;
     return { ...problem, message: `${problem.message}; ${present} is set — did you mean ${variable}?` };
+  });
+}
+
+/**
+ * A warning per set variable that a group's variable set to `false` leaves unread, for `integration`'s variables:
+ * `PLATFORM_CALL_RETRY=false` turns re-sends off, so `PLATFORM_CALL_RETRY_MAX_ATTEMPTS` beside it says nothing.
+ */
+export function switchedOffWarnings(env: Env, integration?: string): ConfigProblem[] {
+  const rows = Object.entries(PLATFORM_AUTH_OPTIONS as OptionTable);
+  return rows.flatMap(([group, row]) => {
+    if (!row.toggle || row.env === undefined) return [];
+    const off = integrationEnvName(row.env, integration);
+    if (!/^(false|0|no)$/i.test(env[off]?.trim() ?? '')) return [];
+    return rows.flatMap(([name, member]) => {
+      const variable = member.env === undefined ? undefined : integrationEnvName(member.env, integration);
+      if (!name.startsWith(`${group}.`) || variable === undefined || (env[variable] ?? '').trim() === '') return [];
+      return [{ option: name, setting: `${name} (${variable})`, message: `is not read: ${off} is false` }];
+    });
   });
 }

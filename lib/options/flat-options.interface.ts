@@ -15,7 +15,7 @@ export interface FlatPlatformAuthOptions extends Omit<
   /** `exchange.retry`, under its name of earlier releases. */
   retry?: RetryOptions;
   /** The top-level `retry`: the policy of calls to the platform's APIs. */
-  callRetry?: CallRetryOptions;
+  callRetry?: CallRetryOptions | boolean;
   /** `next.passphrase`; without it the next pair's encrypted key uses `privateKeyPassphrase`. */
   nextPrivateKeyPassphrase?: string;
   /** `tokenStore.instance`, or a `TokenStore` given as `tokenStore`. */

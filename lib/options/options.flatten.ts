@@ -25,7 +25,11 @@ export function flattenOptions(
     const value = ownAt(options, name);
     const old = row.alias === undefined ? undefined : ownAt(options, row.alias);
     if (row.kind === 'object') {
-      if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value)))
+      const group = typeof value === 'object' && value !== null && !Array.isArray(value);
+      if (row.toggle) names[row.internal!] = name;
+      // A group that also takes true or false is checked by its resolver, which names it and its variable.
+      if (row.toggle && value !== undefined && !group) setAt(flat, row.internal!, value);
+      else if (value !== undefined && !group)
         report.problem(name, `must be an object (its settings are the ${name}.* options)`);
       else if (value !== undefined && row.internal !== undefined && ownAt(flat, row.internal) === undefined)
         setAt(flat, row.internal, Object.create(null));

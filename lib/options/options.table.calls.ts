@@ -2,15 +2,19 @@ import type { OptionRow } from './options.table.types.js';
 
 /**
  * Calls to the platform's APIs (`retry`, `idempotencyKey`). Inside the resolvers the retry policy is `callRetry`:
- * `retry` there is the token exchange's (`exchange.retry`), the name it had in earlier releases.
+ * `retry` there is the token exchange's (`exchange.retry`), the name it had in earlier releases. Its variables are
+ * `PLATFORM_CALL_RETRY_*` for the same reason: `PLATFORM_RETRY_MAX_TOTAL_MS` is the exchange's.
  */
 export const CALL_ROWS = {
   retry: {
+    env: 'PLATFORM_CALL_RETRY',
     kind: 'object',
+    toggle: true,
     internal: 'callRetry',
-    rule: "re-sends of calls to the platform's APIs after a 429/503 with `Retry-After`, a 502/503/504 or a failed connection, for GET, HEAD, OPTIONS, PUT, DELETE (POST and PATCH with an idempotency key); `retry: false` on one request turns it off",
+    rule: "re-sends of calls to the platform's APIs after a 429/503 with `Retry-After`, a 502/503/504 or a failed connection, for GET, HEAD, OPTIONS, PUT, DELETE, and POST and PATCH that carry an idempotency key (the library's or the caller's own); `false` turns them off for the integration, `retry: false` on one request for that request",
   },
   'retry.maxAttempts': {
+    env: 'PLATFORM_CALL_RETRY_MAX_ATTEMPTS',
     internal: 'callRetry.maxAttempts',
     kind: 'number',
     min: 1,
@@ -19,6 +23,7 @@ export const CALL_ROWS = {
     rule: 'sends per call, the first included; 1 turns re-sends off; the one re-send after a 401 is not counted',
   },
   'retry.baseDelayMs': {
+    env: 'PLATFORM_CALL_RETRY_BASE_DELAY_MS',
     internal: 'callRetry.baseDelayMs',
     kind: 'number',
     min: 0,
@@ -26,6 +31,7 @@ export const CALL_ROWS = {
     rule: 'first back-off delay without `Retry-After`; doubled per re-send, with equal jitter',
   },
   'retry.maxDelayMs': {
+    env: 'PLATFORM_CALL_RETRY_MAX_DELAY_MS',
     internal: 'callRetry.maxDelayMs',
     kind: 'number',
     min: 0,
@@ -33,6 +39,7 @@ export const CALL_ROWS = {
     rule: 'longest wait before one re-send; a longer `Retry-After` fails the call at once with `PlatformUnavailableError`',
   },
   'retry.budgetPercent': {
+    env: 'PLATFORM_CALL_RETRY_BUDGET_PERCENT',
     internal: 'callRetry.budgetPercent',
     kind: 'number',
     min: 0,
@@ -41,6 +48,7 @@ export const CALL_ROWS = {
     rule: "re-sends in the last minute stay within this share of the integration's calls in it (plus the floor below); past it failures reach the caller at once",
   },
   'retry.budgetMinPerMinute': {
+    env: 'PLATFORM_CALL_RETRY_BUDGET_MIN_PER_MINUTE',
     internal: 'callRetry.budgetMinPerMinute',
     kind: 'number',
     min: 0,
@@ -48,18 +56,22 @@ export const CALL_ROWS = {
     rule: 're-sends per minute the budget allows however few calls were made',
   },
   idempotencyKey: {
+    env: 'PLATFORM_IDEMPOTENCY_KEY',
     kind: 'object',
+    toggle: true,
     internal: 'idempotencyKey',
-    rule: 'off unless set (`{}` for the defaults): one key per call, the same on every re-send; protects only where the platform honours it',
+    rule: 'off unless set (`true` or `{}` for the defaults; `header` or `methods` set turns it on too): one key per call of the listed methods, the same on every re-send; protects only where the platform honours it',
   },
   'idempotencyKey.header': {
+    env: 'PLATFORM_IDEMPOTENCY_KEY_HEADER',
     kind: 'text',
     default: 'Idempotency-Key',
-    rule: "the header that carries the key; a caller's own value in it is kept",
+    rule: "the header that carries the key, any case; a caller's own key in it is kept, and makes a POST or PATCH re-sendable even with `idempotencyKey` off",
   },
   'idempotencyKey.methods': {
+    env: 'PLATFORM_IDEMPOTENCY_KEY_METHODS',
     kind: 'list',
     default: ['POST'],
-    rule: 'methods that get a key, and so may be re-sent (POST, PATCH)',
+    rule: 'methods that get a key, and so may be re-sent (POST, PATCH); comma-separated in the environment',
   },
 } as const satisfies Record<string, OptionRow>;

@@ -14,11 +14,13 @@ export const RATE_LIMIT_ROWS = {
     rule: 'required with `rateLimit`; more than 0, a fraction allowed (`1/3` is 20 a minute); never more than its whole part in any one second',
   },
   'rateLimit.burst': {
+    env: 'PLATFORM_RATE_LIMIT_BURST',
     kind: 'number',
     min: 1,
     rule: "requests that may go at once after a quiet spell; a whole number; default and largest one second's worth (at least 1)",
   },
   'rateLimit.maxWaitMs': {
+    env: 'PLATFORM_RATE_LIMIT_MAX_WAIT_MS',
     kind: 'number',
     min: 0,
     default: 10_000,

@@ -25,6 +25,11 @@ export interface OptionRow {
    */
   readonly secret?: true;
   /**
+   * An `object` group that also takes `true` (on, with its defaults) or `false` (off), in code and in its variable;
+   * its variable set to `false` leaves the group's other variables unread.
+   */
+  readonly toggle?: true;
+  /**
    * The name of earlier releases, still read as a deprecated alias (dotted below an object of the old shape:
    * `tokenStoreTiming.lockTtlMs`). It is also the setting's name inside the resolvers.
    */

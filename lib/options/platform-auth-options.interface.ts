@@ -54,12 +54,16 @@ export interface PlatformAuthOptions extends PlatformAuthDeprecatedOptions {
   /**
    * Re-sends of calls to the platform's APIs after a transient failure (429/503 with `Retry-After`, 502/503/504, a
    * connection that failed before any response), with back-off, a per-call limit and a retry budget per
-   * integration. On by default; `retry: false` on one request (axios config, `PlatformFetch.fetch` init) turns it
-   * off for that request. `retry.maxTotalMs`, a setting of the exchange's policy only, is refused here.
+   * integration. On by default; `retry: false` here turns it off for the integration, and on one request (axios
+   * config, `PlatformFetch.fetch` init) for that request. `retry.maxTotalMs`, a setting of the exchange's policy
+   * only, is refused here.
    */
-  retry?: CallRetryOptions;
-  /** An idempotency key on calls of the listed methods, kept on every re-send. Off unless set. */
-  idempotencyKey?: IdempotencyKeyOptions;
+  retry?: CallRetryOptions | boolean;
+  /**
+   * An idempotency key on calls of the listed methods, kept on every re-send. Off unless set; `true` or `{}` turns it
+   * on with the defaults. A caller's own key in the header makes a POST or PATCH re-sendable either way.
+   */
+  idempotencyKey?: IdempotencyKeyOptions | boolean;
   /** Renew this long before expiry. Default 60; never more than half the token's lifetime. */
   refreshBeforeExpirySeconds?: number;
   /** Assertion lifetime. Default 300; above 300 is a configuration error. */

@@ -17,13 +17,16 @@ function read(env: Env, name: string): string | undefined {
  * A variable's text as the option's type. Text that is not a value of that type is passed on as it is, so start-up
  * validation refuses it naming the variable, instead of a wrong value slipping through (`'flase'` as true, say).
  */
-function parseValue(kind: OptionRow['kind'], text: string): unknown {
+function parseValue(row: OptionRow, text: string): unknown {
   const trimmed = text.trim();
-  switch (kind) {
+  const boolean = /^(true|1|yes)$/i.test(trimmed) ? true : /^(false|0|no)$/i.test(trimmed) ? false : text;
+  // A group turned on is its defaults: an object, so that its other variables fill it.
+  if (row.toggle) return boolean === true ? Object.create(null) : boolean;
+  switch (row.kind) {
     case 'number':
       return /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) : text;
     case 'boolean':
-      return /^(true|1|yes)$/i.test(trimmed) ? true : /^(false|0|no)$/i.test(trimmed) ? false : text;
+      return boolean;
     case 'list':
       return trimmed
         .split(',')
@@ -62,7 +65,8 @@ export function readTableEnv(table: OptionTable, env: Env, integration?: string)
   const options: Record<string, unknown> = {};
   for (const [name, variable] of tableVariables(table, env, integration)) {
     const text = read(env, variable);
-    if (text !== undefined) setAt(options, name, parseValue(table[name].kind, text));
+    // A group turned off (`PLATFORM_CALL_RETRY=false`) comes first in the table, so `setAt` leaves its settings out.
+    if (text !== undefined) setAt(options, name, parseValue(table[name], text));
   }
   return options;
 }

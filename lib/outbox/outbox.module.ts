@@ -7,6 +7,7 @@ import { configurableModule } from '../platform-auth.module-helpers.js';
 import type { PlatformTenants } from '../tenants/platform-tenants.js';
 import { PLATFORM_TENANTS } from '../tenants/tenants.module.js';
 import type { SendFetch } from './outbox.delivery.js';
+import { withOutboxEnvironment } from './outbox.environment.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { resolveOutboxSettings } from './outbox.settings.js';
 import type { PlatformOutboxOptions, StoredMessage } from './outbox.types.js';
@@ -57,7 +58,7 @@ const PROVIDERS: Provider[] = [
   {
     provide: PlatformOutbox,
     useFactory: (options: PlatformOutboxOptions, moduleRef: ModuleRef) =>
-      new PlatformOutbox(resolveOutboxSettings(options), fetchResolver(moduleRef)),
+      new PlatformOutbox(resolveOutboxSettings(withOutboxEnvironment(options, process.env)), fetchResolver(moduleRef)),
     inject: [PLATFORM_OUTBOX_OPTIONS, ModuleRef],
   },
   // Under a token both builds share, so the health indicator of either finds it.

@@ -14,7 +14,7 @@ import type { PlatformFixture } from '../support/platform-fixture.js';
 /** One call as every client can make it; `url` relative to the platform URL, or absolute. */
 export interface Call {
   url: string;
-  method?: 'GET' | 'POST' | 'PUT';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH';
   /** `stream`: a body that is consumed by sending it; `json`: a string, sent again as it is. */
   body?: 'stream' | 'json';
   headers?: Record<string, string>;

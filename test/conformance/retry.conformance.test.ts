@@ -26,12 +26,12 @@ afterEach(() => {
 
 /**
  * An allowed origin beside the emulator that answers from a script, one status per request, and records the
- * idempotency key of each: the emulator's API does not show the headers it received.
+ * idempotency key of each (in `header`, lower case): the emulator's API does not show the headers it received.
  */
-async function scriptedOrigin(statuses: number[]) {
+async function scriptedOrigin(statuses: number[], header = 'idempotency-key') {
   const keys: (string | undefined)[] = [];
   const origin = await server((req: IncomingMessage, res: ServerResponse) => {
-    keys.push(req.headers['idempotency-key'] as string | undefined);
+    keys.push(req.headers[header] as string | undefined);
     res.writeHead(statuses.shift() ?? 200, { 'content-type': 'application/json' }).end('{"ok":true}');
   });
   return { origin, keys };
@@ -123,6 +123,49 @@ describe.each(CLIENTS)('$name', (client) => {
     expect([statusOf(first), statusOf(second)]).toEqual([sends === 2 ? 200 : 503, 200]);
     expect(keys.slice(0, sends)).toEqual(Array(sends).fill('order-42'));
     expect(keys[sends]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  const ownKey = {
+    url: '/api/messages',
+    method: 'POST',
+    body: 'json',
+    headers: { 'idempotency-KEY': 'order-42' },
+  } as const;
+  if (client.replaysBodies !== false)
+    it("a POST with the caller's own Idempotency-Key is re-sent once with that key, with idempotencyKey unset", async () => {
+      const f = await start();
+      const call = client.bind(f);
+      f.platform.injectFault({ kind: 'status', status: 503 }, 'api');
+      expect(statusOf(await call(ownKey))).toBe(202);
+      expect(f.platform.counters.apiCalls).toMatchObject({ total: 2, faulted: 1, ok: 1 });
+      expect(events).toEqual([expect.objectContaining({ reason: 'unavailable', resendCount: 1 })]);
+      // The platform's journal took the caller's key: sent again with it, the message is answered from the journal.
+      expect(f.platform.counters.idempotency).toEqual({ keys: 1, duplicates: 0, mismatches: 0 });
+      expect(statusOf(await call(ownKey))).toBe(202);
+      expect(f.platform.counters.idempotency).toEqual({ keys: 1, duplicates: 1, mismatches: 0 });
+    });
+  else
+    it("a POST with the caller's own Idempotency-Key, its body a stream by now, is not re-sent", async () => {
+      const f = await start();
+      const call = client.bind(f);
+      f.platform.injectFault({ kind: 'status', status: 503 }, 'api');
+      expect(statusOf(await call(ownKey))).toBe(503);
+      expect(f.platform.counters.apiCalls.total).toBe(1);
+    });
+
+  it("a PATCH with the caller's own key in the configured header is re-sent with it, and gets no second key", async () => {
+    const { origin, keys } = await scriptedOrigin([503, 502, 200], 'x-request-key');
+    const f = await start({
+      module: { allowedOrigins: [origin.url], idempotencyKey: { header: 'X-Request-Key', methods: ['POST'] } },
+    });
+    const call = client.bind(f);
+    const headers = { 'x-request-KEY': 'patch-7' };
+    expect(statusOf(await call({ url: `${origin.url}/orders/7`, method: 'PATCH', headers }))).toBe(200);
+    expect(keys).toEqual(['patch-7', 'patch-7', 'patch-7']);
+    const plain = await scriptedOrigin([503, 200]);
+    const g = await start({ module: { allowedOrigins: [plain.origin.url] } });
+    expect(statusOf(await client.bind(g)({ url: `${plain.origin.url}/orders/7`, method: 'PATCH' }))).toBe(503);
+    expect(plain.keys).toEqual([undefined]);
   });
 
   it('retry: false on the request returns the first transient answer', async () => {

@@ -28,7 +28,7 @@ class RecordingGate implements CallGate {
 function clients(f: PlatformFixture, gate: CallGate): [string, () => Promise<number>][] {
   const retry = new CallRetryPolicy(
     { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 30_000, budgetPercent: 10, budgetMinPerMinute: 10 },
-    undefined,
+    { header: 'idempotency-key', methods: new Set() },
     f.clock,
     { retried: () => undefined, retryBudgetExhausted: () => undefined },
   );

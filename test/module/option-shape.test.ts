@@ -120,12 +120,18 @@ describe('the option shape', () => {
     expect(config.retry.maxAttempts).toBe(2);
   });
 
-  it('turns idempotency keys on with an empty group, and leaves them off without one', () => {
-    expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey: {} }, Date.now()).idempotencyKey).toEqual({
-      header: 'idempotency-key',
-      methods: new Set(['POST']),
-    });
-    expect(resolvePlatformAuthOptions(base(), Date.now()).idempotencyKey).toBeUndefined();
+  it('turns idempotency keys on with an empty group or true, and leaves them off without one or with false', () => {
+    for (const idempotencyKey of [{}, true])
+      expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey }, Date.now()).idempotencyKey).toEqual({
+        header: 'idempotency-key',
+        methods: new Set(['POST']),
+      });
+    // Off, the header is still where a caller's own key is found.
+    for (const idempotencyKey of [undefined, false])
+      expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey }, Date.now()).idempotencyKey).toEqual({
+        header: 'idempotency-key',
+        methods: new Set(),
+      });
   });
 
   it("refuses the exchange's retry.maxTotalMs at the top level, naming exchange.retry, and a bad key header", () => {
@@ -136,8 +142,8 @@ describe('the option shape', () => {
     });
     expect(error.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
       "retry: has maxTotalMs, a setting of the token exchange's retry policy: set it as exchange.retry.maxTotalMs; the top-level retry is the policy of calls to the platform's APIs",
-      'retry.maxAttempts: must be a number from 1 to 10',
-      'idempotencyKey.header: must be a header name (letters, digits and -), not Authorization',
+      'retry.maxAttempts (PLATFORM_CALL_RETRY_MAX_ATTEMPTS): must be a number from 1 to 10',
+      'idempotencyKey.header (PLATFORM_IDEMPOTENCY_KEY_HEADER): must be a header name (letters, digits and -), not Authorization',
     ]);
   });
 

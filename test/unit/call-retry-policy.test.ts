@@ -15,7 +15,10 @@ const DEFAULTS: CallRetrySettings = {
   budgetMinPerMinute: 10,
 };
 
-function policyWith(settings: Partial<CallRetrySettings> = {}, idempotency?: IdempotencyKeySettings) {
+/** Keys off, as without `idempotencyKey`: the header only finds a caller's own key. */
+const NO_KEYS: IdempotencyKeySettings = { header: 'idempotency-key', methods: new Set() };
+
+function policyWith(settings: Partial<CallRetrySettings> = {}, idempotency = NO_KEYS) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const seen: { retried: [RetryReason, number][]; exhausted: number } = { retried: [], exhausted: 0 };
   const policy = new CallRetryPolicy({ ...DEFAULTS, ...settings }, idempotency, clock, {
@@ -32,13 +35,13 @@ describe('the retry policy of calls', () => {
   it("a wait on the system clock ends with the shutdown error at shutdown, and with the caller's reason on its abort", async () => {
     const observer = { retried: () => undefined, retryBudgetExhausted: () => undefined };
     const shutdown = new AbortController();
-    const policy = new CallRetryPolicy(DEFAULTS, undefined, systemClock, observer, shutdown.signal);
+    const policy = new CallRetryPolicy(DEFAULTS, NO_KEYS, systemClock, observer, shutdown.signal);
     const atShutdown = policy.wait(60_000, new AbortController().signal).catch((error: unknown) => error);
     shutdown.abort(shutdownError());
     expect(await atShutdown).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
 
     const caller = new AbortController();
-    const open = new CallRetryPolicy(DEFAULTS, undefined, systemClock, observer, new AbortController().signal);
+    const open = new CallRetryPolicy(DEFAULTS, NO_KEYS, systemClock, observer, new AbortController().signal);
     const aborted = open.wait(60_000, caller.signal).catch((error: unknown) => error);
     const reason = new Error('the caller gave up');
     caller.abort(reason);
@@ -57,12 +60,26 @@ describe('the retry policy of calls', () => {
     expect(policyWith({ maxAttempts: 1 }).policy.allows('GET', false, false, true)).toBe(false);
   });
 
-  it('gives a key header to the configured methods only, and a new key each time', () => {
-    const { policy } = policyWith({}, { header: 'idempotency-key', methods: new Set(['POST']) });
-    expect(policy.keyHeader('POST')).toBe('idempotency-key');
-    expect(policy.keyHeader('PATCH')).toBeUndefined();
-    expect(policyWith().policy.keyHeader('POST')).toBeUndefined();
-    expect(policy.newKey()).not.toBe(policy.newKey());
+  it('gives a new key to the configured methods only, a new one each time', () => {
+    const { policy } = policyWith({}, { header: 'x-request-key', methods: new Set(['POST', 'PURGE']) });
+    expect(policy.keyHeader('purge')).toBe('x-request-key');
+    expect(policy.newKey('post')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(policy.newKey('POST')).not.toBe(policy.newKey('POST'));
+    expect(policy.newKey('PATCH')).toBeUndefined();
+    expect(policyWith().policy.newKey('POST')).toBeUndefined();
+  });
+
+  it("finds a caller's own key of a POST or PATCH in the configured header, with keys on or off", () => {
+    const keyed = policyWith({}, { header: 'x-request-key', methods: new Set(['POST']) }).policy;
+    expect(keyed.keyHeader('PATCH')).toBe('x-request-key');
+    expect(keyed.keyHeader('GET')).toBeUndefined();
+    const off = policyWith().policy;
+    expect(['POST', 'patch', 'GET', 'PUT'].map((method) => off.keyHeader(method))).toEqual([
+      'idempotency-key',
+      'idempotency-key',
+      undefined,
+      undefined,
+    ]);
   });
 
   it('backs off exponentially with equal jitter, capped at maxDelayMs', () => {

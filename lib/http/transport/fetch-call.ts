@@ -21,12 +21,12 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     init: PlatformFetchInit,
     private readonly follow: Follow,
   ) {
-    const keyHeader = policy.retry.keyHeader(init.method ?? 'GET');
-    this.init =
-      keyHeader === undefined || hasHeader(init.headers, keyHeader)
-        ? init
-        : { ...init, headers: withHeader(init.headers, keyHeader, policy.retry.newKey()) };
-    this.carriesKey = keyHeader !== undefined;
+    const method = init.method ?? 'GET';
+    const keyHeader = policy.retry.keyHeader(method);
+    const own = keyHeader !== undefined && hasHeader(init.headers, keyHeader);
+    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(method);
+    this.init = key === undefined ? init : { ...init, headers: withHeader(init.headers, keyHeader!, key) };
+    this.carriesKey = own || key !== undefined;
   }
 
   get method(): string {

@@ -118,10 +118,12 @@ class BearerCall implements LegacyHandler {
     let headers = options.headers;
     const optOut = found & HAS_OPT_OUT ? headerValue(headers, PLATFORM_AUTH_RETRY_HEADER) : undefined;
     if (found & HAS_OPT_OUT) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    if (keyHeader !== undefined && !(found & HAS_KEY)) headers = withHeader(headers, keyHeader, policy.retry.newKey());
+    const own = (found & HAS_KEY) !== 0;
+    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(options.method);
+    if (key !== undefined) headers = withHeader(headers, keyHeader!, key);
     this.options = headers === options.headers ? options : { ...options, headers };
     this.optedOut = String(optOut) === 'false';
-    this.carriesKey = keyHeader !== undefined;
+    this.carriesKey = own || key !== undefined;
   }
 
   /** Whether the retry policy allows re-sending this call; asked only once something failed. */
