@@ -125,7 +125,8 @@ export function runCli(
 /**
  * The built bin in a process of its own, started as the kernel starts it: the interpreter of its `#!` line with that
  * line's argument, then the script. Only for the few smoke tests of what `runCli` cannot show (the real process, its
- * signals, its file modes, Node's own option parsing); killed when the test ends.
+ * signals, its file modes, Node's own option parsing); killed when the test ends, or, started outside a test (one
+ * process a whole file shares), when the file's `afterAll` stops it.
  */
 export function startBin(
   args: readonly string[],
@@ -142,9 +143,11 @@ export function startBin(
     env: { ...env, PATH: process.env.PATH },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  onTestFinished(() => {
+  const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  };
+  if (expect.getState().currentTestName === undefined) process.once('exit', kill);
+  else onTestFinished(kill);
   const output = watchedOutput();
   child.stdout.setEncoding('utf8').on('data', output.stdout.write);
   child.stderr.setEncoding('utf8').on('data', output.stderr.write);

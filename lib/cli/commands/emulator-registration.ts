@@ -126,38 +126,41 @@ function described(name: string, integration: RegisteredIntegration) {
   };
 }
 
+/** The private key found beside a certificate, as variables and as the `key` option of a tenant's settings. */
+export interface KeyBeside {
+  readonly env: Record<string, string>;
+  readonly key: { readonly privateKeyPath: string } | { readonly privateKeyUri: string };
+  readonly note: string;
+}
+
 /**
  * The private key keygen wrote beside the certificate: its PEM file, or the file holding its PKCS#11 URI (printed
  * with a placeholder PIN file: keygen never writes a PIN there, and one put there by hand is never printed).
  */
-function keyBeside(
-  certificatePath: string,
-  variable: (base: string) => string,
-): { env: Record<string, string>; note: string } {
+export function keyBeside(certificatePath: string, variable: (base: string) => string): KeyBeside {
   const prefix = basename(certificatePath).startsWith('next-') ? 'next-' : '';
   const pemPath = join(dirname(certificatePath), prefix + KEYGEN_PRIVATE_KEY_FILE);
   if (existsSync(pemPath)) {
     return {
       env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: pemPath },
+      key: { privateKeyPath: pemPath },
       note: `The private key is ${pemPath}, found beside the certificate; it is read by your app, never by the emulator.`,
     };
   }
   const uriPath = join(dirname(certificatePath), prefix + KEY_URI_FILE);
   const uri = existsSync(uriPath) ? parsePkcs11Uri(readFileSync(uriPath, 'utf8').trim()) : undefined;
   if (uri && !uri.problems) {
+    const privateKeyUri = formatPkcs11Uri({ ...uri.uri, pin: undefined }, undefined, PIN_FILE_PLACEHOLDER);
     return {
-      env: {
-        [variable('PLATFORM_PRIVATE_KEY_URI')]: formatPkcs11Uri(
-          { ...uri.uri, pin: undefined },
-          undefined,
-          PIN_FILE_PLACEHOLDER,
-        ),
-      },
+      env: { [variable('PLATFORM_PRIVATE_KEY_URI')]: privateKeyUri },
+      key: { privateKeyUri },
       note: `The private key is in a PKCS#11 token (${uri.uri.display}, from ${uriPath}); put its PIN in a file only your app can read and replace ${PIN_FILE_PLACEHOLDER}.`,
     };
   }
+  const unknown = '<the private key this certificate was made from>';
   return {
-    env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: '<the private key this certificate was made from>' },
+    env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: unknown },
+    key: { privateKeyPath: unknown },
     note: `Set ${variable('PLATFORM_PRIVATE_KEY_PATH')} to the private key the certificate was made from.`,
   };
 }

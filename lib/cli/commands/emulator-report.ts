@@ -110,6 +110,6 @@ function integrationFields(registration: Registration): Array<[string, string]> 
 }
 
 /** Single quotes keep `\n` literal in shells and in dotenv files alike. */
-function shellQuote(value: string): string {
+export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -17,6 +17,7 @@ import { registerIntegrationsFile } from './emulator-integrations-file.js';
 import { report } from './emulator-report.js';
 import { readEmulatorState, writeEmulatorState, type EmulatorState } from './emulator-state.js';
 import { userClientOption } from './user-client-option.util.js';
+import { EMULATOR_SUBCOMMANDS } from './emulator-subcommands.js';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
@@ -30,13 +31,11 @@ export const emulatorCommand: Command = {
     'integration beside it, printed with its PLATFORM_<NAME>_ variables. Runs until Ctrl+C (SIGINT) or SIGTERM, then',
     'closes every connection and exits 0. A development tool: plain HTTP on loopback, everything in memory unless',
     '--state FILE keeps the port, the integrations, their machineIds and certificates (never a private key) across',
-    "restarts, so an .env stays valid. 'platform-auth emulator upload' replaces an integration's certificate in a",
-    "running emulator, as the portal's upload does: a rotation rehearsed locally (emulator upload --help).",
+    "restarts, so an .env stays valid. A running emulator takes commands: 'emulator upload' (the portal's upload: a",
+    "rotation rehearsed), 'emulator add', 'emulator fault' and 'emulator reset'; each has --help.",
     '--integrations-file registers thousands of integrations at once (one per tenant of PlatformAuthModule.forTenants).',
   ].join('\n'),
-  subcommands: {
-    upload: async () => (await import('./emulator-upload.command.js')).emulatorUploadCommand,
-  },
+  subcommands: EMULATOR_SUBCOMMANDS,
   options: {
     certificate: {
       type: 'string',
