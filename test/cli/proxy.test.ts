@@ -55,7 +55,7 @@ function send(url: string, target: string, { method = 'GET', headers = {}, body 
 }
 
 describe('platform-auth proxy', () => {
-  it('forwards a path to the platform with the integration’s token, and drops an Authorization the client sent', async () => {
+  it("forwards a path to the platform with the integration's token, and drops an Authorization the client sent", async () => {
     const { url } = await proxy();
     const billing = await fetch(`${url}/api/billing`, { headers: { authorization: 'Bearer not-the-token' } });
     expect(billing.status).toBe(200);
@@ -80,7 +80,7 @@ describe('platform-auth proxy', () => {
     expect(platform.counters.exchanges.accepted).toBe(exchanges + 1);
   });
 
-  it('refuses what would take the token to another origin, a name that is not the proxy’s, a browser and TRACE', async () => {
+  it("refuses what would take the token to another origin, a name that is not the proxy's, a browser and TRACE", async () => {
     const { url } = await proxy();
     const { host } = new URL(url);
     const refused: Array<[string, Parameters<typeof send>[2], number, string]> = [
@@ -155,7 +155,7 @@ describe('platform-auth proxy', () => {
 });
 
 describe('the proxy bin, with curl as its client', () => {
-  it('forwards curl’s request with the token instead of curl’s, refuses an absolute target, and exits 0 on SIGTERM', async () => {
+  it("forwards curl's request with the token instead of curl's, refuses an absolute target, and exits 0 on SIGTERM", async () => {
     const curl = async (...args: string[]) =>
       (await promisify(execFile)('curl', ['-sS', '-w', ' %{http_code}', ...args])).stdout;
     const bin = startBin(['proxy', '--port', '0', '--no-env-file', '--json'], {
