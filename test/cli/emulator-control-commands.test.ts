@@ -23,7 +23,7 @@ const keys: Record<string, { certificatePath: string; privateKeyPath: string }> 
 
 beforeAll(async () => {
   files = tempDir();
-  emulator = startBin(['emulator', '--json', '--no-inspector']);
+  emulator = startBin(['emulator', '--json', '--no-inspector'], { shared: true });
   url = (await untilJson<{ url: string }>(emulator)).url;
   for (const name of ['orders', 'acme']) {
     const out = join(files.dir, name);

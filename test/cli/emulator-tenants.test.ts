@@ -50,6 +50,7 @@ describe('platform-auth emulator --tenant', () => {
       const cli = startCli([...args, '--json']);
       running.push(cli);
       const report = await untilJson<EmulatorReport>(cli);
+      expect(report.tenants, JSON.stringify(report)).toBeDefined();
       expect(report.namedIntegrations.map((named) => named.integration)).toEqual(['billing']);
       expect(Object.keys(report.env).filter((name) => /INITECH|ACME/.test(name))).toEqual([]);
       const [initech, acme] = report.tenants;

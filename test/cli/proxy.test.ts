@@ -28,7 +28,14 @@ async function proxy(
 ): Promise<{ cli: RunningCli; url: string }> {
   const cli = startCli(['proxy', '--port', '0', '--no-env-file', '--json', ...args], env);
   running.push(cli);
-  return { cli, url: (await untilJson<{ url: string }>(cli)).url };
+  return { cli, url: await listening(cli) };
+}
+
+/** The address a starting proxy prints; what it printed instead when it did not start. */
+async function listening(cli: RunningCli): Promise<string> {
+  const report = await untilJson<{ url?: string }>(cli);
+  if (report.url === undefined) throw new Error(`the proxy did not start: ${cli.stdout()}${cli.stderr()}`);
+  return report.url;
 }
 
 interface Answer {
@@ -161,7 +168,7 @@ describe('the proxy bin, with curl as its client', () => {
     const bin = startBin(['proxy', '--port', '0', '--no-env-file', '--json'], {
       env: integration.env as unknown as Record<string, string>,
     });
-    const { url } = await untilJson<{ url: string }>(bin);
+    const url = await listening(bin);
     const billing = await curl('-H', 'Authorization: Bearer from-curl', `${url}/api/billing`);
     expect(billing).toMatch(/ 200$/);
     expect(billing).toContain(`"machineId":"${integration.machineId}"`);
