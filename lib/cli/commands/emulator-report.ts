@@ -113,6 +113,7 @@ export function report(
   out.print(
     `To rehearse a rotation (the portal's upload): npx platform-auth emulator upload --certificate FILE ${where}`,
   );
+  out.print(`To add an integration or queue a fault from here on: npx platform-auth emulator add|fault|reset ${where}`);
   out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
 }
 
