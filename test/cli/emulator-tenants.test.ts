@@ -86,6 +86,30 @@ describe('platform-auth emulator --tenant', () => {
     }
   });
 
+  it('--state keeps a tenant as a tenant across a restart', async () => {
+    const files = tempDir();
+    try {
+      const state = `${files.dir}/emulator.json`;
+      const first = startCli(['emulator', '--json', '--tenant', 'initech', '--state', state]);
+      running.push(first);
+      const before = (await untilJson<EmulatorReport>(first)).tenants;
+      await first.stop();
+      const second = startCli(['emulator', '--json', '--state', state]);
+      running.push(second);
+      const after = await untilJson<EmulatorReport>(second);
+      expect(after.tenants.map((tenant) => [tenant.tenant, tenant.machineId])).toEqual([
+        ['initech', before[0].machineId],
+      ]);
+      expect(after.tenants[0].settings.key).toEqual({
+        certificate: expect.stringContaining('BEGIN CERTIFICATE') as unknown,
+      });
+      const again = await runCli(['emulator', '--integration', 'initech', '--state', state]);
+      expect([again.code, again.stderr]).toEqual([2, expect.stringContaining("--state keeps 'initech' as a tenant")]);
+    } finally {
+      files.remove();
+    }
+  });
+
   it('takes each name once across --integration and --tenant', async () => {
     const result = await runCli(['emulator', '--integration', 'acme', '--tenant', 'acme']);
     expect([result.code, result.stderr]).toEqual([
