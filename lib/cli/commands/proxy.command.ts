@@ -1,8 +1,4 @@
 import type { LoggerService } from '@nestjs/common';
-import { systemClock } from '../../platform-auth.clock.js';
-import { wirePlatformAuth } from '../../platform-auth.wiring.js';
-import { integrationHash } from '../../telemetry/telemetry.events.js';
-import { PlatformAuthTelemetry } from '../../telemetry/telemetry.service.js';
 import { isLoopbackHost } from '../../util/loopback.util.js';
 import {
   CommandFailure,
@@ -13,6 +9,7 @@ import {
   type CommandContext,
 } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
+import { applicationRuntime } from '../cli.exchange.js';
 import type { Output } from '../cli.output.js';
 import { AuthProxy } from '../proxy/auth-proxy.server.js';
 
@@ -57,13 +54,7 @@ async function run(context: CommandContext): Promise<number> {
   const integration = stringOption(context, 'integration') ?? 'default';
   for (const warning of config.warnings) out.error(`warning: ${warning.setting}: ${warning.message}`);
   // The module's wiring, as an application runs it: its retry policy, rate limit and shared store when configured.
-  const runtime = wirePlatformAuth({
-    config,
-    integration,
-    clock: systemClock,
-    logger: stderrLogger(out),
-    telemetry: PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), systemClock),
-  });
+  const runtime = applicationRuntime(config, integration, stderrLogger(out));
   let proxy: AuthProxy | undefined;
   try {
     await runtime.onModuleInit();
