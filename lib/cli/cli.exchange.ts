@@ -44,6 +44,25 @@ export function commandLineRuntime(config: ResolvedPlatformAuthConfig, logger: L
   });
 }
 
+/**
+ * The integration as an application runs it, for `proxy`: the same composition root with the configuration as it is
+ * (its retry policy, and its rate limit and shared store when configured), telemetry on the diagnostics channel only.
+ * Start it with `onModuleInit()`, shut it down with `onApplicationShutdown()`.
+ */
+export function applicationRuntime(
+  config: ResolvedPlatformAuthConfig,
+  integration: string,
+  logger: LoggerService,
+): PlatformAuthRuntime {
+  return wirePlatformAuth({
+    config,
+    integration,
+    clock: systemClock,
+    logger,
+    telemetry: PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), systemClock),
+  });
+}
+
 /** One exchange through the module's own signer and token provider, with a single attempt. */
 export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<ExchangeResult> {
   const warnings: string[] = [];

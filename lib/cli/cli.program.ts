@@ -42,6 +42,10 @@ const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     summary: 'run the local platform emulator and print the variables that point an app at it',
     load: async () => (await import('./commands/emulator.command.js')).emulatorCommand,
   },
+  proxy: {
+    summary: 'forward local requests (curl http://127.0.0.1:8787/…) to the platform with the integration’s token',
+    load: async () => (await import('./commands/proxy.command.js')).proxyCommand,
+  },
 };
 
 const COMMON_OPTIONS: Readonly<Record<string, OptionSpec>> = {

@@ -125,11 +125,16 @@ export function runCli(
 /**
  * The built bin in a process of its own, started as the kernel starts it: the interpreter of its `#!` line with that
  * line's argument, then the script. Only for the few smoke tests of what `runCli` cannot show (the real process, its
- * signals, its file modes, Node's own option parsing); killed when the test ends.
+ * signals, its file modes, Node's own option parsing); killed when the test ends, unless `shared` (one process a
+ * whole file uses, started in `beforeAll`): the file's `afterAll` stops that one, or the worker's exit kills it.
  */
 export function startBin(
   args: readonly string[],
-  { cwd = root, env = {} }: { cwd?: string; env?: Readonly<Record<string, string>> } = {},
+  {
+    cwd = root,
+    env = {},
+    shared = false,
+  }: { cwd?: string; env?: Readonly<Record<string, string>>; shared?: boolean } = {},
 ): RunningCli {
   const [interpreter, interpreterArgument] = readFileSync(builtCliPath, 'utf8')
     .split('\n', 1)[0]
@@ -142,9 +147,11 @@ export function startBin(
     env: { ...env, PATH: process.env.PATH },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  onTestFinished(() => {
+  const kill = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  };
+  if (shared) process.once('exit', kill);
+  else onTestFinished(kill);
   const output = watchedOutput();
   child.stdout.setEncoding('utf8').on('data', output.stdout.write);
   child.stderr.setEncoding('utf8').on('data', output.stderr.write);

@@ -22,6 +22,8 @@ export interface IntegrationRequest {
   readonly machineId?: string;
   /** The certificate the state file holds (`--state`): what the portal had when the emulator last ran. */
   readonly certificatePem?: string;
+  /** A tenant of `forTenants` (`--tenant`): printed as its settings, not as variables. */
+  readonly tenant?: boolean;
 }
 
 /** An integration the emulator serves and the variables an app needs for it (`PLATFORM_<NAME>_…` for a named one). */
@@ -37,8 +39,22 @@ export interface Registration {
   readonly certificatePem: string;
   readonly certificatePath?: string;
   readonly env: Record<string, string>;
+  /** For a tenant: its settings as `forTenants`' resolve returns them (`PlatformTenantOptions`); `env` is empty. */
+  readonly tenant?: Record<string, unknown>;
   readonly notes: readonly string[];
 }
+
+/** Where each variable's value goes in a tenant's settings. */
+const TENANT_OPTIONS: Readonly<Record<string, string>> = {
+  PLATFORM_BASE_URL: 'baseUrl',
+  PLATFORM_MACHINE_ID: 'machineId',
+  PLATFORM_AUDIENCE: 'audience',
+  PLATFORM_PRIVATE_KEY: 'key.privateKey',
+  PLATFORM_PRIVATE_KEY_PATH: 'key.privateKeyPath',
+  PLATFORM_PRIVATE_KEY_URI: 'key.privateKeyUri',
+  PLATFORM_CERTIFICATE: 'key.certificate',
+  PLATFORM_CERTIFICATE_PATH: 'key.certificatePath',
+};
 
 /** The name the emulator lists an integration under; `emulator upload` finds it by this name. */
 export function emulatorDisplayName(name: string): string {
@@ -56,24 +72,52 @@ export function readCertificatePem(path: string, source: string): string {
   return parseCertificateFile(content, source).certificate.toString();
 }
 
+/**
+ * Registers the integration and says what an application needs for it: the `PLATFORM_…` variables of `forRoot`
+ * (`PLATFORM_<NAME>_…` for a named one), or for a tenant the settings `forTenants`' resolve returns, which a tenant
+ * reads instead of variables.
+ */
 export async function register(emulator: PlatformEmulator, request: IntegrationRequest): Promise<Registration> {
+  if (!request.tenant) {
+    return registerAs(emulator, request, (base) => integrationEnvName(base, request.name), singleLine);
+  }
+  const registration = await registerAs(
+    emulator,
+    request,
+    (base) => TENANT_OPTIONS[base] ?? base,
+    (value) => value,
+  );
+  const tenant: Record<string, unknown> = {};
+  for (const [path, value] of Object.entries(registration.env)) {
+    const [first, second] = path.split('.');
+    if (second === undefined) tenant[first] = value;
+    else tenant[first] = { ...(tenant[first] as object | undefined), [second]: value };
+  }
+  return { ...registration, env: {}, tenant };
+}
+
+/** `variable` names each setting (a variable, or a tenant's option); `line` writes its value. */
+async function registerAs(
+  emulator: PlatformEmulator,
+  request: IntegrationRequest,
+  variable: (base: string) => string,
+  line: (value: string) => string,
+): Promise<Registration> {
   const { machineId, name } = request;
   const displayName = emulatorDisplayName(name);
-  const variable = (base: string) => integrationEnvName(base, name);
   if (request.certificatePath === undefined && request.certificatePem === undefined) {
     const integration = await emulator.createIntegration({ name: displayName, machineId });
     return {
       ...described(name, integration),
       source: 'a throwaway key and certificate made in memory',
       certificatePem: integration.certificatePem,
-      env: Object.fromEntries(
-        Object.entries(integration.env).map(([base, value]) => [variable(base), singleLine(value)]),
-      ),
+      env: Object.fromEntries(Object.entries(integration.env).map(([base, value]) => [variable(base), line(value)])),
       notes: [THROWAWAY_NOTE],
     };
   }
   const path = request.certificatePath;
-  const source = name === DEFAULT_INTEGRATION ? `--certificate '${path}'` : `--integration ${name}='${path}'`;
+  const option = request.tenant ? 'tenant' : 'integration';
+  const source = name === DEFAULT_INTEGRATION ? `--certificate '${path}'` : `--${option} ${name}='${path}'`;
   const certificatePem = request.certificatePem ?? readCertificatePem(path!, source);
   let integration: RegisteredIntegration;
   try {
@@ -90,7 +134,7 @@ export async function register(emulator: PlatformEmulator, request: IntegrationR
   const notes: string[] = [];
   if (path === undefined) {
     // A throwaway integration kept by --state: the emulator never had its key after the run that printed it.
-    env[variable('PLATFORM_CERTIFICATE')] = singleLine(certificatePem);
+    env[variable('PLATFORM_CERTIFICATE')] = line(certificatePem);
     notes.push(
       `${variable('PLATFORM_PRIVATE_KEY')}: keep the throwaway key printed when the state file was written; the state holds no private key.`,
     );
@@ -126,38 +170,41 @@ function described(name: string, integration: RegisteredIntegration) {
   };
 }
 
+/** The private key found beside a certificate, as variables and as the `key` option of a tenant's settings. */
+export interface KeyBeside {
+  readonly env: Record<string, string>;
+  readonly key: { readonly privateKeyPath: string } | { readonly privateKeyUri: string };
+  readonly note: string;
+}
+
 /**
  * The private key keygen wrote beside the certificate: its PEM file, or the file holding its PKCS#11 URI (printed
  * with a placeholder PIN file: keygen never writes a PIN there, and one put there by hand is never printed).
  */
-function keyBeside(
-  certificatePath: string,
-  variable: (base: string) => string,
-): { env: Record<string, string>; note: string } {
+export function keyBeside(certificatePath: string, variable: (base: string) => string): KeyBeside {
   const prefix = basename(certificatePath).startsWith('next-') ? 'next-' : '';
   const pemPath = join(dirname(certificatePath), prefix + KEYGEN_PRIVATE_KEY_FILE);
   if (existsSync(pemPath)) {
     return {
       env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: pemPath },
+      key: { privateKeyPath: pemPath },
       note: `The private key is ${pemPath}, found beside the certificate; it is read by your app, never by the emulator.`,
     };
   }
   const uriPath = join(dirname(certificatePath), prefix + KEY_URI_FILE);
   const uri = existsSync(uriPath) ? parsePkcs11Uri(readFileSync(uriPath, 'utf8').trim()) : undefined;
   if (uri && !uri.problems) {
+    const privateKeyUri = formatPkcs11Uri({ ...uri.uri, pin: undefined }, undefined, PIN_FILE_PLACEHOLDER);
     return {
-      env: {
-        [variable('PLATFORM_PRIVATE_KEY_URI')]: formatPkcs11Uri(
-          { ...uri.uri, pin: undefined },
-          undefined,
-          PIN_FILE_PLACEHOLDER,
-        ),
-      },
+      env: { [variable('PLATFORM_PRIVATE_KEY_URI')]: privateKeyUri },
+      key: { privateKeyUri },
       note: `The private key is in a PKCS#11 token (${uri.uri.display}, from ${uriPath}); put its PIN in a file only your app can read and replace ${PIN_FILE_PLACEHOLDER}.`,
     };
   }
+  const unknown = '<the private key this certificate was made from>';
   return {
-    env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: '<the private key this certificate was made from>' },
+    env: { [variable('PLATFORM_PRIVATE_KEY_PATH')]: unknown },
+    key: { privateKeyPath: unknown },
     note: `Set ${variable('PLATFORM_PRIVATE_KEY_PATH')} to the private key the certificate was made from.`,
   };
 }

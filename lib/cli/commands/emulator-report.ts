@@ -25,7 +25,9 @@ export function report(
 ): void {
   const out = context.out;
   const { clockOffsetMs = 0, tokenLifetimeSeconds, leewaySeconds = 0 } = settings.emulatorOptions;
-  const [main, ...named] = registrations;
+  const [main, ...others] = registrations;
+  const named = others.filter((registration) => !registration.tenant);
+  const tenants = others.filter((registration) => registration.tenant);
   if (out.json) {
     const described = (registration: Registration) => ({
       name: registration.displayName,
@@ -48,6 +50,11 @@ export function report(
         integration: registration.integration,
         ...described(registration),
         env: registration.env,
+      })),
+      tenants: tenants.map((registration) => ({
+        tenant: registration.integration,
+        ...described(registration),
+        settings: registration.tenant,
       })),
       integrationsFile: bulk,
       userSignIn: settings.userClient ? { authorizeUrl: emulator.authorizeUrl, ...settings.userClient } : undefined,
@@ -79,6 +86,11 @@ export function report(
     out.print(`Named integration '${registration.integration}' (forRoot({ name: '${registration.integration}' })):`);
     printFields(out, integrationFields(registration), '  ');
   }
+  for (const registration of tenants) {
+    out.print();
+    out.print(`Tenant '${registration.integration}' (forTenants; its settings follow the variables):`);
+    printFields(out, integrationFields(registration), '  ');
+  }
   out.print();
   for (const note of new Set(registrations.flatMap((registration) => registration.notes))) out.print(note);
   out.print('Point an application or the CLI at it; paste into a shell or a .env file:');
@@ -88,6 +100,11 @@ export function report(
     out.print(`# '${registration.integration}': platformAuthConfig.forIntegration('${registration.integration}')`);
     for (const [name, value] of Object.entries(registration.env)) out.print(`export ${name}=${shellQuote(value)}`);
   }
+  for (const registration of tenants) {
+    out.print();
+    out.print(`Tenant '${registration.integration}': what forTenants' resolve('${registration.integration}') returns:`);
+    out.print(JSON.stringify(registration.tenant, null, 2));
+  }
   out.print();
   out.print(
     "Then, in another terminal: 'npx platform-auth doctor' checks everything, 'npx platform-auth token' exchanges.",
@@ -96,6 +113,7 @@ export function report(
   out.print(
     `To rehearse a rotation (the portal's upload): npx platform-auth emulator upload --certificate FILE ${where}`,
   );
+  out.print(`To add an integration or queue a fault from here on: npx platform-auth emulator add|fault|reset ${where}`);
   out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
 }
 
@@ -110,6 +128,6 @@ function integrationFields(registration: Registration): Array<[string, string]> 
 }
 
 /** Single quotes keep `\n` literal in shells and in dotenv files alike. */
-function shellQuote(value: string): string {
+export function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -22,6 +22,8 @@ export interface EmulatorStateIntegration {
   readonly certificatePem: string;
   /** The certificate file it was registered from, when it was (`--certificate`, `--integration NAME=FILE`). */
   readonly certificatePath?: string;
+  /** Registered with `--tenant`. */
+  readonly tenant?: boolean;
 }
 
 /** The state in `path`, or undefined when there is no file yet (the first start writes it). */
@@ -53,7 +55,8 @@ export function readEmulatorState(path: string): EmulatorState | undefined {
       typeof integration?.name === 'string' &&
       typeof integration.machineId === 'string' &&
       typeof integration.certificatePem === 'string' &&
-      (integration.certificatePath === undefined || typeof integration.certificatePath === 'string');
+      (integration.certificatePath === undefined || typeof integration.certificatePath === 'string') &&
+      (integration.tenant === undefined || typeof integration.tenant === 'boolean');
     if (!valid) throw problem('an integration without name, machineId or certificatePem');
   }
   return state as EmulatorState;

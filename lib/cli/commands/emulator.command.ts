@@ -7,21 +7,22 @@ import {
   flag,
   integerOption,
   stringOption,
-  stringOptions,
   type Command,
   type CommandContext,
 } from '../cli.command.js';
-import { DEFAULT_INTEGRATION, integrationName } from '../../options/integration-name.util.js';
+import { DEFAULT_INTEGRATION } from '../../options/integration-name.util.js';
 import { register, type IntegrationRequest, type Registration } from './emulator-registration.js';
 import { registerIntegrationsFile } from './emulator-integrations-file.js';
 import { report } from './emulator-report.js';
 import { readEmulatorState, writeEmulatorState, type EmulatorState } from './emulator-state.js';
 import { userClientOption } from './user-client-option.util.js';
+import { namedIntegrations, withState } from './emulator-requests.js';
+import { EMULATOR_SUBCOMMANDS } from './emulator-subcommands.js';
 
 export const emulatorCommand: Command = {
   name: 'emulator',
   synopsis:
-    '[--certificate FILE] [--machine-id ID] [--integration NAME[=FILE]]… [--integrations-file FILE] [--port N] [--state FILE] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
+    '[--certificate FILE] [--machine-id ID] [--integration NAME[=FILE]]… [--tenant ID[=FILE]]… [--integrations-file FILE] [--port N] [--state FILE] [--clock-offset SECONDS] [--token-lifetime SECONDS] [--leeway SECONDS] [--user-client ID=URI[,URI…]] [--no-inspector]',
   description: [
     'Runs the platform emulator of nestjs-platform-auth/testing on 127.0.0.1 and prints the PLATFORM_* variables that',
     'point an application at it. With --certificate, the certificate you made with keygen is registered as the system',
@@ -30,13 +31,11 @@ export const emulatorCommand: Command = {
     'integration beside it, printed with its PLATFORM_<NAME>_ variables. Runs until Ctrl+C (SIGINT) or SIGTERM, then',
     'closes every connection and exits 0. A development tool: plain HTTP on loopback, everything in memory unless',
     '--state FILE keeps the port, the integrations, their machineIds and certificates (never a private key) across',
-    "restarts, so an .env stays valid. 'platform-auth emulator upload' replaces an integration's certificate in a",
-    "running emulator, as the portal's upload does: a rotation rehearsed locally (emulator upload --help).",
+    "restarts, so an .env stays valid. A running emulator takes commands: 'emulator upload' (the portal's upload: a",
+    "rotation rehearsed), 'emulator add', 'emulator fault' and 'emulator reset'; each has --help.",
     '--integrations-file registers thousands of integrations at once (one per tenant of PlatformAuthModule.forTenants).',
   ].join('\n'),
-  subcommands: {
-    upload: async () => (await import('./emulator-upload.command.js')).emulatorUploadCommand,
-  },
+  subcommands: EMULATOR_SUBCOMMANDS,
   options: {
     certificate: {
       type: 'string',
@@ -54,6 +53,13 @@ export const emulatorCommand: Command = {
       placeholder: 'NAME[=FILE]',
       description:
         'also registers the named integration NAME (forRoot({ name })), with a throwaway key or the certificate FILE; repeatable',
+    },
+    tenant: {
+      type: 'string',
+      multiple: true,
+      placeholder: 'ID[=FILE]',
+      description:
+        "also registers an integration for the tenant ID of forTenants, printed as the tenant's settings (JSON, what resolve returns); repeatable",
     },
     'integrations-file': {
       type: 'string',
@@ -167,6 +173,7 @@ function stateOf(emulator: PlatformEmulator, registrations: readonly Registratio
       machineId: registration.machineId,
       certificatePem: registration.certificatePem,
       certificatePath: registration.certificatePath,
+      ...(registration.tenant ? { tenant: true } : {}),
     })),
   };
 }
@@ -207,62 +214,6 @@ function readSettings(context: CommandContext): EmulatorSettings {
     statePath,
     state,
   };
-}
-
-/**
- * The state's integrations as they were (machineId and the certificate the portal holds, which an upload may have
- * changed), then the ones the command line adds. A certificate or machineId given again for a kept integration
- * must be what the state holds: the state is the portal, and changing it silently would stale the `.env`.
- */
-function withState(requested: readonly IntegrationRequest[], state: EmulatorState): IntegrationRequest[] {
-  const kept: IntegrationRequest[] = state.integrations.map((entry) => ({
-    name: entry.name,
-    machineId: entry.machineId,
-    certificatePem: entry.certificatePem,
-    certificatePath: entry.certificatePath,
-  }));
-  for (const request of requested) {
-    const entry = kept.find((candidate) => candidate.name === request.name);
-    if (!entry) {
-      kept.push(request);
-      continue;
-    }
-    if (request.machineId !== undefined && request.machineId !== entry.machineId) {
-      throw new UsageError(
-        `--state keeps machineId ${entry.machineId} for '${request.name}'; leave out --machine-id, or use another --state file`,
-      );
-    }
-    if (request.certificatePath !== undefined && request.certificatePath !== entry.certificatePath) {
-      throw new UsageError(
-        `--state keeps '${request.name}' with ${entry.certificatePath ? `the certificate from ${entry.certificatePath}` : 'a throwaway certificate'}; change it with 'platform-auth emulator upload', or use another --state file`,
-      );
-    }
-  }
-  return kept;
-}
-
-/** `--integration NAME[=FILE]`, each NAME a valid integration name, given once. */
-function namedIntegrations(context: CommandContext): IntegrationRequest[] {
-  const requests: IntegrationRequest[] = [];
-  for (const raw of stringOptions(context, 'integration')) {
-    const separator = raw.indexOf('=');
-    const name = (separator < 0 ? raw : raw.slice(0, separator)).trim();
-    const file = separator < 0 ? undefined : raw.slice(separator + 1).trim();
-    try {
-      integrationName(name);
-    } catch {
-      throw new UsageError(
-        `--integration takes NAME[=FILE], NAME lower-case letters, digits, '-' or '_', starting with a letter (at most 40), got '${raw}'`,
-      );
-    }
-    if (name === DEFAULT_INTEGRATION)
-      throw new UsageError("--integration: 'default' is the integration the emulator always registers; name another");
-    if (file === '') throw new UsageError(`--integration ${name}= needs a certificate file after '='`);
-    if (requests.some((request) => request.name === name))
-      throw new UsageError(`--integration: '${name}' is given more than once`);
-    requests.push({ name, certificatePath: file === undefined ? undefined : resolve(context.cwd, file) });
-  }
-  return requests;
 }
 
 /** A number of seconds, fractions and a sign allowed: `-0.5` is a realistic clock offset. */

@@ -23,6 +23,12 @@ export class FaultQueues {
     return { token: [...this.queues.token], api: [...this.queues.api] };
   }
 
+  /** Drops every pending fault (`platform-auth emulator reset`). */
+  clear(): void {
+    this.queues.token.length = 0;
+    this.queues.api.length = 0;
+  }
+
   take(target: FaultTarget): EmulatorFault | undefined {
     return this.queues[target].shift();
   }

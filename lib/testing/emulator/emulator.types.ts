@@ -41,8 +41,9 @@ export interface PlatformEmulatorOptions {
   /** Serve the inspector page at `/_emulator/` (docs/emulator.md). Default false: the path is then 404. */
   inspector?: boolean;
   /**
-   * Serve the control endpoint at `/_emulator/control/` (docs/emulator.md), which `platform-auth emulator upload`
-   * uses: JSON, for clients on loopback only, never for browsers. Default false: the path is then 404.
+   * Serve the control endpoint at `/_emulator/control/` (docs/emulator.md), which `platform-auth emulator upload`,
+   * `add`, `fault` and `reset` use: JSON, for clients on loopback only, never for browsers. Default false: the path
+   * is then 404.
    */
   control?: boolean;
   /** Called after an integration's certificate was replaced, whoever replaced it (API, control, inspector). */

@@ -127,11 +127,7 @@ export class PlatformEmulator {
       });
     }
     const control = options.control
-      ? new EmulatorControl({
-          url,
-          registry: this.registry,
-          replaceCertificate: (machineId, pem) => this.replaceCertificate(machineId, pem),
-        })
+      ? new EmulatorControl({ url, registry: this.registry, faults: this.faults, emulator: this })
       : undefined;
     this.onCertificateReplaced = options.onCertificateReplaced;
     this.traffic = new EmulatorTraffic({
