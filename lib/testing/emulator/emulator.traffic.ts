@@ -47,6 +47,11 @@ export class EmulatorTraffic {
 
   constructor(private readonly parts: TrafficParts) {}
 
+  /** Aborted by the emulator's `close()`. */
+  get shutdown(): AbortSignal {
+    return this.parts.shutdown;
+  }
+
   /** Token requests received, oldest first (a snapshot; at most `journalLimit` entries). */
   get journal(): readonly TokenRequestRecord[] {
     return Object.freeze([...this.journalEntries]);

@@ -1,0 +1,1 @@
+export { createPlatformHandlers, type PlatformHandlersOptions } from './platform.handlers.js';
