@@ -1,1 +1,5 @@
-export { createPlatformHandlers, type PlatformHandlersOptions } from './platform.handlers.js';
+export {
+  createPlatformHandlers,
+  type PlatformHandlersEmulator,
+  type PlatformHandlersOptions,
+} from './platform.handlers.js';

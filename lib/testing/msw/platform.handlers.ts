@@ -5,6 +5,19 @@ import { PlatformAuthConfigError } from '../../platform-auth.errors.js';
 import { answerFetch } from '../emulator/emulator.fetch.js';
 import type { PlatformEmulator } from '../emulator/platform.emulator.js';
 
+/**
+ * The emulator the handlers answer for: the `PlatformEmulator` of `nestjs-platform-auth/testing` that
+ * `PlatformEmulator.start()` resolved to. Only what this entry point shows of it is named here; any other value is
+ * refused.
+ */
+export interface PlatformHandlersEmulator {
+  /** The emulator's own URL, where its server listens; its inspector page and controls stay there. */
+  readonly url: string;
+  /** The `aud` its token endpoint expects. */
+  readonly audience: string;
+}
+
+/** Where the handlers answer, and how they wait out a `delay` fault. */
 export interface PlatformHandlersOptions {
   /**
    * The platform URL the app under test is configured with, its module's `baseUrl`: an origin, `https://…` or
@@ -34,17 +47,22 @@ export interface PlatformHandlersOptions {
  * const server = setupServer(...createPlatformHandlers(emulator, { baseUrl: 'https://platform.test' }));
  * ```
  */
-export function createPlatformHandlers(emulator: PlatformEmulator, options: PlatformHandlersOptions): HttpHandler[] {
+export function createPlatformHandlers(
+  emulator: PlatformHandlersEmulator,
+  options: PlatformHandlersOptions,
+): HttpHandler[] {
   const report = new ConfigReport(undefined, {});
   // Not an instanceof check: the emulator may come from the package's other build (ES module or CommonJS).
-  if (typeof (emulator as Partial<PlatformEmulator> | undefined)?.traffic?.answer !== 'function')
+  const { traffic } = (emulator ?? {}) as Partial<PlatformEmulator>;
+  if (typeof traffic?.answer !== 'function')
     report.problem('emulator', 'is not a PlatformEmulator: pass the one PlatformEmulator.start() resolved to');
   const baseUrl = parseHttpUrl(options?.baseUrl, 'baseUrl', report, true);
-  if (report.problems.length > 0 || baseUrl === undefined) throw new PlatformAuthConfigError(report.problems);
+  if (report.problems.length > 0 || baseUrl === undefined || traffic === undefined)
+    throw new PlatformAuthConfigError(report.problems);
   const delayFault = options.delay ?? ((ms: number) => delay(ms));
   return [
     http.all(`${baseUrl.origin}/*`, async ({ request }) => {
-      const response = await answerFetch(emulator.traffic, request, delayFault);
+      const response = await answerFetch(traffic, request, delayFault);
       return response.type === 'error' ? HttpResponse.error() : response;
     }),
   ];
