@@ -70,7 +70,7 @@ export class EmulatorTraffic {
   /** A request to the emulator's server: the controls and the inspector here, the rest as `answer` says. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pathname = pathnameOf(req.url ?? '/');
-    // Controls and probes are not calls to the platform's API: they take no fault and count as nothing.
+    // The controls are not calls to the platform's API: they take no fault and count as nothing.
     if (this.parts.control && EmulatorControl.serves(pathname)) {
       return this.parts.control.answer(req, pathname).then(
         (response) => writeResponse(res, this.parts.now(), response),
@@ -108,8 +108,8 @@ export class EmulatorTraffic {
         fault = undefined;
       }
       const answer = isTokenRequest
-        ? await this.answerTokenRequest(request, receivedAt, fault)
-        : await this.answerApiRequest(request, pathname, receivedAt, fault);
+        ? await this.handleTokenRequest(request, receivedAt, fault)
+        : await this.handleApiRequest(request, pathname, receivedAt, fault);
       return typeof answer === 'string' ? answer : this.render(answer);
     } catch {
       // Anything but a client that went away or a delay cancelled by close() is a bug of the emulator, which the
@@ -122,7 +122,7 @@ export class EmulatorTraffic {
     return renderResponse(this.parts.now(), response);
   }
 
-  private async answerTokenRequest(
+  private async handleTokenRequest(
     req: EmulatorRequest,
     receivedAt: number,
     fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
@@ -149,7 +149,7 @@ export class EmulatorTraffic {
     return response;
   }
 
-  private async answerApiRequest(
+  private async handleApiRequest(
     req: EmulatorRequest,
     pathname: string,
     receivedAt: number,
