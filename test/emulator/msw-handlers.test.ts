@@ -237,6 +237,7 @@ describe('the handlers run the emulator itself, not a copy of it', () => {
       ['/api/billing', async () => ({})],
       ['/api/billing', async () => ({ headers: { authorization: 'Bearer not-a-token' } })],
       ['/api/messages', async () => ({ method: 'GET' })],
+      ['/api/billing', async () => ({ method: 'HEAD' })],
       ['/api/nowhere?x=1', async () => ({})],
     ];
     const socket: unknown[] = [];
@@ -247,7 +248,7 @@ describe('the handlers run the emulator itself, not a copy of it', () => {
     }
     expect(handlers).toEqual(socket);
     expect(socket.map((answer) => (answer as { status: number }).status)).toEqual([
-      200, 400, 400, 400, 400, 400, 400, 400, 405, 405, 401, 401, 405, 404,
+      200, 400, 400, 400, 400, 400, 400, 400, 405, 405, 401, 401, 405, 405, 404,
     ]);
     expect(emulator.counters.exchanges).toEqual({ total: 18, accepted: 2, rejected: 16, faulted: 0 });
 

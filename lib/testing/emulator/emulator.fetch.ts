@@ -1,7 +1,7 @@
 import { MAX_REQUEST_BODY_BYTES, type BodyReadResult, type EmulatorRequest } from './emulator.http.js';
 import type { DelayFault, EmulatorTraffic } from './emulator.traffic.js';
 
-/** Fetch's "null body statuses": a response with one of these has no body, whatever the emulator would write. */
+/** Fetch's "null body statuses": a response with one of these has no body, as a server sends none with them. */
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /**
@@ -22,12 +22,12 @@ export async function answerFetch(
   if (answer === 'hang') await abortion(AbortSignal.any([shutdown, request.signal]));
   // fetch has no final response with an informational status: the nearest a client sees is a broken exchange.
   if (shutdown.aborted || typeof answer === 'string' || answer.status < 200) return Response.error();
-  const body = NULL_BODY_STATUSES.has(answer.status) ? null : (answer.payload ?? null);
-  return new Response(body, { status: answer.status, headers: answer.headers });
+  const bodiless = request.method === 'HEAD' || NULL_BODY_STATUSES.has(answer.status);
+  return new Response(bodiless ? null : (answer.payload ?? null), { status: answer.status, headers: answer.headers });
 }
 
 /** A WHATWG request as the emulator's routes read one from a socket: method, path and query, headers, capped body. */
-export function requestFromFetch(request: Request): EmulatorRequest {
+function requestFromFetch(request: Request): EmulatorRequest {
   const { pathname, search } = new URL(request.url);
   return {
     method: request.method,

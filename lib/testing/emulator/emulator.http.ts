@@ -8,7 +8,7 @@ export type BodyReadResult = { readonly tooLarge: false; readonly body: Buffer }
 
 /**
  * What the emulator's routes read of a request, whether it came over a socket (`requestFromIncoming`) or not
- * (`requestFromFetch`): so both run the same code.
+ * (`answerFetch`'s): so both run the same code.
  */
 export interface EmulatorRequest {
   readonly method: string;
