@@ -1,8 +1,7 @@
 import { setupServer, type SetupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 
-/** Where tests reach the emulator through its MSW handlers: https, off loopback, no port to listen on. */
-export const MSW_BASE_URL = 'https://platform.test';
+export { MSW_BASE_URL } from './platform-fixture.js';
 
 /**
  * For a describe block: an MSW server that intercepts while the block's tests run, with no handlers of its own;

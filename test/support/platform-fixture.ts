@@ -16,8 +16,9 @@ import {
   type EmulatedIntegration,
   type PlatformEmulatorOptions,
 } from 'nestjs-platform-auth/testing';
-import { createPlatformHandlers } from 'nestjs-platform-auth/testing/msw';
-import { MSW_BASE_URL } from './msw-server.js';
+
+/** Where tests reach the emulator through its MSW handlers: https, off loopback, no port to listen on. */
+export const MSW_BASE_URL = 'https://platform.test';
 
 export interface PlatformFixture {
   clock: FakeClock;
@@ -52,8 +53,8 @@ export async function startPlatformFixture(
     /** The integration as the one tenant of `forTenants` instead of `forRoot`: the same settings, resolved per tenant. */
     tenant?: boolean;
     /**
-     * The module talks to `MSW_BASE_URL`, where `msw` answers with the emulator's handlers (`useMswServer`), instead
-     * of to the emulator's own URL.
+     * The module talks to `MSW_BASE_URL`, where `msw` answers with the emulator's handlers (`useMswServer` of
+     * msw-server.ts), instead of to the emulator's own URL.
      */
     msw?: SetupServer;
   } = {},
@@ -66,7 +67,11 @@ export async function startPlatformFixture(
   });
   const integration = await platform.createIntegration();
   const url = options.msw ? MSW_BASE_URL : platform.url;
-  options.msw?.use(...createPlatformHandlers(platform, { baseUrl: url }));
+  if (options.msw) {
+    // Loaded only here: the files that never go through MSW do not load it.
+    const { createPlatformHandlers } = await import('nestjs-platform-auth/testing/msw');
+    options.msw.use(...createPlatformHandlers(platform, { baseUrl: url }));
+  }
   const settings: PlatformAuthOptions = {
     ...integration.moduleOptions,
     baseUrl: url,
