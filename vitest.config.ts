@@ -59,6 +59,7 @@ const build = {
       { find: /^nestjs-platform-auth\/terminus$/, replacement: sourceOf('./lib/terminus/index.ts') },
       { find: /^nestjs-platform-auth\/outbox$/, replacement: sourceOf('./lib/outbox/index.ts') },
       { find: /^nestjs-platform-auth\/testing$/, replacement: sourceOf('./lib/testing/index.ts') },
+      { find: /^nestjs-platform-auth\/testing\/msw$/, replacement: sourceOf('./lib/testing/msw/index.ts') },
       { find: /^nestjs-platform-auth\/user$/, replacement: sourceOf('./lib/user/index.ts') },
       { find: /^nestjs-platform-auth$/, replacement: sourceOf('./lib/index.ts') },
     ],

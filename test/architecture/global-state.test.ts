@@ -35,7 +35,7 @@ describe('process-global state', () => {
         for (const peer of ['@nestjs/common', '@nestjs/core', '@nestjs/axios', '@nestjs/terminus']) await import(peer);
         const require = createRequire(process.cwd() + '/package.json');
         const before = Reflect.ownKeys(globalThis);
-        for (const entry of ['', '/testing', '/user', '/terminus', '/outbox']) {
+        for (const entry of ['', '/testing', '/testing/msw', '/user', '/terminus', '/outbox']) {
           await import('nestjs-platform-auth' + entry);
           require('nestjs-platform-auth' + entry);
         }

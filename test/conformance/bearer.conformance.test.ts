@@ -4,7 +4,8 @@ import { TokenExchangeError } from 'nestjs-platform-auth';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { CLIENTS, inChain, statusOf } from './clients.js';
+import { useMswServer } from '../support/msw-server.js';
+import { CLIENTS, inChain, statusOf, type ClientUnderTest } from './clients.js';
 
 const startFixture = usePlatformFixtures();
 const server = useLoopbackServers();
@@ -12,10 +13,24 @@ const server = useLoopbackServers();
 /** Small enough to stay quick on a shared machine, large enough that unshared renewals would show. */
 const CONCURRENT = 50;
 
-describe.each(CLIENTS)('$name', (client) => {
+/**
+ * Every case over a socket to the emulator's own URL, and again through its MSW handlers (`testing/msw`) for each
+ * client MSW intercepts: the same verdicts, counters and faults, with no port.
+ */
+const TRANSPORTS: readonly { name: string; client: ClientUnderTest; throughMsw: boolean }[] = [
+  ...CLIENTS.map((client) => ({ name: client.name, client, throughMsw: false })),
+  ...CLIENTS.filter((client) => client.interceptedByMsw !== false).map((client) => ({
+    name: `${client.name}, through the MSW handlers`,
+    client,
+    throughMsw: true,
+  })),
+];
+
+describe.each(TRANSPORTS)('$name', ({ client, throughMsw }) => {
+  const msw = throughMsw ? useMswServer() : undefined;
   /** A tenant's client gets the integration as its one tenant. */
   const start = (options: Parameters<typeof startFixture>[0] = {}) =>
-    startFixture({ ...options, tenant: client.tenant });
+    startFixture({ ...options, tenant: client.tenant, msw });
   it('a cold stampede makes one exchange', async () => {
     const f = await start();
     const call = client.bind(f);
@@ -67,7 +82,7 @@ describe.each(CLIENTS)('$name', (client) => {
     const f = await start();
     const foreign = await server();
     const call = client.bind(f);
-    const platform = new URL(f.platform.url).origin;
+    const platform = new URL(f.url).origin;
     const foreignHost = new URL(foreign.url).host;
     // Userinfo spelled as the platform's origin; the host is the foreign one. Clients may refuse such a URL.
     await call({ url: `${platform}@${foreignHost}/userinfo` });

@@ -35,10 +35,16 @@ export interface ClientUnderTest {
   readonly replaysBodies?: false;
   /** `true`: the client is a tenant's, so its fixture is the integration as the one tenant of `forTenants`. */
   readonly tenant?: true;
+  /**
+   * `false`: MSW's handlers cannot stand in for the platform with this client. MSW intercepts Node's http module
+   * (axios) and the global `fetch` function itself: undici's own `request` passes it by, and a global `fetch` given
+   * a dispatcher is answered before the dispatcher could add the token.
+   */
+  readonly interceptedByMsw?: false;
   bind(f: PlatformFixture): (call: Call) => Promise<Outcome>;
 }
 
-const absolute = (f: PlatformFixture, url: string) => (/^https?:/.test(url) ? url : `${f.platform.url}${url}`);
+const absolute = (f: PlatformFixture, url: string) => (/^https?:/.test(url) ? url : `${f.url}${url}`);
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const JSON_BODY = '{"to":"someone","text":"hello"}';
 const streamed = () => Readable.from([Buffer.from('{"to":"someone","text":"streamed"}')]);
@@ -168,8 +174,7 @@ function viaPlatformFetch(
 }
 
 /** Whether the call is for the platform's own origin. */
-const toPlatform = (f: PlatformFixture, call: Call) =>
-  new URL(absolute(f, call.url)).origin === new URL(f.platform.url).origin;
+const toPlatform = (f: PlatformFixture, call: Call) => new URL(absolute(f, call.url)).origin === new URL(f.url).origin;
 
 /** A GET with no body, headers or opt-out: only its URL. */
 const isBare = (call: Call) =>
@@ -205,6 +210,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
   {
     name: 'global fetch with PlatformFetch.dispatcher',
     replaysBodies: false,
+    interceptedByMsw: false,
     bind: (f) => {
       const { dispatcher } = f.moduleRef.get(PlatformFetch);
       return (call) =>
@@ -222,6 +228,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
   },
   {
     name: "undici's request with PlatformFetch.dispatcher",
+    interceptedByMsw: false,
     bind: (f) => {
       const dispatcher = f.moduleRef.get(PlatformFetch).dispatcher as unknown as Parameters<typeof request>[1] extends
         { dispatcher?: infer D } | undefined
@@ -232,6 +239,7 @@ export const CLIENTS: readonly ClientUnderTest[] = [
   },
   {
     name: "undici's request with PlatformFetch.interceptor in the caller's own compose",
+    interceptedByMsw: false,
     bind: (f) => {
       const { interceptor } = f.moduleRef.get(PlatformFetch);
       return (call) =>

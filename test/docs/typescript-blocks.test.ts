@@ -73,6 +73,7 @@ async function typeCheck(blocks: readonly DocsBlock[]): Promise<BlockError[]> {
       paths: {
         'nestjs-platform-auth': lib('index.ts'),
         'nestjs-platform-auth/testing': lib('testing/index.ts'),
+        'nestjs-platform-auth/testing/msw': lib('testing/msw/index.ts'),
         'nestjs-platform-auth/user': lib('user/index.ts'),
         'nestjs-platform-auth/terminus': lib('terminus/index.ts'),
         'nestjs-platform-auth/outbox': lib('outbox/index.ts'),

@@ -103,6 +103,7 @@ describe('the published package', () => {
     );
     expect(imported.trim()).toBe(
       '{"nestjs-platform-auth":"dist/index.js","nestjs-platform-auth/testing":"dist/testing/index.js",' +
+        '"nestjs-platform-auth/testing/msw":"dist/testing/msw/index.js",' +
         '"nestjs-platform-auth/user":"dist/user/index.js","nestjs-platform-auth/terminus":"dist/terminus/index.js",' +
         '"nestjs-platform-auth/outbox":"dist/outbox/index.js"} ' +
         'function function function',
@@ -115,6 +116,7 @@ describe('the published package', () => {
     );
     expect(required.trim()).toBe(
       '{"nestjs-platform-auth":"dist/cjs/index.js","nestjs-platform-auth/testing":"dist/cjs/testing/index.js",' +
+        '"nestjs-platform-auth/testing/msw":"dist/cjs/testing/msw/index.js",' +
         '"nestjs-platform-auth/user":"dist/cjs/user/index.js","nestjs-platform-auth/terminus":"dist/cjs/terminus/index.js",' +
         '"nestjs-platform-auth/outbox":"dist/cjs/outbox/index.js"} ' +
         'function function function',

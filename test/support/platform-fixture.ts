@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import type { SetupServer } from 'msw/node';
 import { afterEach } from 'vitest';
 import { HttpService } from '@nestjs/axios';
 import {
@@ -16,9 +17,14 @@ import {
   type PlatformEmulatorOptions,
 } from 'nestjs-platform-auth/testing';
 
+/** Where tests reach the emulator through its MSW handlers: https, off loopback, no port to listen on. */
+export const MSW_BASE_URL = 'https://platform.test';
+
 export interface PlatformFixture {
   clock: FakeClock;
   platform: PlatformEmulator;
+  /** The platform URL the module is configured with: the emulator's, or `MSW_BASE_URL` with `msw`. */
+  url: string;
   integration: EmulatedIntegration;
   moduleRef: TestingModule;
   tokens: TokenProvider;
@@ -46,13 +52,29 @@ export async function startPlatformFixture(
     logger?: LoggerService;
     /** The integration as the one tenant of `forTenants` instead of `forRoot`: the same settings, resolved per tenant. */
     tenant?: boolean;
+    /**
+     * The module talks to `MSW_BASE_URL`, where `msw` answers with the emulator's handlers (`useMswServer` of
+     * msw-server.ts), instead of to the emulator's own URL.
+     */
+    msw?: SetupServer;
   } = {},
 ): Promise<PlatformFixture> {
   const clock = new FakeClock(Date.now(), { autoAdvance: options.autoAdvance ?? true });
-  const platform = await PlatformEmulator.start({ now: () => clock.now(), ...options.emulator });
+  const platform = await PlatformEmulator.start({
+    now: () => clock.now(),
+    ...(options.msw && { audience: new URL(MSW_BASE_URL).host }),
+    ...options.emulator,
+  });
   const integration = await platform.createIntegration();
+  const url = options.msw ? MSW_BASE_URL : platform.url;
+  if (options.msw) {
+    // Loaded only here: the files that never go through MSW do not load it.
+    const { createPlatformHandlers } = await import('nestjs-platform-auth/testing/msw');
+    options.msw.use(...createPlatformHandlers(platform, { baseUrl: url }));
+  }
   const settings: PlatformAuthOptions = {
     ...integration.moduleOptions,
+    baseUrl: url,
     clock,
     // Tests count exchanges from zero and move time before the first one; the boot-time check has tests of its own.
     startupCheck: 'off',
@@ -78,6 +100,7 @@ export async function startPlatformFixture(
   return {
     clock,
     platform,
+    url,
     integration,
     moduleRef,
     tokens: tenant?.tokens ?? moduleRef.get(TokenProvider),

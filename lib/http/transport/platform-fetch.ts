@@ -3,7 +3,7 @@ import { isRetriableStatus } from '../../calls/retry.policy.js';
 import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
-import { FetchCall } from './fetch-call.js';
+import { discardBody, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { continueCall, runCall } from './policy-call.js';
 import { newPlatformAgent } from './undici-agent.js';
@@ -213,7 +213,7 @@ export class PlatformFetch {
     for (let hop = 0; ; hop++) {
       const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
       if (location === null || mode === 'manual') return { response, url };
-      await response.body?.cancel();
+      discardBody(response);
       if (mode === 'error')
         throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
       if (hop === MAX_REDIRECTS) throw new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);

@@ -1,5 +1,4 @@
-import type { ServerResponse } from 'node:http';
-import { writeResponse } from './emulator.http.js';
+import type { EmulatorResponse } from './emulator.http.js';
 import type { EmulatorFault, FaultTarget } from './emulator.types.js';
 
 /** Cut mid-value, the way a body truncated by a crashing upstream or a proxy looks. */
@@ -34,58 +33,35 @@ export class FaultQueues {
   }
 }
 
-/**
- * Answers (or refuses to answer) with `fault` instead of the endpoint. Returns the HTTP status sent, 0 when nothing
- * was. `delay` is not handled here: it only postpones normal processing.
- */
-export function answerWithFault(
-  fault: Exclude<EmulatorFault, { kind: 'delay' }>,
-  res: ServerResponse,
-  emulatorNow: number,
-): number {
+/** What the emulator does with a request: answer it, reset its connection (`drop`), or leave it waiting (`hang`). */
+export type FaultyAnswer<Answer> = Answer | 'drop' | 'hang';
+
+/** The answer `fault` gives instead of the endpoint's. `delay` is not one: it only postpones normal processing. */
+export function faultAnswer(fault: Exclude<EmulatorFault, { kind: 'delay' }>): FaultyAnswer<EmulatorResponse> {
   switch (fault.kind) {
     case 'status': {
       const textHeaders: Record<string, string> =
         typeof fault.body === 'string' ? { 'content-type': 'text/plain; charset=utf-8' } : {};
-      writeResponse(res, emulatorNow, {
-        status: fault.status,
-        headers: { ...textHeaders, ...fault.headers },
-        body: fault.body,
-      });
-      return fault.status;
+      return { status: fault.status, headers: { ...textHeaders, ...fault.headers }, body: fault.body };
     }
     case 'malformed-json':
-      writeResponse(res, emulatorNow, {
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: TRUNCATED_JSON,
-      });
-      return 200;
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: TRUNCATED_JSON };
     case 'html':
-      writeResponse(res, emulatorNow, {
-        status: 200,
-        headers: { 'content-type': 'text/html; charset=utf-8' },
-        body: HTML_ERROR_PAGE,
-      });
-      return 200;
+      return { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: HTML_ERROR_PAGE };
     case 'retry-after': {
       const { status, retryAfter } = fault;
-      writeResponse(res, emulatorNow, {
+      return {
         status,
         headers: { 'retry-after': retryAfter instanceof Date ? retryAfter.toUTCString() : String(retryAfter) },
         body: {
           error: status === 429 ? 'rate_limited' : 'temporarily_unavailable',
           error_description: 'injected fault: try again after Retry-After',
         },
-      });
-      return status;
+      };
     }
     case 'drop':
-      // A TCP reset, not a clean close: what a client sees when a load balancer or a crashing process drops it.
-      res.socket?.resetAndDestroy();
-      return 0;
     case 'hang':
-      return 0;
+      return fault.kind;
   }
 }
 

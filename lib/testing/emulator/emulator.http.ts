@@ -1,10 +1,33 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopbackHost } from '../../util/loopback.util.js';
 
 /** Largest request body the emulator reads; anything bigger is refused without buffering the rest. */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
 
 export type BodyReadResult = { readonly tooLarge: false; readonly body: Buffer } | { readonly tooLarge: true };
+
+/**
+ * What the emulator's routes read of a request, whether it came over a socket (`requestFromIncoming`) or not
+ * (`answerFetch`'s): so both run the same code.
+ */
+export interface EmulatorRequest {
+  readonly method: string;
+  /** The request-target as sent: path and query. */
+  readonly url: string;
+  /** Names in lower case, as node:http gives them. */
+  readonly headers: IncomingHttpHeaders;
+  /** The body, up to `limit` bytes (default `MAX_REQUEST_BODY_BYTES`). Read it once. */
+  readBody(limit?: number): Promise<BodyReadResult>;
+}
+
+export function requestFromIncoming(req: IncomingMessage): EmulatorRequest {
+  return {
+    method: req.method ?? '',
+    url: req.url ?? '/',
+    headers: req.headers,
+    readBody: (limit) => readBody(req, limit),
+  };
+}
 
 /**
  * Reads the request body up to `limit` bytes. A declared `Content-Length` over the limit is refused before reading;
@@ -54,12 +77,18 @@ export interface EmulatorResponse {
   closeConnection?: boolean;
 }
 
+/** A response as it goes on the wire: every header decided, the body serialized. */
+export interface RenderedResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly payload?: string;
+}
+
 /**
- * Writes a response whose `Date` header is emulator time. Node's automatic `Date` reads the real clock, which
- * would hide the clock offset a test configured and that the library measures skew from.
+ * The headers and payload of `response`, with a `Date` header of emulator time. Node's automatic `Date` reads the
+ * real clock, which would hide the clock offset a test configured and that the library measures skew from.
  */
-export function writeResponse(res: ServerResponse, emulatorNow: number, response: EmulatorResponse): void {
-  res.sendDate = false;
+export function renderResponse(emulatorNow: number, response: EmulatorResponse): RenderedResponse {
   const headers: Record<string, string> = { date: new Date(emulatorNow).toUTCString() };
   let payload: string | undefined;
   if (typeof response.body === 'string') {
@@ -71,8 +100,18 @@ export function writeResponse(res: ServerResponse, emulatorNow: number, response
   if (response.closeConnection) headers.connection = 'close';
   // Lower-cased so a caller's `Content-Type` replaces ours instead of being sent next to it.
   for (const [name, value] of Object.entries(response.headers ?? {})) headers[name.toLowerCase()] = value;
-  res.writeHead(response.status, headers);
-  res.end(payload);
+  return { status: response.status, headers, payload };
+}
+
+export function sendResponse(res: ServerResponse, rendered: RenderedResponse): void {
+  res.sendDate = false;
+  res.writeHead(rendered.status, rendered.headers);
+  res.end(rendered.payload);
+}
+
+/** Writes `response` with a `Date` header of emulator time (`renderResponse`). */
+export function writeResponse(res: ServerResponse, emulatorNow: number, response: EmulatorResponse): void {
+  sendResponse(res, renderResponse(emulatorNow, response));
 }
 
 /**

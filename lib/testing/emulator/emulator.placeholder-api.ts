@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import type { AccessTokenStore } from './emulator.access-tokens.js';
-import { MAX_REQUEST_BODY_BYTES, readBody, type EmulatorResponse } from './emulator.http.js';
+import { MAX_REQUEST_BODY_BYTES, type EmulatorRequest, type EmulatorResponse } from './emulator.http.js';
 import { IdempotencyJournal } from './emulator.idempotency.js';
 import type { IntegrationRegistry } from './emulator.registry.js';
 import { ApiRateWindows } from './emulator.rate-limit.js';
@@ -43,8 +42,8 @@ export class PlaceholderApi {
   ) {}
 
   /** `arrivedAt`: emulator time when the request arrived, which the rate limit counts it at. */
-  async answer(req: IncomingMessage, pathname: string, arrivedAt: number): Promise<PlaceholderApiAnswer> {
-    const bodyRead = await readBody(req);
+  async answer(req: EmulatorRequest, pathname: string, arrivedAt: number): Promise<PlaceholderApiAnswer> {
+    const bodyRead = await req.readBody();
     const route = PLACEHOLDER_ROUTES.get(pathname);
     if (!route) {
       const known = [...PLACEHOLDER_ROUTES.keys()].join(', ');

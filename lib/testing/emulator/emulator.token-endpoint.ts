@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import { CLIENT_CERTIFICATE_GRANT } from './emulator.constants.js';
 import type { AccessTokenStore } from './emulator.access-tokens.js';
 import {
@@ -9,7 +8,7 @@ import {
   type OAuthErrorCode,
   type TokenRejection,
 } from './emulator.assertion-verifier.js';
-import { parseMediaType, readBody, type EmulatorResponse } from './emulator.http.js';
+import { parseMediaType, type EmulatorRequest, type EmulatorResponse } from './emulator.http.js';
 import type { TokenRequestRecord, TokenRequestRule } from './emulator.types.js';
 import type { UserGrants } from '../user-flow/user-flow.grants.js';
 
@@ -59,10 +58,10 @@ export class TokenEndpoint {
    * Reads the whole (capped) body before any check, so every answer leaves the keep-alive connection clean, and
    * applies the request-level rules in order.
    */
-  async receive(req: IncomingMessage): Promise<ReceivedTokenRequest> {
-    const bodyRead = await readBody(req);
+  async receive(req: EmulatorRequest): Promise<ReceivedTokenRequest> {
+    const bodyRead = await req.readBody();
     const contentType = req.headers['content-type'];
-    const base = { method: req.method ?? '', contentType };
+    const base = { method: req.method, contentType };
     const refuse = (rule: TokenRequestRule, error: OAuthErrorCode, description: string): ReceivedTokenRequest => ({
       summary: base,
       rejection: tokenRejection(rule, error, description),

@@ -4,8 +4,16 @@ import { EmulatorInspector } from '../inspector/emulator.inspector.js';
 import type { UserFlow } from '../user-flow/emulator.user-flow.js';
 import { TOKEN_PATH } from './emulator.constants.js';
 import { EmulatorControl } from './emulator.control.js';
-import { answerWithFault, type FaultQueues } from './emulator.faults.js';
-import { writeResponse } from './emulator.http.js';
+import { faultAnswer, type FaultQueues, type FaultyAnswer } from './emulator.faults.js';
+import {
+  renderResponse,
+  requestFromIncoming,
+  sendResponse,
+  writeResponse,
+  type EmulatorRequest,
+  type EmulatorResponse,
+  type RenderedResponse,
+} from './emulator.http.js';
 import { emptyCounters } from './emulator.options.js';
 import type { PlaceholderApi } from './emulator.placeholder-api.js';
 import type { TokenEndpoint } from './emulator.token-endpoint.js';
@@ -25,6 +33,9 @@ export interface TrafficParts {
   readonly journalLimit: number;
 }
 
+/** How long a `delay` fault postpones a request: a timer over a socket, whatever the caller chose without one. */
+export type DelayFault = (ms: number) => Promise<void>;
+
 /**
  * Every request the emulator's server receives, routed: controls, probes and the inspector (which are not the
  * platform's API and count as nothing), then the token endpoint and the API, with one-shot faults, the journal of
@@ -35,6 +46,11 @@ export class EmulatorTraffic {
   private countersState: EmulatorCounters = emptyCounters();
 
   constructor(private readonly parts: TrafficParts) {}
+
+  /** Aborted by the emulator's `close()`. */
+  get shutdown(): AbortSignal {
+    return this.parts.shutdown;
+  }
 
   /** Token requests received, oldest first (a snapshot; at most `journalLimit` entries). */
   get journal(): readonly TokenRequestRecord[] {
@@ -51,92 +67,111 @@ export class EmulatorTraffic {
     this.parts.placeholderApi.idempotency.resetCounters();
   }
 
+  /** A request to the emulator's server: the controls and the inspector here, the rest as `answer` says. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const receivedAt = this.parts.now();
-    const pathname = pathnameOf(req);
-    // Controls and probes are not calls to the platform's API: they take no fault and count as nothing.
+    const pathname = pathnameOf(req.url ?? '/');
+    // The controls are not calls to the platform's API: they take no fault and count as nothing.
     if (this.parts.control && EmulatorControl.serves(pathname)) {
       return this.parts.control.answer(req, pathname).then(
         (response) => writeResponse(res, this.parts.now(), response),
         () => void res.destroy(),
       );
     }
-    if (pathname === TOKEN_PATH && isProbe(req)) {
-      return writeResponse(res, this.parts.now(), { status: 405, headers: { allow: 'POST' } });
-    }
     // The inspector is not part of the platform: it takes no fault and counts as no API call.
     if (this.parts.inspector && EmulatorInspector.serves(pathname)) {
       // A client that went away mid-form leaves nobody to answer.
       return this.parts.inspector.handle(req, res, pathname).catch(() => void res.destroy());
     }
+    const answer = await this.answer(requestFromIncoming(req), (ms) =>
+      delay(ms, undefined, { signal: this.parts.shutdown, ref: false }),
+    );
+    // A TCP reset, not a clean close: what a client sees when a load balancer or a crashing process drops it.
+    if (answer === 'drop') res.socket?.resetAndDestroy();
+    // A client that went away, or a delay cancelled by close(), leaves nobody to answer.
+    else if (answer !== 'hang' && !res.headersSent && !res.destroyed) sendResponse(res, answer);
+  }
+
+  /**
+   * The platform's side of a request, with or without a socket: the token endpoint's probe, then the token endpoint
+   * and the API, with one-shot faults, the journal of token requests and the counters. `delayFault` waits out a
+   * `delay` fault.
+   */
+  async answer(request: EmulatorRequest, delayFault: DelayFault): Promise<FaultyAnswer<RenderedResponse>> {
+    const receivedAt = this.parts.now();
+    const pathname = pathnameOf(request.url);
+    if (pathname === TOKEN_PATH && isProbe(request)) return this.render({ status: 405, headers: { allow: 'POST' } });
     const isTokenRequest = pathname === TOKEN_PATH;
     let fault = this.parts.faults.take(isTokenRequest ? 'token' : 'api');
     try {
       if (fault?.kind === 'delay') {
-        await delay(fault.ms, undefined, { signal: this.parts.shutdown, ref: false });
+        await delayFault(fault.ms);
         fault = undefined;
       }
-      if (isTokenRequest) await this.handleTokenRequest(req, res, receivedAt, fault);
-      else await this.handleApiRequest(req, res, receivedAt, fault);
+      const answer = isTokenRequest
+        ? await this.handleTokenRequest(request, receivedAt, fault)
+        : await this.handleApiRequest(request, pathname, receivedAt, fault);
+      return typeof answer === 'string' ? answer : this.render(answer);
     } catch {
-      // A client that went away, or a delay cancelled by close(), leaves nobody to answer; anything else is a bug
-      // of the emulator, which the client should see as a server error rather than as a hang.
-      if (!res.headersSent && !res.destroyed)
-        writeResponse(res, this.parts.now(), { status: 500, body: { error: 'server_error' } });
+      // Anything but a client that went away or a delay cancelled by close() is a bug of the emulator, which the
+      // client should see as a server error rather than as a hang.
+      return this.render({ status: 500, body: { error: 'server_error' } });
     }
   }
 
+  private render(response: EmulatorResponse): RenderedResponse {
+    return renderResponse(this.parts.now(), response);
+  }
+
   private async handleTokenRequest(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: EmulatorRequest,
     receivedAt: number,
     fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
-  ): Promise<void> {
+  ): Promise<FaultyAnswer<EmulatorResponse>> {
     const request = await this.parts.tokenEndpoint.receive(req);
     const exchanges = this.countersState.exchanges;
     exchanges.total += 1;
     if (fault) {
-      const status = answerWithFault(fault, res, this.parts.now());
+      const answer = faultAnswer(fault);
       exchanges.faulted += 1;
       this.record({
         at: receivedAt,
         ...this.parts.tokenEndpoint.summarize(request),
-        status,
+        status: typeof answer === 'string' ? 0 : answer.status,
         verdict: 'fault',
         fault: fault.kind,
       });
-      return;
+      return answer;
     }
     const { response, record } = await this.parts.tokenEndpoint.answer(request);
-    writeResponse(res, this.parts.now(), response);
     if (record.verdict === 'accepted') exchanges.accepted += 1;
     else exchanges.rejected += 1;
     this.record({ at: receivedAt, ...record });
+    return response;
   }
 
   private async handleApiRequest(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: EmulatorRequest,
+    pathname: string,
     receivedAt: number,
     fault: Exclude<EmulatorFault, { kind: 'delay' }> | undefined,
-  ): Promise<void> {
+  ): Promise<FaultyAnswer<EmulatorResponse>> {
     const apiCalls = this.countersState.apiCalls;
     apiCalls.total += 1;
     if (fault) {
       apiCalls.faulted += 1;
-      if (answerWithFault(fault, res, this.parts.now()) === 429) apiCalls.throttled += 1;
-      return;
+      const answer = faultAnswer(fault);
+      if (typeof answer !== 'string' && answer.status === 429) apiCalls.throttled += 1;
+      return answer;
     }
-    const pathname = pathnameOf(req);
     const { response, outcome, accepted } = this.parts.userFlow.handles(pathname)
       ? { response: await this.parts.userFlow.answer(req, pathname), outcome: 'other' as const, accepted: undefined }
       : await this.parts.placeholderApi.answer(req, pathname, receivedAt);
-    writeResponse(res, this.parts.now(), response);
     if (outcome !== 'other') apiCalls[outcome] += 1;
     if (accepted) {
       const { machineId, inLastSecond } = accepted;
       apiCalls.maxPerSecond[machineId] = Math.max(apiCalls.maxPerSecond[machineId] ?? 0, inLastSecond);
     }
+    return response;
   }
 
   private record(entry: TokenRequestRecord): void {
@@ -151,11 +186,11 @@ export class EmulatorTraffic {
  * A HEAD or OPTIONS on the token endpoint asks whether it is there (platform-auth doctor's reachability probe) and
  * carries no assertion: a real platform answers it without counting an exchange, and so does the emulator.
  */
-function isProbe(req: IncomingMessage): boolean {
+function isProbe(req: EmulatorRequest): boolean {
   return req.method === 'HEAD' || req.method === 'OPTIONS';
 }
 
 /** The request-target without its query, compared as sent: `//x` stays a path instead of becoming a host. */
-function pathnameOf(req: IncomingMessage): string {
-  return (req.url ?? '/').split(/[?#]/, 1)[0];
+function pathnameOf(target: string): string {
+  return target.split(/[?#]/, 1)[0];
 }

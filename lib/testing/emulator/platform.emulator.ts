@@ -67,7 +67,8 @@ export class PlatformEmulator {
   private readonly userFlow: UserFlow;
   private readonly faults = new FaultQueues();
   private readonly inspector?: EmulatorInspector;
-  private readonly traffic: EmulatorTraffic;
+  /** @internal Handlers without a socket (`nestjs-platform-auth/testing/msw`) answer through it, as the server does. */
+  readonly traffic: EmulatorTraffic;
   private readonly onCertificateReplaced?: PlatformEmulatorOptions['onCertificateReplaced'];
   /** Aborted by `close()`, which cancels pending `delay` faults. */
   private readonly shutdown = new AbortController();

@@ -1,7 +1,6 @@
-import type { IncomingMessage } from 'node:http';
 import type { AccessTokenStore } from '../emulator/emulator.access-tokens.js';
 import { AUTHORIZE_PATH, ME_PATH } from '../emulator/emulator.constants.js';
-import { readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
+import type { EmulatorRequest, EmulatorResponse } from '../emulator/emulator.http.js';
 import { AuthorizeEndpoint } from './user-flow.authorize.js';
 import { UserDirectory } from './user-flow.clients.js';
 import { REVOCATION_PATH, UserGrants } from './user-flow.grants.js';
@@ -56,9 +55,9 @@ export class UserFlow {
     );
   }
 
-  async answer(req: IncomingMessage, pathname: string): Promise<EmulatorResponse> {
+  async answer(req: EmulatorRequest, pathname: string): Promise<EmulatorResponse> {
     if (pathname === AUTHORIZE_PATH) {
-      const bodyRead = await readBody(req);
+      const bodyRead = await req.readBody();
       return { ...this.authorizeEndpoint.authorize(req), closeConnection: bodyRead.tooLarge };
     }
     if (pathname === DECISION_PATH) return this.authorizeEndpoint.decide(req);
@@ -71,8 +70,8 @@ export class UserFlow {
   }
 
   /** PLACEHOLDER (the platform's user APIs are not published): who the bearer of a user token is. */
-  private async me(req: IncomingMessage): Promise<EmulatorResponse> {
-    const bodyRead = await readBody(req);
+  private async me(req: EmulatorRequest): Promise<EmulatorResponse> {
+    const bodyRead = await req.readBody();
     const answer = (
       status: number,
       body: object,

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { ExpiringMap } from '../emulator/emulator.expiring-map.js';
-import { parseMediaType, readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
+import { parseMediaType, type EmulatorRequest, type EmulatorResponse } from '../emulator/emulator.http.js';
 import type { UserDirectory } from './user-flow.clients.js';
 import type { UserGrants } from './user-flow.grants.js';
 import { errorPage, signInPage } from './user-flow.page.js';
@@ -50,8 +49,8 @@ export class AuthorizeEndpoint {
     this.pending = new ExpiringMap(settings.now);
   }
 
-  authorize(req: IncomingMessage): EmulatorResponse {
-    const query = new URL(req.url ?? '/', 'http://emulator').searchParams;
+  authorize(req: EmulatorRequest): EmulatorResponse {
+    const query = new URL(req.url, 'http://emulator').searchParams;
     const clientId = single(query, 'client_id');
     const refuse = (error: string, description: string, status = 400): EmulatorResponse => {
       this.settings.record({
@@ -119,8 +118,8 @@ export class AuthorizeEndpoint {
   }
 
   /** `POST` of the sign-in page: approve as a user (a one-time code) or deny (`access_denied`). */
-  async decide(req: IncomingMessage): Promise<EmulatorResponse> {
-    const bodyRead = await readBody(req);
+  async decide(req: EmulatorRequest): Promise<EmulatorResponse> {
+    const bodyRead = await req.readBody();
     const refuse = (description: string, status = 400): EmulatorResponse => {
       this.settings.record({
         step: 'sign-in',

@@ -1,6 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import { parseMediaType, readBody, type EmulatorResponse } from '../emulator/emulator.http.js';
+import { parseMediaType, type EmulatorRequest, type EmulatorResponse } from '../emulator/emulator.http.js';
 import { quote, tokenRejection, type TokenRejection } from '../emulator/emulator.assertion-verifier.js';
 import { ExpiringMap } from '../emulator/emulator.expiring-map.js';
 import type { UserDirectory } from './user-flow.clients.js';
@@ -205,8 +204,8 @@ export class UserGrants {
    * `POST /loginservice/connect/revocation` (RFC 7009 §2): a user client revokes a refresh or access token, which
    * ends every token of its sign-in. 200 for a token that is unknown or another client's too (§2.2), as the RFC asks.
    */
-  async revocation(req: IncomingMessage): Promise<EmulatorResponse> {
-    const bodyRead = await readBody(req);
+  async revocation(req: EmulatorRequest): Promise<EmulatorResponse> {
+    const bodyRead = await req.readBody();
     const answer = (status: number, body: object, clientId?: string, error?: string): EmulatorResponse => {
       this.settings.record({
         step: 'revocation',

@@ -1,0 +1,5 @@
+export {
+  createPlatformHandlers,
+  type PlatformHandlersEmulator,
+  type PlatformHandlersOptions,
+} from './platform.handlers.js';
