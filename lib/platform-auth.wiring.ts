@@ -84,6 +84,7 @@ export class PlatformAuthRuntime {
       ? new TokenStoreHost({
           settings: config.tokenStore,
           identity: config,
+          pairs: credentials,
           clock,
           integration,
           logger,

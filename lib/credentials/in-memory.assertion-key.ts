@@ -26,8 +26,13 @@ export class InMemoryAssertionKey implements AssertionKey {
   }
 
   sign(signingInput: Uint8Array): Promise<Uint8Array> {
-    // RSA keys sign with PKCS#1 v1.5 padding unless told otherwise.
-    return Promise.resolve(sign('sha256', signingInput, this.#privateKey));
+    // RSA keys sign with PKCS#1 v1.5 padding unless told otherwise. On libuv's threads, not the event loop: a registry
+    // building many tenants at once signs once for each, and a blocked loop would time out their Redis operations.
+    return new Promise((resolve, reject) => {
+      sign('sha256', signingInput, this.#privateKey, (error, signature) =>
+        error ? reject(error) : resolve(signature),
+      );
+    });
   }
 
   close(): Promise<void> {

@@ -2,16 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from '../platform-auth.clock.js';
-import type { TokenExchangeError } from '../platform-auth.errors.js';
-import { backoffError } from '../token/token-backoff.error.js';
 import type { ExchangeOutcome, ExchangePolicy, IssuedToken, TokenSource } from '../token/token.cache.js';
 import { isNotRegisteredRefusal } from '../token/next-pair.switch.js';
-import { fingerprintOf, sharedFailureOf, type TokenStoreCodec } from './token-store.codec.js';
+import { fingerprintOf, type TokenStoreCodec } from './token-store.codec.js';
 import { StoreUnavailable, boundedStoreOperation } from './store-operation.bounded.js';
-import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
+import type { TokenStore } from './token-store.interface.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { SharedStoreStatus } from '../token/token-status.types.js';
 import { SharedStoreHealth } from './shared-store.health.js';
+import type { HeldPairs, StoreNamespaces } from './store-namespaces.js';
+import { PairEntries, pairKeys, type PairKeys } from './shared-token.entries.js';
 
 export interface SharedTokenTiming {
   /** Bound on every store operation; past it the store counts as unavailable. */
@@ -26,6 +26,10 @@ export interface SharedTokenTiming {
 interface FleetMember {
   readonly source: TokenSource;
   readonly policy: ExchangePolicy;
+  /** The pairs held when it started, and the keys of each: the pair in use owns the lock and the failure record. */
+  readonly pairs: HeldPairs;
+  readonly keys: PairKeys;
+  readonly nextKeys?: PairKeys;
   /** The tag of the token whose refusal this exchange answers: only a token obtained after a refusal of it will do. */
   readonly answering?: string;
   /** The tokens refused here before it started: the token it obtains is stored as obtained after their refusal. */
@@ -43,11 +47,6 @@ export interface SharedTokenContext {
   /** A stored payload longer than this is not opened: an unreadable entry. */
   readonly maxEntryBytes: number;
   readonly mode: SharedStoreStatus['mode'];
-}
-
-/** The base of every key of one integration; the hash tag puts them all in one Redis Cluster slot. */
-export function storeKeyBase(keyPrefix: string, namespace: string): string {
-  return `${keyPrefix}{${namespace}}`;
 }
 
 const FIRST_POLL_MS = 10;
@@ -68,27 +67,28 @@ const REJECTED_TAGS_KEPT = 8;
  * processes on real servers (a lock lapses in Redis by Redis's clock), which a test clock cannot speed up.
  */
 export class SharedTokenCoordinator {
-  private readonly keys: { readonly token: string; readonly lock: string; readonly failure: string };
   private readonly health: SharedStoreHealth;
-  private readonly clock: Clock;
   private readonly timing: SharedTokenTiming;
   private readonly rejectedTags: string[] = [];
   /** The tag of the last token refused here that no exchange has answered yet. */
   private unanswered?: string;
   private pendingInvalidation?: Promise<void>;
+  private readonly entries: PairEntries;
+  /** The namespace of the token this replica uses now: the calls it sends share that pair's rate bucket. */
+  private tokenNamespace?: string;
 
   constructor(
     private readonly store: TokenStore,
-    private readonly codec: TokenStoreCodec,
-    keyPrefix: string,
-    namespace: string,
+    codec: TokenStoreCodec,
+    private readonly keyPrefix: string,
+    private readonly namespaces: StoreNamespaces,
     private readonly context: SharedTokenContext,
   ) {
-    const base = storeKeyBase(keyPrefix, namespace);
-    this.keys = { token: `${base}:token`, lock: `${base}:lock`, failure: `${base}:failure` };
-    this.clock = context.clock;
     this.timing = context.timing;
     this.health = new SharedStoreHealth(context.clock, context.logger, context.mode);
+    this.entries = new PairEntries(store, codec, context.clock, context.maxEntryBytes, this.health, (operation) =>
+      this.attempt(operation),
+    );
   }
 
   /**
@@ -97,15 +97,40 @@ export class SharedTokenCoordinator {
    * whose `retryAfterMs` makes this replica fail fast until the fleet's back-off ends.
    */
   async obtain(source: TokenSource, policy: ExchangePolicy, signal: AbortSignal): Promise<Outcome> {
-    const member: FleetMember = { source, policy, answering: this.unanswered, after: [...this.rejectedTags] };
+    if (!this.health.mayAsk()) return source.exchange(signal, policy);
+    const pairs = this.namespaces.snapshot();
+    let namespace: string, next: string | undefined;
+    try {
+      [namespace, next] = await Promise.all([this.namespaces.active(), this.namespaces.next()]);
+    } catch {
+      // The key could not sign its namespace: the exchange signs too, and says why in its own words.
+      return source.exchange(signal, policy);
+    }
+    const member: FleetMember = {
+      source,
+      policy,
+      pairs,
+      keys: this.keysOf(namespace),
+      nextKeys: next === undefined ? undefined : this.keysOf(next),
+      answering: this.unanswered,
+      after: [...this.rejectedTags],
+    };
     const outcome = await this.obtainFor(member, signal);
     if (outcome.ok && this.unanswered === member.answering) this.unanswered = undefined;
     return outcome;
   }
 
+  /** The namespace whose token this replica uses, once it has one. */
+  get namespaceInUse(): string | undefined {
+    return this.tokenNamespace;
+  }
+
+  private keysOf(namespace: string): PairKeys {
+    return pairKeys(this.keyPrefix, namespace);
+  }
+
   private async obtainFor(member: FleetMember, signal: AbortSignal): Promise<Outcome> {
     const { source, policy } = member;
-    if (!this.health.mayAsk()) return source.exchange(signal, policy);
     let found: Outcome | { owner: string } | undefined;
     try {
       found = await this.awaitFleet(member, signal);
@@ -118,7 +143,7 @@ export class SharedTokenCoordinator {
     return this.exchangeAndShare(member, signal, found?.owner);
   }
 
-  /** After a 401: deletes the shared copy of `accessToken` if it is still the stored one. */
+  /** After a 401: deletes the shared copy of `accessToken` if it is still the stored one, under either pair. */
   invalidate(accessToken: string): void {
     const tag = fingerprintOf(accessToken);
     if (this.rejectedTags.includes(tag)) return;
@@ -126,10 +151,20 @@ export class SharedTokenCoordinator {
     this.unanswered = tag;
     if (this.rejectedTags.length > REJECTED_TAGS_KEPT) this.rejectedTags.shift();
     if (!this.health.mayAsk()) return;
-    this.pendingInvalidation = this.attempt(() => this.store.deleteIfTagged(this.keys.token, tag)).then(
+    this.pendingInvalidation = this.deleteTagged(tag).then(
       () => undefined,
-      (error: unknown) => this.health.failed((error as StoreUnavailable).problem, (error as StoreUnavailable).said),
+      (error: unknown) => {
+        if (error instanceof StoreUnavailable) this.health.failed(error.problem, error.said);
+      },
     );
+  }
+
+  private async deleteTagged(tag: string): Promise<void> {
+    const namespaces = await Promise.all([this.namespaces.active(), this.namespaces.next()]);
+    for (const namespace of namespaces) {
+      if (namespace !== undefined)
+        await this.attempt(() => this.store.deleteIfTagged(this.keysOf(namespace).token, tag));
+    }
   }
 
   /** A usable stored token or shared failure; or the lock, taken; or `undefined` when the wait ran out. */
@@ -141,7 +176,7 @@ export class SharedTokenCoordinator {
     const deadline = performance.now() + this.timing.waitTimeoutMs;
     for (let pause = FIRST_POLL_MS; ; pause = Math.min(MAX_POLL_MS, pause * 2)) {
       const owner = randomUUID();
-      if (await this.tryLock(owner)) {
+      if (await this.tryLock(member.keys, owner)) {
         observer.storeLock('acquired');
         this.health.resolved('lock-held');
         let holding = false;
@@ -152,7 +187,7 @@ export class SharedTokenCoordinator {
           holding = true;
           return { owner };
         } finally {
-          if (!holding) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
+          if (!holding) await this.bestEffort(() => this.store.releaseLock(member.keys.lock, owner));
         }
       }
       if (performance.now() >= deadline) {
@@ -177,13 +212,21 @@ export class SharedTokenCoordinator {
     }
   }
 
-  /** What the fleet has settled: a usable token, or a failure still in its back-off; else `undefined`. */
+  /**
+   * What the fleet has settled: a usable token (minted by the pair in use, or by the next pair, which a replica that
+   * already switched to it shares), or a failure of the pair in use still in its back-off; else `undefined`.
+   */
   private async readSettled(member: FleetMember): Promise<Outcome | undefined> {
-    const stored = await this.readToken();
-    // A token renewed before the refusal being answered may be refused too (the platform's clock jumped ahead).
-    const usable = stored && (!member.answering || stored.after?.includes(member.answering));
-    if (usable && member.policy.isFresh(stored.token)) return { ok: true, token: stored.token, attempts: 0 };
-    return this.readFailure();
+    for (const keys of member.nextKeys ? [member.keys, member.nextKeys] : [member.keys]) {
+      const stored = await this.entries.readToken(keys, this.rejectedTags);
+      // A token renewed before the refusal being answered may be refused too (the platform's clock jumped ahead).
+      const usable = stored && (!member.answering || stored.after?.includes(member.answering));
+      if (usable && member.policy.isFresh(stored.token)) {
+        this.tokenNamespace = keys.namespace;
+        return { ok: true, token: stored.token, attempts: 0 };
+      }
+    }
+    return this.entries.readFailure(member.keys);
   }
 
   private async exchangeAndShare(
@@ -193,77 +236,37 @@ export class SharedTokenCoordinator {
   ): Promise<Outcome> {
     try {
       const outcome = await member.source.exchange(signal, member.policy);
-      if (outcome.ok) await this.bestEffort(() => this.writeToken(outcome.token, member.after));
+      if (outcome.ok) await this.share(outcome.token, member);
       // Before the lock is released, so no waiter takes it and tries again meanwhile. Not a refusal of this
       // replica's certificate as not registered: a replica that holds the next pair would be accepted.
       else if (owner && !isNotRegisteredRefusal(outcome.error))
-        await this.bestEffort(() => this.writeFailure(outcome.error, member.policy.retryAtAfter(outcome)));
+        await this.bestEffort(() =>
+          this.entries.writeFailure(member.keys, outcome.error, member.policy.retryAtAfter(outcome)),
+        );
       return outcome;
     } finally {
-      if (owner) await this.bestEffort(() => this.store.releaseLock(this.keys.lock, owner));
+      if (owner) await this.bestEffort(() => this.store.releaseLock(member.keys.lock, owner));
     }
   }
 
-  private async tryLock(owner: string): Promise<boolean> {
+  /** Stores a token this replica obtained under the namespace of the pair that minted it. */
+  private async share(token: IssuedToken, member: FleetMember): Promise<void> {
+    const minted = await this.namespaces.mintedBy(member.pairs).catch(() => undefined);
+    this.tokenNamespace = minted;
+    if (minted !== undefined)
+      await this.bestEffort(() => this.entries.writeToken(this.keysOf(minted), token, member.after));
+  }
+
+  private async tryLock(keys: PairKeys, owner: string): Promise<boolean> {
     try {
-      return await this.attempt(() => this.store.acquireLock(this.keys.lock, owner, this.timing.lockTtlMs));
+      return await this.attempt(() => this.store.acquireLock(keys.lock, owner, this.timing.lockTtlMs));
     } catch (error) {
       this.context.observer.storeLock('error');
       // A lock request that timed out may still be carried out later (a frozen server wakes up): release it then,
       // in order on the same connection, so nobody waits for a lock that nobody holds.
-      this.store.releaseLock(this.keys.lock, owner).catch(() => undefined);
+      this.store.releaseLock(keys.lock, owner).catch(() => undefined);
       throw error;
     }
-  }
-
-  private async readToken(): Promise<{ token: IssuedToken; after?: readonly string[] } | undefined> {
-    const entry = await this.attempt(() => this.store.get(this.keys.token));
-    if (!entry || this.rejectedTags.includes(entry.tag)) return undefined;
-    const opened = await this.open(entry, 'token');
-    if (!opened || fingerprintOf(opened.token.accessToken) !== entry.tag) {
-      this.health.entryProblem('unreadable-entry');
-      return undefined;
-    }
-    this.health.resolved('unreadable-entry');
-    return opened;
-  }
-
-  /** An entry's content, or `undefined` when it is oversized (never opened) or does not open with the keys here. */
-  private open<K extends 'token' | 'failure'>(entry: TokenStoreEntry, kind: K) {
-    if (entry.payload.length === 0 || entry.payload.length > this.context.maxEntryBytes) return undefined;
-    return this.codec.open(entry.payload, kind, entry.version);
-  }
-
-  private async writeToken(token: IssuedToken, after: readonly string[]): Promise<void> {
-    const ttlMs = token.expiresAtMs - this.clock.now();
-    if (ttlMs <= 0) return;
-    const version = Math.round(token.expiresAtMs);
-    const payload = await this.codec.seal({ kind: 'token', token, after }, version);
-    const written = await this.attempt(() =>
-      this.store.setIfNewer(this.keys.token, { version, tag: fingerprintOf(token.accessToken), payload }, ttlMs),
-    );
-    // Ours replaced whatever was there: the next reader opens it.
-    if (written) this.health.resolved('unreadable-entry');
-    await this.attempt(() => this.store.deleteIfTagged(this.keys.failure, 'failure'));
-  }
-
-  private async writeFailure(error: TokenExchangeError, retryAtMs: number): Promise<void> {
-    const ttlMs = retryAtMs - this.clock.now();
-    if (ttlMs <= 0) return;
-    const version = Math.round(retryAtMs);
-    const payload = await this.codec.seal({ kind: 'failure', failure: sharedFailureOf(error, retryAtMs) }, version);
-    await this.attempt(() => this.store.setIfNewer(this.keys.failure, { version, tag: 'failure', payload }, ttlMs));
-  }
-
-  private async readFailure(): Promise<Outcome | undefined> {
-    const entry = await this.attempt(() => this.store.get(this.keys.failure));
-    const opened = entry && (await this.open(entry, 'failure'));
-    if (!opened) return undefined;
-    const { failure } = opened;
-    const waitMs = failure.retryAtMs - this.clock.now();
-    if (waitMs <= 0) return undefined;
-    const error = backoffError({ ...failure, attempts: 0, retried: false }, waitMs, true);
-    return { ok: false, error, retryAfterMs: waitMs };
   }
 
   /** One store operation, bounded by the operation timeout; any failure becomes `StoreUnavailable`. */

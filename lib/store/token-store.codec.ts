@@ -85,39 +85,19 @@ export function fingerprintOf(accessToken: string): string {
   return hashOf('platform-auth token fingerprint', accessToken);
 }
 
-/**
- * The namespace of one integration on one platform: a hash, so key names carry no URL or machineId, and staging and
- * production (or two integrations) never share an entry. Not the certificate: a token is the integration's whichever
- * registered pair obtained it, so replicas on either side of a certificate rotation (switched to the next pair, or
- * restarted with the promoted files) share one token.
- */
-export interface NamespaceInput {
-  readonly tokenUrl: string;
-  readonly audience: string;
-  readonly machineId: string;
-}
-
-export function namespaceOf(identity: NamespaceInput): string {
-  return hashOf('platform-auth namespace', identity.tokenUrl, identity.audience, identity.machineId)
-    .slice(0, 32)
-    .replace(/[{}]/g, '');
-}
-
 /** A token's `after`: tags of the tokens refused (401) on the writing replica before its exchange started. */
 type Sealed =
   { kind: 'token'; token: IssuedToken; after?: readonly string[] } | { kind: 'failure'; failure: SharedFailure };
 
 /**
  * Encrypts and authenticates what goes into the store (JWE `dir` + `A256GCM`), binding each payload to its
- * namespace, kind and version so an entry copied from another key, or a version rewritten in place, reads as a miss.
+ * namespace (the key pair's: see `StoreNamespaces`), kind and version, so an entry copied from another key, or a
+ * version rewritten in place, reads as a miss.
  */
 export class TokenStoreCodec {
   private readonly getKey: CompactDecryptGetKey;
 
-  constructor(
-    private readonly keys: readonly EncryptionKey[],
-    private readonly namespace: string,
-  ) {
+  constructor(private readonly keys: readonly EncryptionKey[]) {
     const byKid = new Map(keys.map((entry) => [entry.kid, entry.key]));
     this.getKey = (header) => {
       const key = header.kid === undefined ? undefined : byKid.get(header.kid);
@@ -126,9 +106,9 @@ export class TokenStoreCodec {
     };
   }
 
-  seal(sealed: Sealed, version: number): Promise<string> {
+  seal(namespace: string, sealed: Sealed, version: number): Promise<string> {
     const [current] = this.keys;
-    const plaintext = new TextEncoder().encode(JSON.stringify({ ns: this.namespace, version, ...sealed }));
+    const plaintext = new TextEncoder().encode(JSON.stringify({ ns: namespace, version, ...sealed }));
     return new CompactEncrypt(plaintext)
       .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current.kid })
       .encrypt(current.key);
@@ -136,6 +116,7 @@ export class TokenStoreCodec {
 
   /** The sealed value, or `undefined` for anything that does not decrypt and verify: a miss, never an error. */
   async open<K extends Sealed['kind']>(
+    namespace: string,
     payload: string,
     kind: K,
     version: number,
@@ -146,7 +127,7 @@ export class TokenStoreCodec {
         contentEncryptionAlgorithms: ['A256GCM'],
       });
       const value = JSON.parse(new TextDecoder().decode(plaintext)) as Record<string, unknown>;
-      if (value.ns !== this.namespace || value.kind !== kind || value.version !== version) return undefined;
+      if (value.ns !== namespace || value.kind !== kind || value.version !== version) return undefined;
       return value as Extract<Sealed, { kind: K }>;
     } catch {
       return undefined;

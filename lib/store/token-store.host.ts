@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
@@ -5,9 +6,11 @@ import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { settingName } from '../options/config.report.js';
 import type { SharedStoreStatus } from '../token/token-status.types.js';
 import type { TokenSource } from '../token/token.cache.js';
-import { SharedTokenCoordinator, storeKeyBase } from './shared-token.coordinator.js';
+import { SharedTokenCoordinator } from './shared-token.coordinator.js';
+import { storeKeyBase } from './shared-token.entries.js';
 import { sharedTokenSource } from './shared-token.source.js';
-import { TokenStoreCodec, namespaceOf, type NamespaceInput } from './token-store.codec.js';
+import { TokenStoreCodec } from './token-store.codec.js';
+import { StoreNamespaces, type HeldPairs, type NamespaceInput } from './store-namespaces.js';
 import type { ResolvedTokenStoreConfig } from './token-store.options.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from './token-store.redis.js';
 import { OwnedRedisChannel, clientChannel, type RedisChannel } from './redis.channel.js';
@@ -16,7 +19,11 @@ import type { SendCommand } from './redis-client.factory.js';
 /** The store's Redis for other parts of the integration that keep shared state in it (the rate limit's bucket). */
 export interface SharedScriptChannel {
   readonly send: SendCommand;
-  /** `<keyPrefix>{<namespace>}`, the base of every key of the integration (one Cluster slot). */
+  /**
+   * `<keyPrefix>{<namespace>}`, the base of the keys the calls of this replica share (one Cluster slot): the
+   * namespace of the pair that minted the token in use, so replicas that share a token share its rate bucket, and
+   * nobody without that pair's key does. Read at each use: it follows the token across a rotation.
+   */
   readonly keyBase: string;
   readonly operationTimeoutMs: number;
 }
@@ -31,6 +38,8 @@ const MODE_OPTION = {
 export interface TokenStoreHostInput {
   readonly settings: ResolvedTokenStoreConfig;
   readonly identity: NamespaceInput;
+  /** The pairs this replica holds (the credential lifecycle): they own its entries. */
+  readonly pairs: HeldPairs;
   readonly clock: Clock;
   readonly integration: string;
   readonly logger: Pick<LoggerService, 'log' | 'warn'>;
@@ -50,7 +59,11 @@ export class TokenStoreHost {
   /** Absent for a `TokenStore` of the application's own: the module cannot run a script on it. */
   readonly scripts?: SharedScriptChannel;
 
-  constructor({ settings, identity, clock, integration, logger, observer }: TokenStoreHostInput) {
+  private readonly namespaces: StoreNamespaces;
+  /** The namespace of the pair in use when it was last worked out: the rate bucket's before any token is in use. */
+  private activeNamespace?: string;
+
+  constructor({ settings, identity, pairs, clock, integration, logger, observer }: TokenStoreHostInput) {
     this.integration = integration;
     const { connection } = settings;
     this.mode = connection?.mode ?? 'provided';
@@ -65,17 +78,23 @@ export class TokenStoreHost {
           ? settings.store.channel
           : undefined;
     this.owned = owns ? new RedisEntryStore(channel!, settings.maxEntryBytes) : undefined;
-    const namespace = namespaceOf(identity);
+    this.namespaces = new StoreNamespaces(identity, pairs);
+    // Until this replica has worked out a namespace, a key base nobody else has: it shares nothing rather than guess.
+    const unshared = `unshared-${randomUUID()}`;
+    const keyBase = () =>
+      storeKeyBase(settings.keyPrefix, this.coordinator.namespaceInUse ?? this.activeNamespace ?? unshared);
     this.scripts = channel && {
       send: channel.send,
-      keyBase: storeKeyBase(settings.keyPrefix, namespace),
+      get keyBase() {
+        return keyBase();
+      },
       operationTimeoutMs: settings.timing.operationTimeoutMs,
     };
     this.coordinator = new SharedTokenCoordinator(
       settings.store ?? this.owned!,
-      new TokenStoreCodec(settings.keys, namespace),
+      new TokenStoreCodec(settings.keys),
       settings.keyPrefix,
-      namespace,
+      this.namespaces,
       { clock, timing: settings.timing, logger, observer, maxEntryBytes: settings.maxEntryBytes, mode: this.mode },
     );
   }
@@ -92,6 +111,8 @@ export class TokenStoreHost {
       const setting = settingName(option, this.integration, undefined, shown);
       throw new PlatformAuthConfigError([{ option: shown, setting, message: error.message }], this.integration);
     });
+    // The key signs once here, at start-up, rather than on the first call; a key that cannot sign now says so then.
+    this.activeNamespace = await this.namespaces.active().catch(() => undefined);
   }
 
   status(): SharedStoreStatus {

@@ -50,7 +50,10 @@ return {1, string.format('%.3f', wait), replicas}`;
 /** Where the fleet's bucket lives: the store's connection, the integration's key base, the bound on one operation. */
 export interface SharedBucketChannel {
   readonly send: SendCommand;
-  /** `<keyPrefix>{<namespace>}`: the hash tag keeps every key of the integration in one Cluster slot. */
+  /**
+   * `<keyPrefix>{<namespace>}`: the hash tag keeps every key of the bucket in one Cluster slot. Read at each use: the
+   * store moves it to the namespace of the key pair whose token is in use.
+   */
   readonly keyBase: string;
   readonly operationTimeoutMs: number;
 }
@@ -68,16 +71,19 @@ export interface BucketReply {
  * rejects with the store layer's `StoreUnavailable`, which the gate turns into its fallback.
  */
 export class RedisRateBucket {
-  private readonly keys: readonly [string, string, string];
+  private keys: readonly [string, string, string] = ['', '', ''];
 
   constructor(
     private readonly channel: SharedBucketChannel,
     private readonly shape: RateLimitShape,
     private readonly replica: string,
     private readonly seenMs: number,
-  ) {
-    const base = `${channel.keyBase}:rate`;
-    this.keys = [base, `${base}:window`, `${base}:replicas`];
+  ) {}
+
+  private keysNow(): readonly [string, string, string] {
+    const base = `${this.channel.keyBase}:rate`;
+    if (this.keys[0] !== base) this.keys = [base, `${base}:window`, `${base}:replicas`];
+    return this.keys;
   }
 
   take(maxWaitMs: number): Promise<BucketReply> {
@@ -96,18 +102,10 @@ export class RedisRateBucket {
   }
 
   private run(op: string, numbers: readonly number[]): Promise<BucketReply> {
-    const args = [
-      'EVAL',
-      RATE_SCRIPT,
-      '3',
-      ...this.keys,
-      op,
-      this.replica,
-      String(this.seenMs),
-      ...numbers.map(String),
-    ];
+    const keys = this.keysNow();
+    const args = ['EVAL', RATE_SCRIPT, '3', ...keys, op, this.replica, String(this.seenMs), ...numbers.map(String)];
     return boundedStoreOperation(
-      async () => parsed(await this.channel.send(this.keys[0], args)),
+      async () => parsed(await this.channel.send(keys[0], args)),
       this.channel.operationTimeoutMs,
     );
   }
