@@ -63,14 +63,20 @@ export const InjectTokenProvider = (name?: string): ParameterDecorator & Propert
 export const InjectAssertionSigner = (name?: string): ParameterDecorator & PropertyDecorator =>
   Inject(getAssertionSignerToken(name));
 
+/** Each service of an integration, by the name its shared token carries, with the class the default provides. */
+export type IntegrationService = keyof typeof SERVICES;
+export const INTEGRATION_SERVICES = SERVICES;
+
 /**
- * The aliases every module provides and exports: its services under their shared tokens. A named module exports only
- * these; the default one also exports its services by class. Each is unique in the application, so
- * `app.get(getTokenProviderToken())` finds the default integration's even with named ones beside it.
+ * The shared token of each service of the integration `name`: what a module provides and exports for it. Each is
+ * unique in the application, so `app.get(getTokenProviderToken())` finds the default integration's even with named
+ * ones beside it. Only the default integration provides its services by class as well: a named one registers nothing
+ * under a class, so `app.get(PlatformHttpService)` and an injection by class never find a named integration's
+ * instance, whatever the order of the imports.
  */
-export function integrationServiceTokens(name: string): { provide: symbol; useExisting: Abstract<unknown> }[] {
-  return Object.entries(SERVICES).map(([service, useExisting]) => ({
-    provide: serviceToken(service as keyof typeof SERVICES, name),
-    useExisting,
+export function integrationServiceTokens(name: string): { service: IntegrationService; provide: symbol }[] {
+  return Object.keys(SERVICES).map((service) => ({
+    service: service as IntegrationService,
+    provide: serviceToken(service as IntegrationService, name),
   }));
 }

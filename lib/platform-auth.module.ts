@@ -24,7 +24,11 @@ import {
 } from './platform-auth.module-definition.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
-import { integrationServiceTokens } from './platform-auth.integrations.js';
+import {
+  INTEGRATION_SERVICES,
+  integrationServiceTokens,
+  type IntegrationService,
+} from './platform-auth.integrations.js';
 import { withOwnedOptions } from './platform-auth.module-helpers.js';
 import {
   CONFIGURATION_REPORTER,
@@ -117,12 +121,30 @@ const providers: Provider[] = [
       CONFIGURATION_REPORTER,
     ],
   },
-  fromRuntime(TokenProvider, (runtime) => runtime.tokens),
-  fromRuntime(AssertionSigner, (runtime) => runtime.signer),
-  fromRuntime(PlatformAuthInterceptor, (runtime) => runtime.interceptor),
-  fromRuntime(PlatformHttpService, (runtime) => runtime.httpService),
-  fromRuntime(PlatformFetch, (runtime) => runtime.platformFetch),
 ];
+/** Where each service comes from in the runtime the composition root built. */
+const SERVICE_OF_RUNTIME: Record<IntegrationService, (runtime: PlatformAuthRuntime) => unknown> = {
+  TokenProvider: (runtime) => runtime.tokens,
+  AssertionSigner: (runtime) => runtime.signer,
+  PlatformAuthInterceptor: (runtime) => runtime.interceptor,
+  PlatformHttpService: (runtime) => runtime.httpService,
+  PlatformFetch: (runtime) => runtime.platformFetch,
+};
+
+/**
+ * The integration's services: under their shared tokens always; by class for the default integration only, with the
+ * shared tokens as aliases of the classes.
+ */
+function serviceProviders(integration: string): Provider[] {
+  const tokens = integrationServiceTokens(integration);
+  if (integration !== DEFAULT_INTEGRATION) {
+    return tokens.map(({ service, provide }) => fromRuntime(provide, SERVICE_OF_RUNTIME[service]));
+  }
+  return tokens.flatMap(({ service, provide }) => [
+    fromRuntime(INTEGRATION_SERVICES[service], SERVICE_OF_RUNTIME[service]),
+    { provide, useExisting: INTEGRATION_SERVICES[service] },
+  ]);
+}
 
 /** What the default integration exports: its services by class, as apps with one integration inject them. */
 const defaultExports = [
@@ -151,8 +173,7 @@ const defaultAliases: Provider[] = [
  */
 function integrationModule(definition: DynamicModule, name: unknown): DynamicModule {
   const integration = integrationName(name);
-  const sharedTokens = integrationServiceTokens(integration);
-  const sharedExports = sharedTokens.map((alias) => alias.provide);
+  const sharedExports = integrationServiceTokens(integration).map((token) => token.provide);
   const isDefault = integration === DEFAULT_INTEGRATION;
   return {
     ...definition,
@@ -166,7 +187,7 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
         PLATFORM_AUTH_MODULE_OPTIONS,
       ),
       ...providers,
-      ...sharedTokens,
+      ...serviceProviders(integration),
       ...(isDefault ? defaultAliases : []),
     ],
     exports: isDefault ? [...defaultExports, ...sharedExports] : sharedExports,
