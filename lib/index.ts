@@ -28,7 +28,9 @@ export type {
 export {
   NoCurrentTenantError,
   PlatformTenantConfigError,
+  TenantReleasedError,
   TenantResolutionError,
+  TenantResolveTimeoutError,
   UnknownTenantError,
 } from './tenants/tenants.errors.js';
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';

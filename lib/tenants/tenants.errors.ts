@@ -1,9 +1,7 @@
 import { PlatformAuthError, type ConfigProblem } from '../platform-auth.errors.js';
+import { describeFailure, describeTenant } from './tenant-text.util.js';
 
-/** A tenant id fit to quote in a message: short, one line, printable; anything else is not echoed back. */
-export function describeTenant(tenantId: string): string {
-  return /^[\x21-\x7e]{1,128}$/.test(tenantId) ? `'${tenantId}'` : `(an id of ${tenantId.length} characters)`;
-}
+export { describeTenant } from './tenant-text.util.js';
 
 /** The resolver answered `undefined`: the application does not know this tenant. */
 export class UnknownTenantError extends PlatformAuthError {
@@ -30,25 +28,65 @@ export class PlatformTenantConfigError extends PlatformAuthError {
   }
 }
 
+/** The resolver gave no answer within `resolveTimeoutMs`: the cause of the `TenantResolutionError` callers get. */
+export class TenantResolveTimeoutError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_TENANT_RESOLVE_TIMEOUT';
+
+  constructor(
+    readonly tenantId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `The resolver gave no settings for tenant ${describeTenant(tenantId)} within resolveTimeoutMs (${timeoutMs} ms)`,
+    );
+  }
+}
+
 /**
- * The tenant's resolution failed (the resolver threw, or the tenant could not be started) and callers share that
- * failure until `retryAt`: the resolver is not called again before. The original error is `cause`, which is left
- * out of the message and of `JSON.stringify` (it is the application's, and may say anything).
+ * The tenant's resolution failed (the resolver threw or gave no answer in time, or the tenant could not be started)
+ * and callers share that failure until `retryAt`: the resolver is not called again before. The original error is
+ * `cause`, which is left out of the message and of `JSON.stringify` (it is the application's, and may say anything:
+ * even its `name` is repeated only when it looks like a class name).
  */
 export class TenantResolutionError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_TENANT_RESOLUTION';
   declare readonly cause: unknown;
+  /** True when the resolver gave no answer within `resolveTimeoutMs`. */
+  readonly timedOut: boolean;
 
   constructor(
     readonly tenantId: string,
     readonly retryAt: Date,
     cause: unknown,
+    /** The back-off as it was when the failure was recorded, on the registry's clock: a client's `Retry-After`. */
+    readonly retryAfterMs = 0,
   ) {
-    const kind = cause instanceof Error ? cause.name : typeof cause;
+    const timedOut = cause instanceof TenantResolveTimeoutError;
+    const kind = timedOut ? `no answer within ${cause.timeoutMs} ms` : describeFailure(cause);
     super(
       `Resolving tenant ${describeTenant(tenantId)} failed (${kind}); the resolver is asked again from ${retryAt.toISOString()}`,
     );
+    this.timedOut = timedOut;
     Object.defineProperty(this, 'cause', { value: cause, enumerable: false });
+  }
+}
+
+/**
+ * The tenant a caller waited for, or called through, was let go: `evict`, `refresh` or the application's shutdown
+ * came first. Nothing was sent; asking `PlatformTenants.get` again builds the tenant anew (except after shutdown).
+ */
+export class TenantReleasedError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_TENANT_RELEASED';
+
+  constructor(
+    readonly tenantId: string,
+    readonly reason: 'evicted' | 'shutdown',
+  ) {
+    super(
+      reason === 'shutdown'
+        ? `Tenant ${describeTenant(tenantId)} is not available: the tenant registry is shut down`
+        : `Tenant ${describeTenant(tenantId)} was evicted before this call was sent; get the tenant again`,
+    );
   }
 }
 
