@@ -19,6 +19,8 @@ const DEFAULT_MAX_RESIDENT = 1_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 /** Below this an idle sweep would evict tenants between two calls of one unit of work. */
 const MIN_IDLE_TIMEOUT_MS = 1_000;
+const DEFAULT_RESOLVE_TIMEOUT_MS = 10_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 const PLATFORM_TENANTS_OPTIONS = Symbol('PLATFORM_TENANTS_OPTIONS');
 /** The registry under a token both builds share, so the health indicator of either finds it. */
@@ -33,7 +35,17 @@ export interface PlatformTenantsAsyncOptions extends Pick<ModuleMetadata, 'impor
 
 /** The registry's own settings checked (every problem at once); the rest is shared by every tenant. */
 export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantRegistrySettings {
-  const { resolve, name, maxResident, idleTimeoutMs, telemetry, isGlobal: _global, ...shared } = options;
+  const {
+    resolve,
+    name,
+    maxResident,
+    idleTimeoutMs,
+    resolveTimeoutMs,
+    drainTimeoutMs,
+    telemetry,
+    isGlobal: _global,
+    ...shared
+  } = options;
   const problems: ConfigProblem[] = [];
   const problem = (option: string, message: string) => problems.push({ option, setting: option, message });
   if (typeof resolve !== 'function')
@@ -50,6 +62,12 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
   if (idleTimeoutMs !== undefined && !(Number.isInteger(idleTimeoutMs) && idleTimeoutMs >= MIN_IDLE_TIMEOUT_MS)) {
     problem('idleTimeoutMs', `must be a whole number of ms >= ${MIN_IDLE_TIMEOUT_MS}, got ${String(idleTimeoutMs)}`);
   }
+  if (resolveTimeoutMs !== undefined && !(Number.isInteger(resolveTimeoutMs) && resolveTimeoutMs >= 1)) {
+    problem('resolveTimeoutMs', `must be a whole number of ms >= 1, got ${String(resolveTimeoutMs)}`);
+  }
+  if (drainTimeoutMs !== undefined && !(Number.isInteger(drainTimeoutMs) && drainTimeoutMs >= 0)) {
+    problem('drainTimeoutMs', `must be a whole number of ms >= 0, got ${String(drainTimeoutMs)}`);
+  }
   const inSpans = telemetry?.tenantIdInSpans;
   if (inSpans !== undefined && typeof inSpans !== 'boolean')
     problem('telemetry.tenantIdInSpans', 'must be true or false');
@@ -64,6 +82,8 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
     shared,
     maxResident: maxResident ?? DEFAULT_MAX_RESIDENT,
     idleTimeoutMs: idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    resolveTimeoutMs: resolveTimeoutMs ?? DEFAULT_RESOLVE_TIMEOUT_MS,
+    drainTimeoutMs: drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS,
     telemetry: { tenantIdInSpans: inSpans ?? false, tenantIdInMetrics: new Set(inMetrics) },
     clock: shared.clock ?? systemClock,
     logger: shared.logger ?? new Logger(`${LOGGER_CONTEXT}:${registry}`),
