@@ -8,7 +8,8 @@ import { TenantStoreConnection } from './tenant-store.js';
 import { TenantFailures } from './tenant-failures.js';
 import { PendingTenant, resolveWithin } from './tenant-pending.js';
 import { ResidentTenant } from './tenant-resident.js';
-import { describeTenant, escapeText } from './tenant-text.util.js';
+import { tenantLogger } from './tenant-logger.js';
+import { describeTenant, escapeText } from '../util/tenant-text.util.js';
 import { PlatformTenantConfigError, TenantReleasedError, UnknownTenantError } from './tenants.errors.js';
 import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
 
@@ -158,7 +159,7 @@ export class PlatformTenants {
         telemetry,
         storeConnection: this.#storeConnection,
         clock,
-        logger,
+        logger: tenantLogger(logger, tenantId),
       });
       resident = new ResidentTenant(tenantId, runtime, clock.now());
     } catch (error) {

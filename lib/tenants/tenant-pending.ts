@@ -51,21 +51,9 @@ export function resolveWithin(
 ): Promise<PlatformTenantOptions | undefined> {
   return new Promise((fulfil, reject) => {
     const cancel = scheduleOn(clock, timeoutMs, () => reject(new TenantResolveTimeoutError(tenantId, timeoutMs)));
-    let answer: Promise<PlatformTenantOptions | undefined>;
-    try {
-      answer = Promise.resolve(resolve(tenantId));
-    } catch (error) {
-      answer = Promise.reject(error as Error);
-    }
-    answer.then(
-      (own) => {
-        cancel();
-        fulfil(own);
-      },
-      (error: unknown) => {
-        cancel();
-        reject(error);
-      },
-    );
+    // A resolver that throws rather than rejects fails alike.
+    new Promise<PlatformTenantOptions | undefined>((settle) => settle(resolve(tenantId)))
+      .finally(cancel)
+      .then(fulfil, reject);
   });
 }

@@ -1,8 +1,13 @@
 import type { AxiosInstance } from 'axios';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import { describeTenant } from '../util/tenant-text.util.js';
 import { TenantReleasedError } from './tenants.errors.js';
 import type { PlatformTenant } from './tenants.types.js';
+
+/** Exchange errors already named: one error is shared by every caller that waited for the same exchange. */
+const NAMED = new WeakSet<Error>();
 
 /**
  * One built tenant: its runtime, a count of the calls in flight through its `http` and `fetch`, and its stop. Evicted,
@@ -27,8 +32,8 @@ export class ResidentTenant {
     this.lastUsedMs = nowMs;
     const axiosRef: AxiosInstance = runtime.httpService.axiosRef;
     // Every call of `PlatformHttpService` goes through its instance's `request`; `fetch` is the instance's own field.
-    const request = axiosRef.request;
-    axiosRef.request = ((config) => this.#track(() => request(config))) as AxiosInstance['request'];
+    const request = axiosRef.request.bind(axiosRef);
+    axiosRef.request = (config) => this.#track(() => request(config));
     const platformFetch = runtime.platformFetch;
     const fetch = platformFetch.fetch;
     platformFetch.fetch = (input, init) => this.#track(() => fetch(input, init));
@@ -80,9 +85,21 @@ export class ResidentTenant {
       },
       (error: unknown) => {
         this.#done();
-        throw error;
+        throw this.#named(error);
       },
     );
+  }
+
+  /**
+   * A failed exchange says which tenant it is about: its message, which the exception filter logs, starts with the
+   * tenant's id. Only on failure, so a call that works costs nothing more.
+   */
+  #named(error: unknown): unknown {
+    if (error instanceof TokenExchangeError && !NAMED.has(error)) {
+      NAMED.add(error);
+      error.message = `Tenant ${describeTenant(this.#tenantId)}: ${error.message}`;
+    }
+    return error;
   }
 
   #done(): void {

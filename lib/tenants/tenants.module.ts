@@ -12,6 +12,7 @@ import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.er
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformTenants, type TenantRegistrySettings } from './platform-tenants.js';
 import { PlatformTenantHttpService } from './tenant-http.service.js';
+import { sealTenantsOptions } from './tenants.secrets.js';
 import type { PlatformTenantsOptions } from './tenants.types.js';
 
 const DEFAULT_REGISTRY = 'tenants';
@@ -111,7 +112,7 @@ export class PlatformTenantsModule {
     return {
       module: PlatformTenantsModule,
       global: options.isGlobal,
-      providers: [{ provide: PLATFORM_TENANTS_OPTIONS, useValue: options }, ...providers],
+      providers: [{ provide: PLATFORM_TENANTS_OPTIONS, useValue: sealTenantsOptions(options) }, ...providers],
       exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],
     };
   }
@@ -122,7 +123,11 @@ export class PlatformTenantsModule {
       global: options.isGlobal,
       imports: options.imports ?? [],
       providers: [
-        { provide: PLATFORM_TENANTS_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        {
+          provide: PLATFORM_TENANTS_OPTIONS,
+          useFactory: async (...args: never[]) => sealTenantsOptions(await options.useFactory(...args)),
+          inject: options.inject ?? [],
+        },
         ...providers,
       ],
       exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],
