@@ -33,10 +33,26 @@ export class ResidentTenant {
     const axiosRef: AxiosInstance = runtime.httpService.axiosRef;
     // Every call of `PlatformHttpService` goes through its instance's `request`; `fetch` is the instance's own field.
     const request = axiosRef.request.bind(axiosRef);
-    axiosRef.request = (config) => this.#track(() => request(config));
+    axiosRef.request = (config) => {
+      if (!this.#admit()) return this.#refused();
+      try {
+        return this.#track(request(config));
+      } catch (error) {
+        this.#done();
+        throw error;
+      }
+    };
     const platformFetch = runtime.platformFetch;
     const fetch = platformFetch.fetch;
-    platformFetch.fetch = (input, init) => this.#track(() => fetch(input, init));
+    platformFetch.fetch = (input, init) => {
+      if (!this.#admit()) return this.#refused();
+      try {
+        return this.#track(fetch(input, init));
+      } catch (error) {
+        this.#done();
+        throw error;
+      }
+    };
     this.tenant = { tenantId, http: runtime.httpService, fetch: platformFetch, tokens: runtime.tokens };
     this.answer = Promise.resolve(this.tenant);
   }
@@ -68,27 +84,31 @@ export class ResidentTenant {
     return this.#stopped;
   }
 
-  #track<T>(send: () => Promise<T>): Promise<T> {
-    if (this.#draining) return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
+  /** Counts a call in, unless the tenant was evicted. */
+  #admit(): boolean {
+    if (this.#draining) return false;
     this.#inFlight += 1;
-    let sending: Promise<T>;
-    try {
-      sending = send();
-    } catch (error) {
-      this.#done();
-      throw error;
-    }
-    return sending.then(
-      (answer) => {
-        this.#done();
-        return answer;
-      },
-      (error: unknown) => {
-        this.#done();
-        throw this.#named(error);
-      },
-    );
+    return true;
   }
+
+  #refused(): Promise<never> {
+    return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
+  }
+
+  /** The call's own promise, counted out when it settles: one `then` per call, with handlers made once. */
+  #track<T>(sending: Promise<T>): Promise<T> {
+    return sending.then<T, never>(this.#answered, this.#failed);
+  }
+
+  readonly #answered = <T>(answer: T): T => {
+    this.#done();
+    return answer;
+  };
+
+  readonly #failed = (error: unknown): never => {
+    this.#done();
+    throw this.#named(error);
+  };
 
   /**
    * A failed exchange says which tenant it is about: its message, which the exception filter logs, starts with the
