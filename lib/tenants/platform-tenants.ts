@@ -102,7 +102,10 @@ export class PlatformTenants {
     return pending !== undefined || resident !== undefined;
   }
 
-  /** Resolves the tenant again (after the application stored a next pair, say): the old one is stopped first. */
+  /**
+   * Resolves the tenant again (after the application stored a next pair, say): the old one is stopped first, once its
+   * calls in flight have their answers (at most the drain time), and callers still waiting for it are released.
+   */
   async refresh(tenantId: string): Promise<PlatformTenant> {
     this.#failures.forget(tenantId);
     await this.evict(tenantId);
