@@ -8,7 +8,7 @@ import { TenantStoreConnection } from './tenant-store.js';
 import { TenantFailures } from './tenant-failures.js';
 import { PendingTenant, resolveWithin } from './tenant-pending.js';
 import { ResidentTenant } from './tenant-resident.js';
-import { tenantLogger } from './tenant-logger.js';
+import { TenantLogger } from './tenant-logger.js';
 import { describeTenant, escapeText } from '../util/tenant-text.util.js';
 import { PlatformTenantConfigError, TenantReleasedError, UnknownTenantError } from './tenants.errors.js';
 import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
@@ -162,7 +162,7 @@ export class PlatformTenants {
         telemetry,
         storeConnection: this.#storeConnection,
         clock,
-        logger: tenantLogger(logger, tenantId),
+        logger: new TenantLogger(logger, tenantId),
       });
       resident = new ResidentTenant(tenantId, runtime, clock.now());
     } catch (error) {
