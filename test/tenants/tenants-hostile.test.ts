@@ -235,7 +235,7 @@ describe('the tenant registry under hostile input', () => {
     expect(tenants.status()).toMatchObject({ resident: 0, evictions: 1 });
   });
 
-  it('cuts an evicted tenant’s call that outlasts drainTimeoutMs', async () => {
+  it("cuts an evicted tenant's call that outlasts drainTimeoutMs", async () => {
     const { tenants } = await registry({ drainTimeoutMs: 10_000 });
     const tenant = await tenants.get('t10');
     await tenant.tokens.getAccessToken();
