@@ -28,7 +28,9 @@ export type {
 export {
   NoCurrentTenantError,
   PlatformTenantConfigError,
+  TenantReleasedError,
   TenantResolutionError,
+  TenantResolveTimeoutError,
   UnknownTenantError,
 } from './tenants/tenants.errors.js';
 export { PLATFORM_AUTH_HTTP_SERVICE } from './platform-auth.constants.js';
@@ -41,7 +43,11 @@ export {
   type PlatformInterceptor,
 } from './http/transport/undici.interceptor.js';
 export { PlatformUnavailableError } from './calls/calls.errors.js';
-export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
+export {
+  PlatformAuthExceptionFilter,
+  type PlatformAuthAnsweredError,
+  type PlatformAuthErrorBody,
+} from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
 export type { RotateCredentialsInput } from './token/credentials.rotator.js';
 export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } from './token/assertion.signer.js';

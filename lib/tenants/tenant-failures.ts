@@ -28,7 +28,7 @@ export class TenantFailures {
   record(tenantId: string, cause: unknown, nowMs: number): TenantResolutionError {
     const count = (this.failures.get(tenantId)?.count ?? 0) + 1;
     const backoffMs = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (count - 1));
-    const error = new TenantResolutionError(tenantId, new Date(nowMs + backoffMs), cause);
+    const error = new TenantResolutionError(tenantId, new Date(nowMs + backoffMs), cause, backoffMs);
     this.failures.delete(tenantId);
     this.failures.set(tenantId, { count, error });
     if (this.failures.size > this.limit) this.failures.delete(this.failures.keys().next().value!);

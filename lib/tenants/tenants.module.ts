@@ -12,6 +12,7 @@ import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.er
 import { integrationName } from '../options/integration-name.util.js';
 import { PlatformTenants, type TenantRegistrySettings } from './platform-tenants.js';
 import { PlatformTenantHttpService } from './tenant-http.service.js';
+import { sealTenantsOptions } from './tenants.secrets.js';
 import type { PlatformTenantsOptions } from './tenants.types.js';
 
 const DEFAULT_REGISTRY = 'tenants';
@@ -19,6 +20,8 @@ const DEFAULT_MAX_RESIDENT = 1_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60_000;
 /** Below this an idle sweep would evict tenants between two calls of one unit of work. */
 const MIN_IDLE_TIMEOUT_MS = 1_000;
+const DEFAULT_RESOLVE_TIMEOUT_MS = 10_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 const PLATFORM_TENANTS_OPTIONS = Symbol('PLATFORM_TENANTS_OPTIONS');
 /** The registry under a token both builds share, so the health indicator of either finds it. */
@@ -33,7 +36,17 @@ export interface PlatformTenantsAsyncOptions extends Pick<ModuleMetadata, 'impor
 
 /** The registry's own settings checked (every problem at once); the rest is shared by every tenant. */
 export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantRegistrySettings {
-  const { resolve, name, maxResident, idleTimeoutMs, telemetry, isGlobal: _global, ...shared } = options;
+  const {
+    resolve,
+    name,
+    maxResident,
+    idleTimeoutMs,
+    resolveTimeoutMs,
+    drainTimeoutMs,
+    telemetry,
+    isGlobal: _global,
+    ...shared
+  } = options;
   const problems: ConfigProblem[] = [];
   const problem = (option: string, message: string) => problems.push({ option, setting: option, message });
   if (typeof resolve !== 'function')
@@ -50,6 +63,12 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
   if (idleTimeoutMs !== undefined && !(Number.isInteger(idleTimeoutMs) && idleTimeoutMs >= MIN_IDLE_TIMEOUT_MS)) {
     problem('idleTimeoutMs', `must be a whole number of ms >= ${MIN_IDLE_TIMEOUT_MS}, got ${String(idleTimeoutMs)}`);
   }
+  if (resolveTimeoutMs !== undefined && !(Number.isInteger(resolveTimeoutMs) && resolveTimeoutMs >= 1)) {
+    problem('resolveTimeoutMs', `must be a whole number of ms >= 1, got ${String(resolveTimeoutMs)}`);
+  }
+  if (drainTimeoutMs !== undefined && !(Number.isInteger(drainTimeoutMs) && drainTimeoutMs >= 0)) {
+    problem('drainTimeoutMs', `must be a whole number of ms >= 0, got ${String(drainTimeoutMs)}`);
+  }
   const inSpans = telemetry?.tenantIdInSpans;
   if (inSpans !== undefined && typeof inSpans !== 'boolean')
     problem('telemetry.tenantIdInSpans', 'must be true or false');
@@ -64,6 +83,8 @@ export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantR
     shared,
     maxResident: maxResident ?? DEFAULT_MAX_RESIDENT,
     idleTimeoutMs: idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    resolveTimeoutMs: resolveTimeoutMs ?? DEFAULT_RESOLVE_TIMEOUT_MS,
+    drainTimeoutMs: drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS,
     telemetry: { tenantIdInSpans: inSpans ?? false, tenantIdInMetrics: new Set(inMetrics) },
     clock: shared.clock ?? systemClock,
     logger: shared.logger ?? new Logger(`${LOGGER_CONTEXT}:${registry}`),
@@ -91,7 +112,7 @@ export class PlatformTenantsModule {
     return {
       module: PlatformTenantsModule,
       global: options.isGlobal,
-      providers: [{ provide: PLATFORM_TENANTS_OPTIONS, useValue: options }, ...providers],
+      providers: [{ provide: PLATFORM_TENANTS_OPTIONS, useValue: sealTenantsOptions(options) }, ...providers],
       exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],
     };
   }
@@ -102,7 +123,11 @@ export class PlatformTenantsModule {
       global: options.isGlobal,
       imports: options.imports ?? [],
       providers: [
-        { provide: PLATFORM_TENANTS_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        {
+          provide: PLATFORM_TENANTS_OPTIONS,
+          useFactory: async (...args: never[]) => sealTenantsOptions(await options.useFactory(...args)),
+          inject: options.inject ?? [],
+        },
         ...providers,
       ],
       exports: [PlatformTenants, PLATFORM_TENANTS, PlatformTenantHttpService],

@@ -15,7 +15,9 @@ export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
   /**
    * The application's lookup (a database row, a secret manager, files): the tenant's settings, or `undefined` for a
    * tenant it does not know (`UnknownTenantError`). Called once per resolution however many callers wait; when it
-   * throws, callers share the failure for a back-off of 1 s, doubling on each further failure up to 30 s.
+   * throws or gives no answer within `resolveTimeoutMs`, callers share the failure for a back-off of 1 s, doubling on
+   * each further failure up to 30 s. A tenant is admitted (and may displace the least recently used) only once this
+   * gave valid settings for it.
    */
   resolve: (tenantId: string) => Promise<PlatformTenantOptions | undefined>;
   /**
@@ -25,8 +27,21 @@ export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
   name?: string;
   /** Tenants holding keys, tokens and sockets at once; past it the least recently used is evicted. Default 1,000. */
   maxResident?: number;
-  /** A tenant unused for this long is evicted (it comes back on its next `get`). Default 30 minutes. */
+  /**
+   * A tenant unused for this long is evicted (it comes back on its next `get`); one with calls in flight is not
+   * idle. Default 30 minutes.
+   */
   idleTimeoutMs?: number;
+  /**
+   * How long `resolve` may take: its callers then get a `TenantResolutionError` (`timedOut`), shared for the back-off
+   * as any failed resolution. Default 10 seconds.
+   */
+  resolveTimeoutMs?: number;
+  /**
+   * How long an evicted tenant's calls in flight may take to get their answers before its sockets close; new calls
+   * to it are refused at once (`TenantReleasedError`). Default 30 seconds.
+   */
+  drainTimeoutMs?: number;
   /** Whether tenants' telemetry may carry their ids (by default it never does). */
   telemetry?: PlatformTenantsTelemetryOptions;
   /** Register the module globally. */
@@ -59,8 +74,10 @@ export interface PlatformTenant {
 
 /** Counts only: never a tenant id. */
 export interface PlatformTenantsStatus {
-  /** Tenants resident now (built or being built). */
+  /** Tenants resident now (built, holding keys, tokens and sockets). */
   readonly resident: number;
+  /** Tenants being resolved or built now: not resident yet, so they displace none. */
+  readonly resolving: number;
   readonly maxResident: number;
   /** Tenants evicted since start (least recently used, idle, or by `evict`). */
   readonly evictions: number;
@@ -68,6 +85,6 @@ export interface PlatformTenantsStatus {
   readonly resolverFailures: number;
   /** True once the application shut the registry down: it resolves no tenant any more. */
   readonly closed: boolean;
-  /** Resident tenants per token state; tenants still being built are under `none`. */
+  /** Resident tenants per token state. */
   readonly byState: Readonly<Record<TokenState, number>>;
 }

@@ -15,6 +15,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
     leaf: [
       'util',
       'platform-auth.errors.ts',
+      'platform-auth.tenant-errors.ts',
       'platform-auth.clock.ts',
       'platform-auth.constants.ts',
       'platform-auth.observer.ts',

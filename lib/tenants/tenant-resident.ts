@@ -1,0 +1,129 @@
+import type { AxiosInstance } from 'axios';
+import { scheduleOn, type Clock } from '../platform-auth.clock.js';
+import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import { TokenExchangeError } from '../platform-auth.errors.js';
+import { describeTenant } from '../util/tenant-text.util.js';
+import { TenantReleasedError } from './tenants.errors.js';
+import type { PlatformTenant } from './tenants.types.js';
+
+/** Exchange errors already named: one error is shared by every caller that waited for the same exchange. */
+const NAMED = new WeakSet<Error>();
+
+/**
+ * One built tenant: its runtime, a count of the calls in flight through its `http` and `fetch`, and its stop. Evicted,
+ * it takes no new call (`TenantReleasedError`) but lets the calls in flight have their answers before its sockets
+ * close, for at most the drain time: a POST the platform already took must not be cut.
+ */
+export class ResidentTenant {
+  readonly tenant: PlatformTenant;
+  /** The same settled promise for every `get` of a warm tenant: nothing is allocated per call. */
+  readonly answer: Promise<PlatformTenant>;
+  lastUsedMs: number;
+  readonly #tenantId: string;
+  readonly #runtime: PlatformAuthRuntime;
+  #inFlight = 0;
+  #draining = false;
+  #drained?: () => void;
+  #stopped?: Promise<void>;
+
+  constructor(tenantId: string, runtime: PlatformAuthRuntime, nowMs: number) {
+    this.#tenantId = tenantId;
+    this.#runtime = runtime;
+    this.lastUsedMs = nowMs;
+    const axiosRef: AxiosInstance = runtime.httpService.axiosRef;
+    // Every call of `PlatformHttpService` goes through its instance's `request`; `fetch` is the instance's own field.
+    const request = axiosRef.request.bind(axiosRef);
+    axiosRef.request = (config) => {
+      if (!this.#admit()) return this.#refused();
+      try {
+        return this.#track(request(config));
+      } catch (error) {
+        this.#done();
+        throw error;
+      }
+    };
+    const platformFetch = runtime.platformFetch;
+    const fetch = platformFetch.fetch;
+    platformFetch.fetch = (input, init) => {
+      if (!this.#admit()) return this.#refused();
+      try {
+        return this.#track(fetch(input, init));
+      } catch (error) {
+        this.#done();
+        throw error;
+      }
+    };
+    this.tenant = { tenantId, http: runtime.httpService, fetch: platformFetch, tokens: runtime.tokens };
+    this.answer = Promise.resolve(this.tenant);
+  }
+
+  /** Calls in flight now: an idle sweep leaves a tenant that has some. */
+  get busy(): boolean {
+    return this.#inFlight > 0;
+  }
+
+  /**
+   * Takes no new call, waits for the calls in flight (at most `drainTimeoutMs` on `clock`), then stops the runtime:
+   * timers, sockets, store connection, PKCS#11 sessions. With nothing in flight the runtime stops at once.
+   */
+  stop(drainTimeoutMs: number, clock: Clock): Promise<void> {
+    if (this.#stopped) return this.#stopped;
+    this.#draining = true;
+    if (this.#inFlight === 0) {
+      this.#stopped = this.#runtime.onApplicationShutdown();
+      return this.#stopped;
+    }
+    this.#stopped = new Promise<void>((resolve) => {
+      const cancel = scheduleOn(clock, drainTimeoutMs, () => this.#drained?.());
+      this.#drained = () => {
+        this.#drained = undefined;
+        cancel();
+        resolve();
+      };
+    }).then(() => this.#runtime.onApplicationShutdown());
+    return this.#stopped;
+  }
+
+  /** Counts a call in, unless the tenant was evicted. */
+  #admit(): boolean {
+    if (this.#draining) return false;
+    this.#inFlight += 1;
+    return true;
+  }
+
+  #refused(): Promise<never> {
+    return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
+  }
+
+  /** The call's own promise, counted out when it settles: one `then` per call, with handlers made once. */
+  #track<T>(sending: Promise<T>): Promise<T> {
+    return sending.then<T, never>(this.#answered, this.#failed);
+  }
+
+  readonly #answered = <T>(answer: T): T => {
+    this.#done();
+    return answer;
+  };
+
+  readonly #failed = (error: unknown): never => {
+    this.#done();
+    throw this.#named(error);
+  };
+
+  /**
+   * A failed exchange says which tenant it is about: its message, which the exception filter logs, starts with the
+   * tenant's id. Only on failure, so a call that works costs nothing more.
+   */
+  #named(error: unknown): unknown {
+    if (error instanceof TokenExchangeError && !NAMED.has(error)) {
+      NAMED.add(error);
+      error.message = `Tenant ${describeTenant(this.#tenantId)}: ${error.message}`;
+    }
+    return error;
+  }
+
+  #done(): void {
+    this.#inFlight -= 1;
+    if (this.#inFlight === 0) this.#drained?.();
+  }
+}
