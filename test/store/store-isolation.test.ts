@@ -100,6 +100,25 @@ describe('entries bound to the key pair', () => {
     expect((await owner.fetch('/api/billing')).status).toBe(200);
   });
 
+  it("a Retry-After answered to a pair the platform also accepts under the machineId does not hold the other pair's calls", async () => {
+    const owner = await platform.createIntegration({ name: 'reregistered' });
+    const rateLimit = { requestsPerSecond: 50, maxWaitMs: 1_000 };
+    const first = (await replica({ ...owner.moduleOptions, rateLimit })).get(PlatformFetch);
+    expect((await first.fetch('/api/billing')).status).toBe(200);
+    // The platform now takes another certificate under the same machineId; the first pair's token stays valid.
+    const other = await createTestCredentials();
+    platform.replaceCertificate(owner.machineId, other.certificatePem);
+    const key = { privateKey: other.privateKeyPem, certificate: other.certificatePem };
+    const second = (await replica({ ...owner.moduleOptions, key, rateLimit })).get(PlatformFetch);
+
+    platform.injectFault({ kind: 'retry-after', status: 429, retryAfter: 600 }, 'api');
+    await expect(second.fetch('/api/billing')).rejects.toMatchObject({ status: 429 });
+
+    // Ten minutes asked of the second pair: on a shared bucket the first would fail at once (maxWaitMs 1 s).
+    expect((await first.fetch('/api/billing')).status).toBe(200);
+    expect(platform.counters.exchanges.accepted).toBe(2);
+  });
+
   it('replicas holding the same pair still share one token', async () => {
     const replicas = await Promise.all([replica({}), replica({}), replica({})]);
 
