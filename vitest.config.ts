@@ -72,6 +72,8 @@ const testOptions = {
   // Hang guards only: tests wait for conditions, never for a time, so a slow machine takes longer but passes.
   testTimeout: 300_000,
   hookTimeout: 300_000,
+  // `expect.poll` waits for a condition; its default of 1 s is a race on a busy machine, not a bound on correctness.
+  expect: { poll: { timeout: 120_000 } },
 } satisfies TestProjectInlineConfiguration['test'];
 
 export default defineConfig({
