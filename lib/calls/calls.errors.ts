@@ -27,9 +27,15 @@ export class PlatformUnavailableError extends PlatformAuthError {
     const availableAtMs = nowMs + retryAfterMs;
     super(
       `The platform answered ${status} to ${method} ${url} and takes calls again at ` +
-        `${new Date(availableAtMs).toISOString()} (in ${Math.ceil(retryAfterMs / 1000)} s), later than ` +
+        `${dateText(availableAtMs)} (in ${Math.ceil(retryAfterMs / 1000)} s), later than ` +
         `retry.maxDelayMs (${maxDelayMs} ms) allows waiting; the call was not re-sent`,
     );
     this.availableAtMs = availableAtMs;
   }
+}
+
+/** The moment as ISO text; one past any date (a `Retry-After` of more digits than a clock holds) says so. */
+function dateText(epochMs: number): string {
+  const date = new Date(epochMs);
+  return Number.isNaN(date.getTime()) ? 'no date a clock can show' : date.toISOString();
 }

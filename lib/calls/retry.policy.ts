@@ -93,9 +93,11 @@ export class CallRetryPolicy {
 
   /**
    * After a retriable status (`isRetriableStatus`) answered send number `attempt` of a call: a 429 or 503 with
-   * `Retry-After` holds `gate` until then, whatever the call; for a call `start` allowed to be re-sent, the delay
+   * `Retry-After` holds `gate` until then, whatever the call, but never longer than `maxDelayMs` (one answer must not
+   * stop the fleet for longer than any call would wait for it); for a call `start` allowed to be re-sent, the delay
    * before the next send, or `undefined` when this answer goes to the caller. A 429 without `Retry-After` is not
-   * re-sent: only the platform knows when it takes calls again.
+   * re-sent: only the platform knows when it takes calls again. The clients give no `Retry-After` of an answer from
+   * outside the allowed origins: a foreign server neither holds the gate nor sets the delay.
    * @throws PlatformUnavailableError when `Retry-After` is longer than `maxDelayMs`.
    */
   afterAnswer(
@@ -106,7 +108,8 @@ export class CallRetryPolicy {
   ): number | undefined {
     const now = this.clock.now();
     const retryAfterMs = parseRetryAfter(retryAfter, now);
-    if (retryAfterMs !== undefined && (status === 429 || status === 503)) call.gate.holdUntil(now + retryAfterMs);
+    if (retryAfterMs !== undefined && (status === 429 || status === 503))
+      call.gate.holdUntil(now + Math.min(retryAfterMs, this.settings.maxDelayMs));
     if (!call.eligible || attempt >= this.settings.maxAttempts || (status === 429 && retryAfterMs === undefined))
       return undefined;
     if (retryAfterMs !== undefined && retryAfterMs > this.settings.maxDelayMs) {

@@ -117,7 +117,9 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
     return response.status === 401 && carried && this.policy.isReplayable(this.config.data);
   }
 
-  retryAfter({ response }: Outcome): unknown {
+  /** `Retry-After` of an answer from an allowed origin only: a chain that left them holds nothing of ours. */
+  retryAfter({ response, carried }: Outcome): unknown {
+    if (!carried) return undefined;
     return AxiosHeaders.from(response.headers as AxiosHeaders).get('Retry-After');
   }
 

@@ -7,7 +7,8 @@ import type { RateLimitShape } from './rate-limit.schedule.js';
  * The fleet's rate limit in one round trip: the replica's heartbeat, then (for `take`) the same rules as
  * `RateLimitSchedule` on the shared state, then the reservation. Time is the Redis server's (`TIME`): every replica
  * measures the one bucket by one clock, so skew between replicas cannot let them exceed the limit together. A hold
- * comes in as a delay and is stored on that clock too. The reply is `{granted, waitMs, replicasSeen}`; a wait beyond
+ * comes in as a delay and is stored on that clock too, in a key of its own that expires when the hold ends: a hold
+ * never outlives its delay in Redis. The reply is `{granted, waitMs, replicasSeen}`; a wait beyond
  * `maxWaitMs` is not reserved. Numbers go back as text: Redis would truncate a Lua number to an integer.
  */
 const RATE_SCRIPT = `
@@ -18,12 +19,13 @@ redis.call('ZADD', KEYS[3], now, replica)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - seenMs)
 redis.call('PEXPIRE', KEYS[3], seenMs)
 local replicas = redis.call('ZCARD', KEYS[3])
-local hold = tonumber(redis.call('HGET', KEYS[1], 'hold')) or 0
+local hold = tonumber(redis.call('GET', KEYS[4])) or 0
 if op == 'seen' then return {1, '0', replicas} end
 if op == 'hold' then
-  hold = math.max(hold, now + tonumber(ARGV[4]))
-  redis.call('HSET', KEYS[1], 'hold', string.format('%.3f', hold))
-  redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), math.ceil(hold - now) + 1000))
+  local delay = tonumber(ARGV[4])
+  if delay > 0 and now + delay > hold then
+    redis.call('SET', KEYS[4], string.format('%.3f', now + delay), 'PX', delay)
+  end
   return {1, '0', replicas}
 end
 local rate, burst, perWindow, windowMs, maxWaitMs =
@@ -42,7 +44,7 @@ tat = math.max(tat, at) + interval
 redis.call('HSET', KEYS[1], 'tat', string.format('%.3f', tat))
 redis.call('RPUSH', KEYS[2], string.format('%.3f', at))
 redis.call('LTRIM', KEYS[2], -perWindow, -1)
-local ttl = math.ceil(math.max(tat, at + windowMs, hold) - now) + 1000
+local ttl = math.ceil(math.max(tat, at + windowMs) - now) + 1000
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 return {1, string.format('%.3f', wait), replicas}`;
@@ -71,7 +73,7 @@ export interface BucketReply {
  * rejects with the store layer's `StoreUnavailable`, which the gate turns into its fallback.
  */
 export class RedisRateBucket {
-  private keys: readonly [string, string, string] = ['', '', ''];
+  private keys: readonly [string, string, string, string] = ['', '', '', ''];
 
   constructor(
     private readonly channel: SharedBucketChannel,
@@ -80,9 +82,9 @@ export class RedisRateBucket {
     private readonly seenMs: number,
   ) {}
 
-  private keysNow(): readonly [string, string, string] {
+  private keysNow(): readonly [string, string, string, string] {
     const base = `${this.channel.keyBase}:rate`;
-    if (this.keys[0] !== base) this.keys = [base, `${base}:window`, `${base}:replicas`];
+    if (this.keys[0] !== base) this.keys = [base, `${base}:window`, `${base}:replicas`, `${base}:hold`];
     return this.keys;
   }
 
@@ -91,9 +93,9 @@ export class RedisRateBucket {
     return this.run('take', [requestsPerSecond, burst, perWindow, windowMs, maxWaitMs]);
   }
 
-  /** No request of the fleet goes for `delayMs` (measured from the store's now). */
+  /** No request of the fleet goes for `delayMs` (measured from the store's now); a finite delay, whole ms. */
   hold(delayMs: number): Promise<BucketReply> {
-    return this.run('hold', [Math.max(0, Math.ceil(delayMs))]);
+    return this.run('hold', [Number.isFinite(delayMs) ? Math.max(0, Math.ceil(delayMs)) : 0]);
   }
 
   /** The heartbeat alone, so a replica that sends nothing still counts when the others work out their share. */
@@ -103,7 +105,7 @@ export class RedisRateBucket {
 
   private run(op: string, numbers: readonly number[]): Promise<BucketReply> {
     const keys = this.keysNow();
-    const args = ['EVAL', RATE_SCRIPT, '3', ...keys, op, this.replica, String(this.seenMs), ...numbers.map(String)];
+    const args = ['EVAL', RATE_SCRIPT, '4', ...keys, op, this.replica, String(this.seenMs), ...numbers.map(String)];
     return boundedStoreOperation(
       async () => parsed(await this.channel.send(keys[0], args)),
       this.channel.operationTimeoutMs,

@@ -70,7 +70,9 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     );
   }
 
-  retryAfter({ response }: FetchSent): unknown {
+  /** `Retry-After` of an answer from an allowed origin only: a redirect target elsewhere holds nothing of ours. */
+  retryAfter({ response, url }: FetchSent): unknown {
+    if (typeof url !== 'string' && !this.policy.isAllowed(url)) return undefined;
     return response.headers.get('retry-after') ?? undefined;
   }
 
