@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PlatformOutboxError } from './outbox.errors.js';
+import { jobIdOf } from './outbox.identity.js';
 import type { OutboxMessage, StoredMessage } from './outbox.types.js';
 
 /** Never at rest, whatever the allow-list says: the client adds the token itself at each send. */
@@ -23,11 +24,11 @@ export function storedHeaderNames(names: readonly string[] = []): ReadonlySet<st
   return new Set(lower);
 }
 
-/** The message checked, its id, and what the job stores. */
+/** The message checked, its id (owner and key), and what the job stores. */
 export function checkMessage(
   message: OutboxMessage,
   allowed: ReadonlySet<string>,
-): { readonly id: string; readonly stored: StoredMessage } {
+): { readonly id: string; readonly key: string; readonly stored: StoredMessage } {
   const fail = (what: string): never => {
     throw new PlatformOutboxError('invalid_message', `PlatformOutbox.enqueue: ${what}`);
   };
@@ -52,6 +53,7 @@ export function checkMessage(
     if (typeof value !== 'string') fail(`the header ${name} must be a string`);
     kept[name] = value;
   }
+  const key = idempotencyKey ?? randomUUID();
   const stored: StoredMessage = {
     ...(integration !== undefined && { integration }),
     ...(tenant !== undefined && { tenant }),
@@ -59,6 +61,7 @@ export function checkMessage(
     path,
     ...(body !== undefined && { body }),
     ...(Object.keys(kept).length > 0 && { headers: kept }),
+    idempotencyKey: key,
   };
-  return { id: idempotencyKey ?? randomUUID(), stored };
+  return { id: jobIdOf(stored, key), key, stored };
 }

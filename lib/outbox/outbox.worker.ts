@@ -43,6 +43,7 @@ export function outboxJob(job: Job): OutboxJob {
   return {
     ...(job.data as StoredMessage),
     id: String(job.id),
+    idempotencyKey: (job.data as StoredMessage).idempotencyKey ?? String(job.id),
     attemptsMade: job.attemptsMade,
     enqueuedAt: job.timestamp,
   };
@@ -101,7 +102,7 @@ export function startWorker(
           ? await settings.reconcile(outboxJob(job)).catch(() => undefined)
           : 'send';
       if (answer === 'delivered') return { status: 0, reconciled: true };
-      const key = { header: settings.keyHeader, value: String(job.id) };
+      const key = { header: settings.keyHeader, value: stored.idempotencyKey ?? String(job.id) };
       verdict =
         answer === 'send'
           ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, Date.now)

@@ -16,7 +16,8 @@ import {
   type OutboxRedis,
 } from './outbox.connection.js';
 import type { SendFetch } from './outbox.delivery.js';
-import { PlatformOutboxError } from './outbox.errors.js';
+import { PlatformOutboxError, PlatformOutboxKeyConflictError } from './outbox.errors.js';
+import { assertSameRequest } from './outbox.identity.js';
 import { checkMessage } from './outbox.message.js';
 import type { OutboxSettings } from './outbox.settings.js';
 import type {
@@ -103,11 +104,13 @@ export class PlatformOutbox
   }
 
   /**
-   * Stores `message` durably and returns its id (its idempotency key). Enqueueing a key already in the outbox adds
-   * nothing and returns the same id, so a caller unsure whether an enqueue went through calls it again with the key.
+   * Stores `message` durably and returns its id (its integration or tenant, and its idempotency key). The same
+   * request again under the same key adds nothing and returns the same id, so a caller unsure whether an enqueue went
+   * through calls it again; another request under a key its integration or tenant already used is refused
+   * (`PlatformOutboxKeyConflictError`).
    */
   async enqueue(message: OutboxMessage): Promise<string> {
-    const { id, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { id, key, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
     const { attempts, keepSentMs, bodyCodec } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
@@ -122,6 +125,14 @@ export class PlatformOutbox
         removeOnFail: false,
       }),
     );
+    // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
+    const held = await this.bounded(this.queue().getJob(id)).catch((error: unknown) => {
+      // Data under the id that is not a job's: not this request, whatever wrote it.
+      if (error instanceof SyntaxError) return null;
+      throw error;
+    });
+    if (held === null) throw new PlatformOutboxKeyConflictError(key, id, ['stored data']);
+    if (held) assertSameRequest(held.data as StoredMessage, checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
   }
