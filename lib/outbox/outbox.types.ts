@@ -52,6 +52,8 @@ export interface StoredMessage {
   readonly headers?: Readonly<Record<string, string>>;
   /** The key each attempt sends (absent from jobs stored before keys were scoped: the job's id is sent then). */
   readonly idempotencyKey?: string;
+  /** Set by `retry(id)` when the last attempt may have reached the platform: the next one reconciles first. */
+  readonly mayHaveReached?: true;
 }
 
 /** A job as the `reconcile` hook and the dead-letter list see it. */

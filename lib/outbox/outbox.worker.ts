@@ -51,11 +51,16 @@ export function outboxJob(job: Job): OutboxJob {
 
 /**
  * A previous attempt of `job` may have reached the platform: it ended ambiguous, or it started and never ended (its
- * worker died, so BullMQ found it stalled).
+ * worker died, so BullMQ found it stalled, or gave up on it with a reason of its own), or it did so before a
+ * `retry(id)` that cleared these marks.
  */
-function mayHaveReached(job: Job): boolean {
+export function mayHaveReached(job: Job): boolean {
+  const reason = job.failedReason;
   return (
-    job.stalledCounter > 0 || job.attemptsStarted > job.attemptsMade + 1 || job.failedReason?.startsWith(AMBIGUOUS)
+    (job.data as StoredMessage).mayHaveReached === true ||
+    job.stalledCounter > 0 ||
+    job.attemptsStarted > job.attemptsMade + 1 ||
+    (reason !== undefined && reason !== '' && !reason.startsWith(REFUSED) && !reason.startsWith(TRANSIENT))
   );
 }
 

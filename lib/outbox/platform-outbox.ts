@@ -28,7 +28,7 @@ import type {
   OutboxStatus,
   StoredMessage,
 } from './outbox.types.js';
-import { REFUSED, outboxJob, startWorker, type DeliveryListener } from './outbox.worker.js';
+import { REFUSED, mayHaveReached, outboxJob, startWorker, type DeliveryListener } from './outbox.worker.js';
 
 /** How many failed jobs `deadLetters()`, `failures()` and `status()` read at most. */
 const FAILED_PAGE = 10_000;
@@ -152,6 +152,10 @@ export class PlatformOutbox
     const job = await this.bounded(this.queue().getJob(String(id)));
     if (!job || (await this.bounded(job.getState())) !== 'failed') {
       throw new PlatformOutboxError('not_found', 'PlatformOutbox.retry: no failed or dead-lettered job with that id');
+    }
+    // BullMQ's retry clears the failed reason and the counts that tell an ambiguous last attempt: the job keeps it.
+    if (mayHaveReached(job) && !(job.data as StoredMessage).mayHaveReached) {
+      await this.bounded(job.updateData({ ...(job.data as StoredMessage), mayHaveReached: true }));
     }
     await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
   }
