@@ -1,12 +1,13 @@
 import type * as BullMqModule from 'bullmq';
 import type { ConnectionOptions, Queue, Worker } from 'bullmq';
+import { tolerantBullMq } from './outbox.bull.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import type { OutboxConnection, OutboxRedisClient } from './outbox.types.js';
 
 export const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
 
 /** The part of bullmq the outbox uses: loaded when the outbox starts, so an app without it never loads it. */
-export type BullMq = Pick<typeof BullMqModule, 'Queue' | 'Worker' | 'UnrecoverableError'>;
+export type BullMq = Pick<typeof BullMqModule, 'Job' | 'Queue' | 'Worker' | 'UnrecoverableError'>;
 export type OutboxQueue = Queue;
 export type OutboxBullWorker = Worker;
 
@@ -34,7 +35,7 @@ function isReady(client: unknown): boolean {
 }
 
 export async function loadBullMq(): Promise<BullMq> {
-  return (import('bullmq') as Promise<BullMq>).catch(() => {
+  return (import('bullmq') as Promise<BullMq>).then(tolerantBullMq, () => {
     throw new PlatformOutboxError(
       'config',
       'PlatformOutboxModule needs the `bullmq` package (6): npm install bullmq@6',

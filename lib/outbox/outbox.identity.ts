@@ -51,11 +51,15 @@ function headersOf(message: StoredMessage): string {
  * acknowledges a key again only for the request it first stored.
  */
 export function assertSameRequest(
-  stored: StoredMessage,
+  held: unknown,
   given: StoredMessage,
   ids: { readonly key: string; readonly id: string },
   codec: OutboxBodyCodec | undefined,
 ): void {
+  // Data under the id that is no message (written by something else than enqueue): not this request.
+  if (typeof held !== 'object' || held === null || Array.isArray(held))
+    throw new PlatformOutboxKeyConflictError(ids.key, ids.id, ['stored data']);
+  const stored = held as StoredMessage;
   const differs: string[] = [];
   if (stored.method !== given.method) differs.push('method');
   if (stored.path !== given.path) differs.push('path');

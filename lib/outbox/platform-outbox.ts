@@ -16,9 +16,9 @@ import {
   type OutboxRedis,
 } from './outbox.connection.js';
 import type { SendFetch } from './outbox.delivery.js';
-import { PlatformOutboxError, PlatformOutboxKeyConflictError } from './outbox.errors.js';
+import { PlatformOutboxError } from './outbox.errors.js';
 import { assertSameRequest } from './outbox.identity.js';
-import { checkMessage } from './outbox.message.js';
+import { checkMessage, checkSealedSize } from './outbox.message.js';
 import type { OutboxSettings } from './outbox.settings.js';
 import type {
   OutboxEvents,
@@ -116,6 +116,7 @@ export class PlatformOutbox
       bodyCodec && checked.body !== undefined
         ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
         : checked;
+    if (stored !== checked) checkSealedSize(stored);
     await this.bounded(
       this.queue().add('message', stored, {
         jobId: id,
@@ -126,13 +127,8 @@ export class PlatformOutbox
       }),
     );
     // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
-    const held = await this.bounded(this.queue().getJob(id)).catch((error: unknown) => {
-      // Data under the id that is not a job's: not this request, whatever wrote it.
-      if (error instanceof SyntaxError) return null;
-      throw error;
-    });
-    if (held === null) throw new PlatformOutboxKeyConflictError(key, id, ['stored data']);
-    if (held) assertSameRequest(held.data as StoredMessage, checked, { key, id }, bodyCodec);
+    const held = await this.bounded(this.queue().getJob(id));
+    if (held) assertSameRequest(held.data, checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
   }

@@ -198,6 +198,8 @@ describe('PlatformOutbox: input', () => {
       [{ ...MESSAGE, method: 'FETCH' }, /method must be one of/],
       [{ ...MESSAGE, path: 'https://elsewhere.example/api' }, /path must be a path/],
       [{ ...MESSAGE, path: '//elsewhere.example/api' }, /path must be a path/],
+      [{ ...MESSAGE, path: '/\\elsewhere.example/api' }, /path must be a path/],
+      [{ ...MESSAGE, body: 'x'.repeat(1_100_000) }, /over 1048576 bytes/],
       [{ ...MESSAGE, integration: 'a', tenant: 'b' }, /integration or tenant, not both/],
       [{ ...MESSAGE, idempotencyKey: 'has:colon' }, /idempotencyKey must be/],
       [{ ...MESSAGE, idempotencyKey: '12345' }, /idempotencyKey must be/],
