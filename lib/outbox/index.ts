@@ -7,7 +7,7 @@ export {
   type PlatformOutboxModuleExtras,
   type PlatformOutboxModuleOptions,
 } from './outbox.module.js';
-export { PlatformOutboxError, type PlatformOutboxFailure } from './outbox.errors.js';
+export { PlatformOutboxError, PlatformOutboxKeyConflictError, type PlatformOutboxFailure } from './outbox.errors.js';
 export type {
   OutboxBodyCodec,
   OutboxConnection,

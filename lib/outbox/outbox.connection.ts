@@ -1,12 +1,14 @@
 import type * as BullMqModule from 'bullmq';
 import type { ConnectionOptions, Queue, Worker } from 'bullmq';
+import { tolerantBullMq } from './outbox.bull.js';
+import { reveal, secretText } from '../util/secret.util.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import type { OutboxConnection, OutboxRedisClient } from './outbox.types.js';
 
 export const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
 
 /** The part of bullmq the outbox uses: loaded when the outbox starts, so an app without it never loads it. */
-export type BullMq = Pick<typeof BullMqModule, 'Queue' | 'Worker' | 'UnrecoverableError'>;
+export type BullMq = Pick<typeof BullMqModule, 'Job' | 'Queue' | 'Worker' | 'UnrecoverableError'>;
 export type OutboxQueue = Queue;
 export type OutboxBullWorker = Worker;
 
@@ -34,7 +36,7 @@ function isReady(client: unknown): boolean {
 }
 
 export async function loadBullMq(): Promise<BullMq> {
-  return (import('bullmq') as Promise<BullMq>).catch(() => {
+  return (import('bullmq') as Promise<BullMq>).then(tolerantBullMq, () => {
     throw new PlatformOutboxError(
       'config',
       'PlatformOutboxModule needs the `bullmq` package (6): npm install bullmq@6',
@@ -62,13 +64,14 @@ export async function openRedis(
     );
   }
   if (isClient(given)) return { connection: given as ConnectionOptions, ready: () => isReady(given) };
+  const opened = 'url' in given ? { url: reveal(given.url) as string } : { ...given, password: reveal(given.password) };
   const redis = await (import('redis') as Promise<unknown> as Promise<NodeRedis>).catch(() => {
     throw new PlatformOutboxError(
       'config',
       'PlatformOutboxModule needs the `redis` package (node-redis 5 or 6) for a connection given as a URL or options',
     );
   });
-  const client = redis.createClient(clientOptions(given));
+  const client = redis.createClient(clientOptions(opened as typeof given));
   // Connection errors are reported through BullMQ's own listeners and by enqueue's bound; this one keeps an
   // unanswered 'error' event from ending the process.
   client.on('error', () => undefined);
@@ -98,4 +101,22 @@ function clientOptions(given: Exclude<OutboxConnection, OutboxRedisClient>): Rec
     ...(password !== undefined && { password }),
     ...(db !== undefined && { database: db }),
   };
+}
+
+/**
+ * The options as the module keeps them: a password, and a URL (which may hold one), as secrets that no dump of the
+ * application's providers renders; `openRedis` reads them. A client instance is the application's and stays as given.
+ */
+export function sealConnection<T extends { readonly connection?: OutboxConnection }>(options: T): T {
+  const { connection } = options;
+  if (typeof connection !== 'object' || connection === null || isClient(connection)) return options;
+  const sealed =
+    'url' in connection
+      ? typeof connection.url === 'string'
+        ? { ...connection, url: secretText(connection.url) }
+        : connection
+      : typeof connection.password === 'string'
+        ? { ...connection, password: secretText(connection.password) }
+        : connection;
+  return { ...options, connection: sealed as unknown as OutboxConnection };
 }

@@ -27,8 +27,34 @@ function isRefusal(status: number): boolean {
 /** Only what names the failure: an error code of the platform's form, never free text that could echo the body. */
 const ERROR_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 
+/** The most of an error body read for its code: a body past it is cut off, and its connection closed. */
+export const ERROR_BODY_BYTES = 4_096;
+
+/** Up to `ERROR_BODY_BYTES` of the body, or `undefined` past them (a code cannot be read from part of the JSON). */
+async function boundedText(response: Response): Promise<string | undefined> {
+  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const read = await reader.read();
+      if (read.done) return Buffer.concat(chunks).toString('utf8');
+      const value: Uint8Array = read.value;
+      chunks.push(value);
+      size += value.byteLength;
+      if (size > ERROR_BODY_BYTES) return undefined;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
 async function errorCode(response: Response): Promise<string | undefined> {
-  const text = await response.text().catch(() => '');
+  const text = await boundedText(response);
+  if (text === undefined) return undefined;
   try {
     const { error } = JSON.parse(text) as { error?: unknown };
     return typeof error === 'string' && ERROR_CODE.test(error) ? error : undefined;

@@ -1,7 +1,10 @@
 import { PlatformAuthError } from '../platform-auth.errors.js';
 
-/** What is wrong: a setting of the module, a message given to `enqueue`, an unknown job, or Redis out of reach. */
-export type PlatformOutboxFailure = 'config' | 'invalid_message' | 'not_found' | 'unavailable';
+/**
+ * What is wrong: a setting of the module, a message given to `enqueue`, an idempotency key already taken by another
+ * request, an unknown job, or Redis out of reach.
+ */
+export type PlatformOutboxFailure = 'config' | 'invalid_message' | 'key_conflict' | 'not_found' | 'unavailable';
 
 /**
  * An outbox call that cannot be done. The message names the setting, field or header concerned, never a value of a
@@ -15,5 +18,26 @@ export class PlatformOutboxError extends PlatformAuthError {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * `enqueue` with an idempotency key its integration or tenant already used for another request (as an HTTP API
+ * answers 422 to a reused `Idempotency-Key`): nothing is stored, and the message already in the outbox is unchanged.
+ */
+export class PlatformOutboxKeyConflictError extends PlatformOutboxError {
+  constructor(
+    /** The key as the caller gave it. */
+    readonly idempotencyKey: string,
+    /** The id of the message already stored under the key. */
+    readonly id: string,
+    /** What differs from the stored request: `method`, `path`, `headers`, `body`; never their values. */
+    readonly differs: readonly string[],
+  ) {
+    super(
+      'key_conflict',
+      `PlatformOutbox.enqueue: the idempotency key ${idempotencyKey} is already in the outbox for another request ` +
+        `(its ${differs.join(', ')} differ); a new request needs a new key`,
+    );
   }
 }

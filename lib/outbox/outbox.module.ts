@@ -6,6 +6,7 @@ import { getPlatformFetchToken } from '../platform-auth.integrations.js';
 import { configurableModule } from '../platform-auth.module-helpers.js';
 import type { PlatformTenants } from '../tenants/platform-tenants.js';
 import { PLATFORM_TENANTS } from '../tenants/tenants.module.js';
+import { sealConnection } from './outbox.connection.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { withOutboxEnvironment } from './outbox.environment.js';
 import { PlatformOutboxError } from './outbox.errors.js';
@@ -81,11 +82,26 @@ export class PlatformOutboxModule {
   }
 }
 
+/** The options provider gives the options with the Redis password and URL sealed (`sealConnection`). */
+function sealedOptions(provider: Provider): Provider {
+  if (typeof provider !== 'object' || provider.provide !== PLATFORM_OUTBOX_OPTIONS) return provider;
+  if ('useValue' in provider)
+    return { ...provider, useValue: sealConnection(provider.useValue as PlatformOutboxOptions) };
+  if ('useFactory' in provider) {
+    const factory = provider.useFactory;
+    return {
+      ...provider,
+      useFactory: async (...args: unknown[]) => sealConnection((await factory(...args)) as PlatformOutboxOptions),
+    };
+  }
+  return provider;
+}
+
 function withOutbox(definition: DynamicModule): DynamicModule {
   return {
     ...definition,
     module: PlatformOutboxModule,
-    providers: [...(definition.providers ?? []), ...PROVIDERS],
+    providers: [...(definition.providers ?? []).map(sealedOptions), ...PROVIDERS],
     exports: [PlatformOutbox, PLATFORM_OUTBOX],
   };
 }

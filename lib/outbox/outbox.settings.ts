@@ -60,6 +60,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     maxDelayMs,
     sendTimeoutMs: integer('sendTimeoutMs', options.sendTimeoutMs, 30_000, 1, 600_000),
     keyHeader,
+    storedHeaders,
     concurrency: integer('worker.concurrency', workerOptions.concurrency, 4, 1, 1_000),
     lockDurationMs: integer('worker.lockDurationMs', workerOptions.lockDurationMs, 30_000, 100, 3_600_000),
     ...(options.reconcile && { reconcile: options.reconcile }),

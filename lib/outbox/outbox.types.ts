@@ -33,7 +33,10 @@ export interface OutboxMessage {
   readonly body?: unknown;
   /** Stored (and sent) only when every name is in `storedHeaders`. */
   readonly headers?: Readonly<Record<string, string>>;
-  /** The message's idempotency key and id; a new UUID when absent. Enqueueing a key again adds nothing. */
+  /**
+   * The message's idempotency key, sent with every attempt; a new UUID when absent. The same key with the same request
+   * under the same integration or tenant adds nothing; with another request it is refused.
+   */
   readonly idempotencyKey?: string;
 }
 
@@ -47,12 +50,18 @@ export interface StoredMessage {
   readonly body?: unknown;
   readonly sealed?: true;
   readonly headers?: Readonly<Record<string, string>>;
+  /** The key each attempt sends (absent from jobs stored before keys were scoped: the job's id is sent then). */
+  readonly idempotencyKey?: string;
+  /** Set by `retry(id)` when the last attempt may have reached the platform: the next one reconciles first. */
+  readonly mayHaveReached?: true;
 }
 
 /** A job as the `reconcile` hook and the dead-letter list see it. */
 export interface OutboxJob extends StoredMessage {
-  /** The message's id, which is its idempotency key. */
+  /** The message's id: its integration or tenant (hashed) and its idempotency key, as `enqueue` returned it. */
   readonly id: string;
+  /** The key each attempt of the message carries, as given to `enqueue`. */
+  readonly idempotencyKey: string;
   /** Attempts that ended (failed or ambiguous) before this one. */
   readonly attemptsMade: number;
   /** Enqueued at, ms since the epoch. */

@@ -1,6 +1,7 @@
 import type { ConnectionOptions, Job } from 'bullmq';
 import type { BullMq, OutboxBullWorker } from './outbox.connection.js';
 import { PlatformOutboxError } from './outbox.errors.js';
+import { checkStoredJob } from './outbox.message.js';
 import { sendOnce, thrownVerdict, type AttemptVerdict, type SendFetch } from './outbox.delivery.js';
 import type { OutboxBodyCodec, OutboxJob, OutboxReconcile, StoredMessage } from './outbox.types.js';
 
@@ -15,6 +16,8 @@ export interface DeliverySettings {
   readonly maxDelayMs: number;
   readonly sendTimeoutMs: number;
   readonly keyHeader: string;
+  /** The header names a job may carry (`storedHeaders`): a job is checked again before each send. */
+  readonly storedHeaders: ReadonlySet<string>;
   readonly concurrency: number;
   readonly lockDurationMs: number;
   readonly reconcile?: OutboxReconcile;
@@ -40,9 +43,14 @@ class RetryLater extends Error {
 }
 
 export function outboxJob(job: Job): OutboxJob {
+  const data: unknown = job.data;
+  // A job's data as Redis holds it, whoever wrote it: listed as it is, never sent unchecked.
   return {
-    ...(job.data as StoredMessage),
+    method: '',
+    path: '',
+    ...(typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as StoredMessage) : undefined),
     id: String(job.id),
+    idempotencyKey: (data as Partial<StoredMessage> | undefined)?.idempotencyKey ?? String(job.id),
     attemptsMade: job.attemptsMade,
     enqueuedAt: job.timestamp,
   };
@@ -50,11 +58,16 @@ export function outboxJob(job: Job): OutboxJob {
 
 /**
  * A previous attempt of `job` may have reached the platform: it ended ambiguous, or it started and never ended (its
- * worker died, so BullMQ found it stalled).
+ * worker died, so BullMQ found it stalled, or gave up on it with a reason of its own), or it did so before a
+ * `retry(id)` that cleared these marks.
  */
-function mayHaveReached(job: Job): boolean {
+export function mayHaveReached(job: Job): boolean {
+  const reason = job.failedReason;
   return (
-    job.stalledCounter > 0 || job.attemptsStarted > job.attemptsMade + 1 || job.failedReason?.startsWith(AMBIGUOUS)
+    (job.data as StoredMessage).mayHaveReached === true ||
+    job.stalledCounter > 0 ||
+    job.attemptsStarted > job.attemptsMade + 1 ||
+    (reason !== undefined && reason !== '' && !reason.startsWith(REFUSED) && !reason.startsWith(TRANSIENT))
   );
 }
 
@@ -91,7 +104,13 @@ export function startWorker(
   listener: DeliveryListener,
 ): OutboxBullWorker {
   const processJob = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
-    const stored = job.data as StoredMessage;
+    let checked: ReturnType<typeof checkStoredJob>;
+    try {
+      checked = checkStoredJob(job.data, String(job.id), settings.storedHeaders);
+    } catch (error) {
+      throw new bull.UnrecoverableError(`${REFUSED}${(error as Error).message}`);
+    }
+    const stored = checked.message;
     let verdict: AttemptVerdict;
     try {
       const message = opened(stored, settings.bodyCodec);
@@ -101,7 +120,7 @@ export function startWorker(
           ? await settings.reconcile(outboxJob(job)).catch(() => undefined)
           : 'send';
       if (answer === 'delivered') return { status: 0, reconciled: true };
-      const key = { header: settings.keyHeader, value: String(job.id) };
+      const key = { header: settings.keyHeader, value: checked.key };
       verdict =
         answer === 'send'
           ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, Date.now)

@@ -5,7 +5,6 @@ import type {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
-import type { Job } from 'bullmq';
 import { OutboxTelemetry } from '../telemetry/outbox-telemetry.js';
 import type { OutboxTelemetryEvent } from '../telemetry/telemetry.events.js';
 import {
@@ -16,8 +15,10 @@ import {
   type OutboxRedis,
 } from './outbox.connection.js';
 import type { SendFetch } from './outbox.delivery.js';
+import { RefusalTally } from './outbox.refusals.js';
 import { PlatformOutboxError } from './outbox.errors.js';
-import { checkMessage } from './outbox.message.js';
+import { assertSameRequest } from './outbox.identity.js';
+import { checkMessage, checkSealedSize } from './outbox.message.js';
 import type { OutboxSettings } from './outbox.settings.js';
 import type {
   OutboxEvents,
@@ -27,10 +28,12 @@ import type {
   OutboxStatus,
   StoredMessage,
 } from './outbox.types.js';
-import { REFUSED, outboxJob, startWorker, type DeliveryListener } from './outbox.worker.js';
+import { REFUSED, mayHaveReached, outboxJob, startWorker, type DeliveryListener } from './outbox.worker.js';
 
-/** How many failed jobs `deadLetters()`, `failures()` and `status()` read at most. */
+/** How many failed jobs `deadLetters()` and `failures()` read at most. */
 const FAILED_PAGE = 10_000;
+/** How many jobs of each state `status()` looks at for the oldest. */
+const OLDEST_LOOK = 10;
 
 /**
  * The outbox: `enqueue` stores a message in Redis (BullMQ) and returns its id; workers, in this process or in worker
@@ -47,6 +50,7 @@ export class PlatformOutbox
   #redis?: OutboxRedis;
   #queue?: OutboxQueue;
   #worker?: OutboxBullWorker;
+  #tally?: RefusalTally;
 
   /** @internal The module builds it; apps inject it. */
   constructor(settings: OutboxSettings, resolveFetch: (message: StoredMessage) => Promise<SendFetch>) {
@@ -71,6 +75,7 @@ export class PlatformOutbox
     this.#redis = await openRedis(this.#settings.connection, process.env);
     this.#queue = new bull.Queue(this.#settings.queueName, { connection: this.#redis.connection });
     this.#queue.on('error', () => undefined);
+    this.#tally = new RefusalTally(this.#redis.connection, this.#settings.queueName);
     await this.#telemetry.loaded();
   }
 
@@ -103,16 +108,19 @@ export class PlatformOutbox
   }
 
   /**
-   * Stores `message` durably and returns its id (its idempotency key). Enqueueing a key already in the outbox adds
-   * nothing and returns the same id, so a caller unsure whether an enqueue went through calls it again with the key.
+   * Stores `message` durably and returns its id (its integration or tenant, and its idempotency key). The same
+   * request again under the same key adds nothing and returns the same id, so a caller unsure whether an enqueue went
+   * through calls it again; another request under a key its integration or tenant already used is refused
+   * (`PlatformOutboxKeyConflictError`).
    */
   async enqueue(message: OutboxMessage): Promise<string> {
-    const { id, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { id, key, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
     const { attempts, keepSentMs, bodyCodec } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
         ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
         : checked;
+    if (stored !== checked) checkSealedSize(stored);
     await this.bounded(
       this.queue().add('message', stored, {
         jobId: id,
@@ -122,6 +130,9 @@ export class PlatformOutbox
         removeOnFail: false,
       }),
     );
+    // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
+    const held = await this.bounded(this.queue().getJob(id));
+    if (held) assertSameRequest(held.data, checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
   }
@@ -142,21 +153,24 @@ export class PlatformOutbox
     if (!job || (await this.bounded(job.getState())) !== 'failed') {
       throw new PlatformOutboxError('not_found', 'PlatformOutbox.retry: no failed or dead-lettered job with that id');
     }
+    // BullMQ's retry clears the failed reason and the counts that tell an ambiguous last attempt: the job keeps it.
+    if (mayHaveReached(job) && !(job.data as StoredMessage).mayHaveReached) {
+      await this.bounded(job.updateData({ ...(job.data as StoredMessage), mayHaveReached: true }));
+    }
+    await this.bounded(this.tally().remove(job.id!));
     await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
   }
 
   async status(): Promise<OutboxStatus> {
     const queue = this.queue();
-    const counts = await this.bounded(
-      queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
+    const [counts, refusals] = await this.bounded(
+      Promise.all([
+        queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
+        this.tally().count(),
+      ]),
     );
-    const deadLettered = (await this.deadLetters()).length;
-    const pending = await this.bounded(
-      Promise.all(
-        ['wait', 'prioritized', 'delayed', 'active'].map((type) => queue.getJobs([type as 'wait'], 0, 99, true)),
-      ),
-    );
-    const oldest = Math.min(...pending.flat().map((job: Job) => job.timestamp));
+    const failed = Math.min(counts.failed, refusals);
+    const oldest = await this.bounded(this.oldestEnqueuedAt());
     const waiting = counts.wait + counts.prioritized;
     return {
       queueName: this.#settings.queueName,
@@ -164,12 +178,28 @@ export class PlatformOutbox
       delayed: counts.delayed,
       active: counts.active,
       sent: counts.completed,
-      failed: counts.failed - deadLettered,
-      deadLettered,
+      failed,
+      deadLettered: counts.failed - failed,
       depth: waiting + counts.delayed + counts.active,
       oldestAgeMs: Number.isFinite(oldest) ? Math.max(0, Date.now() - oldest) : 0,
       workers: this.#worker !== undefined,
     };
+  }
+
+  /**
+   * The first jobs of each state not yet ended, oldest first where the state keeps an order: a look at a few jobs,
+   * whatever the queue's depth. A delayed job enqueued before them all but due later may be missed.
+   */
+  private async oldestEnqueuedAt(): Promise<number> {
+    const queue = this.queue();
+    const ids = await queue.getRanges(['wait', 'prioritized', 'delayed', 'active'], 0, OLDEST_LOOK - 1, true);
+    const jobs = await Promise.all([...new Set(ids)].map((id) => queue.getJob(id)));
+    return Math.min(...jobs.map((job) => job?.timestamp ?? Number.POSITIVE_INFINITY));
+  }
+
+  private tally(): RefusalTally {
+    if (!this.#tally) throw new PlatformOutboxError('unavailable', 'PlatformOutbox: the outbox is not started');
+    return this.#tally;
   }
 
   private async failedJobs(): Promise<OutboxFailedJob[]> {
@@ -216,7 +246,11 @@ export class PlatformOutbox
         this.emit('sent', 'sent', targetOf(job), { id: job.id, status, attempts: job.attemptsMade, reconciled }),
       retried: (job, reason, delayMs) =>
         this.emit('retried', 'retried', targetOf(job), { id: job.id, attempt: job.attemptsMade, reason, delayMs }),
-      failed: (job, reason) => this.emit('failed', 'failed', targetOf(job), { id: job.id, reason }),
+      failed: (job, reason) => {
+        // Redis out of reach now: the refusal is then counted as a dead letter until it is retried.
+        this.#tally?.add(job.id, Date.now()).catch(() => undefined);
+        this.emit('failed', 'failed', targetOf(job), { id: job.id, reason });
+      },
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
     };
   }

@@ -25,11 +25,12 @@ describe('PlatformOutbox: delivery', () => {
     expect(await f.outbox.status()).toMatchObject({ depth: 0, sent: 1, failed: 0, deadLettered: 0, oldestAgeMs: 0 });
   });
 
-  it('takes an idempotency key as the id, and adds nothing when the same key is enqueued again', async () => {
+  it('takes an idempotency key into the id, and adds nothing when the same message is enqueued again', async () => {
     const f = await start(redis().url, { worker: false });
     const key = 'order-4711';
-    expect(await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: key })).toBe(key);
-    expect(await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: key })).toBe(key);
+    const id = await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: key });
+    expect(id.endsWith(`.${key}`)).toBe(true);
+    expect(await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: key })).toBe(id);
     const status = await f.outbox.status();
     expect(status).toMatchObject({ waiting: 1, depth: 1, workers: false });
     expect(status.oldestAgeMs).toBeGreaterThanOrEqual(0);
@@ -197,6 +198,8 @@ describe('PlatformOutbox: input', () => {
       [{ ...MESSAGE, method: 'FETCH' }, /method must be one of/],
       [{ ...MESSAGE, path: 'https://elsewhere.example/api' }, /path must be a path/],
       [{ ...MESSAGE, path: '//elsewhere.example/api' }, /path must be a path/],
+      [{ ...MESSAGE, path: '/\\elsewhere.example/api' }, /path must be a path/],
+      [{ ...MESSAGE, body: 'x'.repeat(1_100_000) }, /over 1048576 bytes/],
       [{ ...MESSAGE, integration: 'a', tenant: 'b' }, /integration or tenant, not both/],
       [{ ...MESSAGE, idempotencyKey: 'has:colon' }, /idempotencyKey must be/],
       [{ ...MESSAGE, idempotencyKey: '12345' }, /idempotencyKey must be/],
@@ -242,7 +245,7 @@ describe('PlatformOutbox: input', () => {
     await app.init();
     try {
       const outbox = app.get(PlatformOutbox);
-      expect(await outbox.enqueue({ ...MESSAGE, idempotencyKey: 'async-1' })).toBe('async-1');
+      expect(await outbox.enqueue({ ...MESSAGE, idempotencyKey: 'async-1' })).toMatch(/\.async-1$/);
       expect(await outbox.status()).toMatchObject({ queueName: `outbox-async-${process.pid}`, waiting: 1 });
     } finally {
       await app.close();
