@@ -9,6 +9,7 @@ import {
   type InternalAxiosRequestConfig,
 } from 'axios';
 import { REDACTED } from '../util/remote-text.util.js';
+import { detachedConfig } from './error-config.js';
 
 export const REDACTED_BEARER = `Bearer ${REDACTED}`;
 const MAX_DATA_DEPTH = 6;
@@ -98,11 +99,13 @@ function plainCause(cause: unknown, tokens: readonly string[]): Error | undefine
 
 /**
  * An error leaving the library, built new: the message, code, status, the caller's config (its Authorization shown
- * as `Bearer [REDACTED]`), the response with an echoing body cleaned, the cause's code, and a detached request. The
- * axios error it replaces, which holds the request, its socket and the header sent, stays behind.
+ * as `Bearer [REDACTED]`, its agents left out: `detachedConfig`), the response with an echoing body cleaned, the
+ * cause's code, and a detached request. The axios error it replaces, which holds the request, its socket and the
+ * header sent, stays behind.
  */
-export function leavingError(error: unknown, config: InternalAxiosRequestConfig, tokens: readonly string[]): unknown {
+export function leavingError(error: unknown, callers: InternalAxiosRequestConfig, tokens: readonly string[]): unknown {
   if (!isAxiosError(error)) return error;
+  const config = detachedConfig(callers);
   const request = detachedRequest(error.request);
   const message = redactString(error.message, tokens);
   const fresh = isCancel(error)
@@ -120,8 +123,15 @@ export function leavingError(error: unknown, config: InternalAxiosRequestConfig,
   return fresh;
 }
 
-/** The error axios's own `settle` builds for a status `validateStatus` refuses, with the same message and code. */
-export function statusError(response: AxiosResponse, config: InternalAxiosRequestConfig): AxiosError {
+/**
+ * The error axios's own `settle` builds for a status `validateStatus` refuses, with the same message and code; its
+ * config, and its response's, without the agents (`detachedConfig`).
+ */
+export function statusError(response: AxiosResponse, callers: InternalAxiosRequestConfig): AxiosError {
   const code = [AxiosError.ERR_BAD_REQUEST, AxiosError.ERR_BAD_RESPONSE][Math.floor(response.status / 100) - 4];
-  return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, response);
+  const config = detachedConfig(callers);
+  return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, {
+    ...response,
+    config,
+  });
 }
