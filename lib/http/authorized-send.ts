@@ -1,7 +1,7 @@
 import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
 import { waitSignal } from './call-cancel.js';
-import { detachedConfig } from './error-config.js';
+import { detachedConfig } from './error-detach.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
 import { resolveRequestUrl } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';

@@ -1,5 +1,5 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import { detachedConfig } from './error-config.js';
+import { detachedConfig } from './error-detach.js';
 import { detachedRequest, leavingError } from './redaction.util.js';
 import { isRedirectStatus, redirectDropsBody } from './redirect.rules.js';
 import { parseUrl, requestProtocol } from './request-target.util.js';

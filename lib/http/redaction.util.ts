@@ -9,7 +9,7 @@ import {
   type InternalAxiosRequestConfig,
 } from 'axios';
 import { REDACTED } from '../util/remote-text.util.js';
-import { detachedConfig } from './error-config.js';
+import { detachedBody, detachedConfig } from './error-detach.js';
 
 export const REDACTED_BEARER = `Bearer ${REDACTED}`;
 const MAX_DATA_DEPTH = 6;
@@ -115,7 +115,10 @@ export function leavingError(error: unknown, callers: InternalAxiosRequestConfig
         error.code,
         config,
         request,
-        error.response && leavingResponse(error.response, config, tokens),
+        error.response && {
+          ...leavingResponse(error.response, config, tokens),
+          data: detachedBody(error.response.data),
+        },
       );
   fresh.stack = redactString(error.stack, tokens);
   const cause = plainCause((error as { cause?: unknown }).cause, tokens);
@@ -133,5 +136,6 @@ export function statusError(response: AxiosResponse, callers: InternalAxiosReque
   return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, {
     ...response,
     config,
+    data: detachedBody(response.data),
   });
 }

@@ -1,6 +1,6 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { inspect } from 'node:util';
-import axios, { AxiosError, type AxiosInstance } from 'axios';
+import axios, { AxiosError, isCancel, type AxiosInstance } from 'axios';
 import { firstValueFrom } from 'rxjs';
 import { Agent as UndiciAgent, request as undiciRequest, type Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import {
 import { createOpaqueAgents } from '../../lib/util/opaque-agents.util.js';
 import { eventually } from '../support/eventually.js';
 import { findLiveObjects, findSecret } from '../support/live-objects.js';
-import { startLoopbackServer, useLoopbackServers } from '../support/loopback-server.js';
+import { startLoopbackServer, useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();
@@ -226,6 +226,64 @@ describe('errors of the library itself hold nothing live either', () => {
     const error = await client.fail(`${f.platform.url}/api/billing?page=2`, { retry: true });
     expect(error).toBeInstanceOf(PlatformUnavailableError);
     expect(error).toMatchObject({ status: 503, method: 'GET', url: `${f.platform.url}/api/billing` });
+    expectDetached(error, token);
+  });
+});
+
+describe('the error PlatformHttpService hands the caller, in the other ways a call fails', () => {
+  async function fixture(
+    handler: Handler,
+  ): Promise<{ f: PlatformFixture; s: LoopbackServer; url: string; token: string }> {
+    const s = await server(withHeld(handler));
+    const f = await start({ module: { allowedOrigins: [s.origin] } });
+    const token = await f.tokens.getAccessToken();
+    void f.http.get(`${s.url}/held`, { retry: false }).subscribe({ error: () => undefined });
+    await eventually(() => expect(s.requests).toHaveLength(1));
+    return { f, s, url: s.url, token };
+  }
+
+  it('a 500 read as a stream: the body still reads, from a stream of its own', async () => {
+    const { f, url, token } = await fixture(HANDLERS['a 500 answer']);
+    const error = (await settle(
+      firstValueFrom(f.http.get(`${url}/fail`, { retry: false, responseType: 'stream' })),
+    )) as AxiosError<NodeJS.ReadableStream>;
+    expectDetached(error, token);
+    expect(error.response?.status).toBe(500);
+    let body = '';
+    for await (const chunk of error.response!.data) body += String(chunk);
+    expect(JSON.parse(body)).toEqual({ error: 'boom' });
+  });
+
+  it.each(['a 500 answer', 'a connection dropped mid-response', 'a timeout'] as const)(
+    "after %s, through axios's fetch adapter",
+    async (failure) => {
+      const { f, url, token } = await fixture(HANDLERS[failure]);
+      const timeout = failure === 'a timeout' ? TIMEOUT_MS : undefined;
+      const error = await settle(
+        firstValueFrom(f.http.get(`${url}/fail`, { retry: false, adapter: 'fetch', timeout })),
+      );
+      expectDetached(error, token);
+      expect(axios.isAxiosError(error)).toBe(true);
+    },
+  );
+
+  it("cancelled by the caller's signal while on the wire", async () => {
+    const { f, s, url, token } = await fixture(() => undefined);
+    const controller = new AbortController();
+    const pending = settle(firstValueFrom(f.http.get(`${url}/fail`, { signal: controller.signal })));
+    await eventually(() => expect(s.requests).toHaveLength(2));
+    controller.abort();
+    const error = await pending;
+    expect(isCancel(error)).toBe(true);
+    expectDetached(error, token);
+  });
+
+  it('after too many redirects', async () => {
+    const { f, url, token } = await fixture((req, res) =>
+      res.writeHead(302, { Location: `/n${req.url!.length}` }).end(),
+    );
+    const error = await settle(firstValueFrom(f.http.get(`${url}/fail`, { maxRedirects: 2 })));
+    expect(error).toMatchObject({ code: 'ERR_FR_TOO_MANY_REDIRECTS' });
     expectDetached(error, token);
   });
 });

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Readable } from 'node:stream';
 import type { InternalAxiosRequestConfig } from 'axios';
 
 /**
@@ -25,4 +26,13 @@ export function detachedConfig(config: InternalAxiosRequestConfig): InternalAxio
     copy.fetchOptions = rest;
   }
   return copy as unknown as InternalAxiosRequestConfig;
+}
+
+/**
+ * The body of an error's response as the caller reads it: a `responseType: 'stream'` body is the response itself
+ * (an `IncomingMessage`, holding its socket and request, and through them the agent), so the error gets a stream of
+ * its own that reads the same bytes and, destroyed, destroys the response. Any other body stays as it is.
+ */
+export function detachedBody(data: unknown): unknown {
+  return data instanceof Readable ? Readable.from(data, { objectMode: false }) : data;
 }
