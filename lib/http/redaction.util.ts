@@ -67,15 +67,24 @@ export function detachedRequest(request: unknown): DetachedRequest | undefined {
 /**
  * The response a caller receives: a new object holding what users read (data, status, headers, the config) and a
  * detached request. With `tokens`, the response is one that may be logged like an error (non-2xx): the token is
- * removed from an echoing body and headers.
+ * removed from an echoing body and headers, and its config loses the agents, as an error's does (`detachedConfig`).
  */
 export function leavingResponse<T>(
   response: AxiosResponse<T>,
   config: InternalAxiosRequestConfig,
   tokens: readonly string[] = [],
 ): AxiosResponse<T> {
+  return builtResponse(response, tokens.length === 0 ? config : detachedConfig(config), tokens, response.data);
+}
+
+function builtResponse<T>(
+  response: AxiosResponse<T>,
+  config: InternalAxiosRequestConfig,
+  tokens: readonly string[],
+  data: T,
+): AxiosResponse<T> {
   return {
-    data: tokens.length === 0 ? response.data : (redactData(response.data, tokens) as T),
+    data: tokens.length === 0 ? data : (redactData(data, tokens) as T),
     status: response.status,
     statusText: redactString(response.statusText, tokens),
     headers: tokens.length === 0 ? response.headers : redactedHeaders(response.headers, tokens),
@@ -115,10 +124,7 @@ export function leavingError(error: unknown, callers: InternalAxiosRequestConfig
         error.code,
         config,
         request,
-        error.response && {
-          ...leavingResponse(error.response, config, tokens),
-          data: detachedBody(error.response.data),
-        },
+        error.response && builtResponse(error.response, config, tokens, detachedBody(error.response.data)),
       );
   fresh.stack = redactString(error.stack, tokens);
   const cause = plainCause((error as { cause?: unknown }).cause, tokens);

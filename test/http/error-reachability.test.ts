@@ -218,6 +218,16 @@ describe('errors of the library itself hold nothing live either', () => {
     expect(findLiveObjects(error)).toEqual([]);
   });
 
+  it.each(Object.keys(CLIENTS))('the last error once the re-sends are spent, from %s', async (clientName) => {
+    const refusing = await startLoopbackServer();
+    await refusing.close();
+    const f = await start({ module: { allowedOrigins: [refusing.origin] } });
+    const token = await f.tokens.getAccessToken();
+    const error = await CLIENTS[clientName](f).fail(`${refusing.url}/fail`, { retry: true });
+    expectDetached(error, token);
+    expect(JSON.stringify(error) + inspect(error)).toContain('ECONNREFUSED');
+  });
+
   it.each(Object.keys(CLIENTS))('PlatformUnavailableError, from %s', async (clientName) => {
     const f = await start();
     const token = await f.tokens.getAccessToken();
@@ -252,6 +262,14 @@ describe('the error PlatformHttpService hands the caller, in the other ways a ca
     let body = '';
     for await (const chunk of error.response!.data) body += String(chunk);
     expect(JSON.parse(body)).toEqual({ error: 'boom' });
+  });
+
+  it('a 500 resolved by validateStatus: the response, logged like a failure, reaches nothing live either', async () => {
+    const { f, url, token } = await fixture(HANDLERS['a 500 answer']);
+    const response = await firstValueFrom(f.http.get(`${url}/fail`, { retry: false, validateStatus: () => true }));
+    expect(response).toMatchObject({ status: 500, data: { error: 'boom' } });
+    expect(findLiveObjects(response)).toEqual([]);
+    expect(findSecret(response, token)).toEqual([]);
   });
 
   it.each(['a 500 answer', 'a connection dropped mid-response', 'a timeout'] as const)(
