@@ -31,8 +31,24 @@ export function detachedConfig(config: InternalAxiosRequestConfig): InternalAxio
 /**
  * The body of an error's response as the caller reads it: a `responseType: 'stream'` body is the response itself
  * (an `IncomingMessage`, holding its socket and request, and through them the agent), so the error gets a stream of
- * its own that reads the same bytes and, destroyed, destroys the response. Any other body stays as it is.
+ * its own that reads the same bytes, fails as it fails, and destroyed (read or not) destroys it. The response is
+ * reached from the copy only through the copy's functions. Any other body stays as it is.
  */
 export function detachedBody(data: unknown): unknown {
-  return data instanceof Readable ? Readable.from(data, { objectMode: false }) : data;
+  if (!(data instanceof Readable)) return data;
+  const source = data;
+  const copy = new Readable({
+    read: () => source.resume(),
+    destroy: (error, callback) => {
+      source.destroy(error ?? undefined);
+      callback(error);
+    },
+  });
+  source.on('data', (chunk: Buffer) => {
+    if (!copy.push(chunk)) source.pause();
+  });
+  source.pause();
+  source.once('end', () => copy.push(null));
+  source.once('error', (error) => copy.destroy(error));
+  return copy;
 }

@@ -264,6 +264,36 @@ describe('the error PlatformHttpService hands the caller, in the other ways a ca
     expect(JSON.parse(body)).toEqual({ error: 'boom' });
   });
 
+  it('a 500 read as a stream: destroying its body unread closes the connection', async () => {
+    let closed = false;
+    const { f, url, token } = await fixture((_req, res) => {
+      res.on('close', () => (closed = true));
+      res.writeHead(500, { 'Content-Type': 'text/plain', 'Content-Length': '1000' }).write('the first part');
+    });
+    const error = (await settle(
+      firstValueFrom(f.http.get(`${url}/fail`, { retry: false, responseType: 'stream' })),
+    )) as AxiosError<NodeJS.ReadableStream & { destroy(): void }>;
+    expectDetached(error, token);
+    error.response!.data.destroy();
+    await eventually(() => expect(closed).toBe(true));
+  });
+
+  it('a 500 read as a stream: a connection dropped mid-body fails the read', async () => {
+    const { f, url } = await fixture((req, res) => {
+      res.writeHead(500, { 'Content-Type': 'text/plain', 'Content-Length': '1000' });
+      res.write('the first part', () => req.socket.destroy());
+    });
+    const error = (await settle(
+      firstValueFrom(f.http.get(`${url}/fail`, { retry: false, responseType: 'stream' })),
+    )) as AxiosError<NodeJS.ReadableStream>;
+    const read = async (): Promise<string> => {
+      let body = '';
+      for await (const chunk of error.response!.data) body += String(chunk);
+      return body;
+    };
+    await expect(read()).rejects.toThrow();
+  });
+
   it('a 500 resolved by validateStatus: the response, logged like a failure, reaches nothing live either', async () => {
     const { f, url, token } = await fixture(HANDLERS['a 500 answer']);
     const response = await firstValueFrom(f.http.get(`${url}/fail`, { retry: false, validateStatus: () => true }));
