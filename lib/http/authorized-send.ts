@@ -1,6 +1,7 @@
 import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
 import { waitSignal } from './call-cancel.js';
+import { detachedConfig } from './error-detach.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
 import { resolveRequestUrl } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
@@ -129,7 +130,7 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
 
   /** axios's own error for a cancelled request, as when the signal aborts a request in flight. */
   aborted(): CanceledError<unknown> {
-    return new CanceledError(undefined, undefined, this.config);
+    return new CanceledError(undefined, undefined, detachedConfig(this.config));
   }
 
   /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */

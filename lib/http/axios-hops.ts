@@ -1,4 +1,5 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import { detachedConfig } from './error-detach.js';
 import { detachedRequest, leavingError } from './redaction.util.js';
 import { isRedirectStatus, redirectDropsBody } from './redirect.rules.js';
 import { parseUrl, requestProtocol } from './request-target.util.js';
@@ -74,7 +75,7 @@ export class AxiosHops {
         throw new AxiosError(
           'Maximum number of redirects exceeded',
           'ERR_FR_TOO_MANY_REDIRECTS',
-          config,
+          detachedConfig(config),
           detachedRequest(response.request),
         );
       }

@@ -9,6 +9,7 @@ import {
   type InternalAxiosRequestConfig,
 } from 'axios';
 import { REDACTED } from '../util/remote-text.util.js';
+import { detachedBody, detachedConfig } from './error-detach.js';
 
 export const REDACTED_BEARER = `Bearer ${REDACTED}`;
 const MAX_DATA_DEPTH = 6;
@@ -66,15 +67,24 @@ export function detachedRequest(request: unknown): DetachedRequest | undefined {
 /**
  * The response a caller receives: a new object holding what users read (data, status, headers, the config) and a
  * detached request. With `tokens`, the response is one that may be logged like an error (non-2xx): the token is
- * removed from an echoing body and headers.
+ * removed from an echoing body and headers, and its config loses the agents, as an error's does (`detachedConfig`).
  */
 export function leavingResponse<T>(
   response: AxiosResponse<T>,
   config: InternalAxiosRequestConfig,
   tokens: readonly string[] = [],
 ): AxiosResponse<T> {
+  return builtResponse(response, tokens.length === 0 ? config : detachedConfig(config), tokens, response.data);
+}
+
+function builtResponse<T>(
+  response: AxiosResponse<T>,
+  config: InternalAxiosRequestConfig,
+  tokens: readonly string[],
+  data: T,
+): AxiosResponse<T> {
   return {
-    data: tokens.length === 0 ? response.data : (redactData(response.data, tokens) as T),
+    data: tokens.length === 0 ? data : (redactData(data, tokens) as T),
     status: response.status,
     statusText: redactString(response.statusText, tokens),
     headers: tokens.length === 0 ? response.headers : redactedHeaders(response.headers, tokens),
@@ -98,11 +108,13 @@ function plainCause(cause: unknown, tokens: readonly string[]): Error | undefine
 
 /**
  * An error leaving the library, built new: the message, code, status, the caller's config (its Authorization shown
- * as `Bearer [REDACTED]`), the response with an echoing body cleaned, the cause's code, and a detached request. The
- * axios error it replaces, which holds the request, its socket and the header sent, stays behind.
+ * as `Bearer [REDACTED]`, its agents left out: `detachedConfig`), the response with an echoing body cleaned, the
+ * cause's code, and a detached request. The axios error it replaces, which holds the request, its socket and the
+ * header sent, stays behind.
  */
-export function leavingError(error: unknown, config: InternalAxiosRequestConfig, tokens: readonly string[]): unknown {
+export function leavingError(error: unknown, callers: InternalAxiosRequestConfig, tokens: readonly string[]): unknown {
   if (!isAxiosError(error)) return error;
+  const config = detachedConfig(callers);
   const request = detachedRequest(error.request);
   const message = redactString(error.message, tokens);
   const fresh = isCancel(error)
@@ -112,7 +124,7 @@ export function leavingError(error: unknown, config: InternalAxiosRequestConfig,
         error.code,
         config,
         request,
-        error.response && leavingResponse(error.response, config, tokens),
+        error.response && builtResponse(error.response, config, tokens, detachedBody(error.response.data)),
       );
   fresh.stack = redactString(error.stack, tokens);
   const cause = plainCause((error as { cause?: unknown }).cause, tokens);
@@ -120,8 +132,16 @@ export function leavingError(error: unknown, config: InternalAxiosRequestConfig,
   return fresh;
 }
 
-/** The error axios's own `settle` builds for a status `validateStatus` refuses, with the same message and code. */
-export function statusError(response: AxiosResponse, config: InternalAxiosRequestConfig): AxiosError {
+/**
+ * The error axios's own `settle` builds for a status `validateStatus` refuses, with the same message and code; its
+ * config, and its response's, without the agents (`detachedConfig`).
+ */
+export function statusError(response: AxiosResponse, callers: InternalAxiosRequestConfig): AxiosError {
   const code = [AxiosError.ERR_BAD_REQUEST, AxiosError.ERR_BAD_RESPONSE][Math.floor(response.status / 100) - 4];
-  return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, response);
+  const config = detachedConfig(callers);
+  return new AxiosError(`Request failed with status code ${response.status}`, code, config, response.request, {
+    ...response,
+    config,
+    data: detachedBody(response.data),
+  });
 }
