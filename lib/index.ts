@@ -1,4 +1,5 @@
-// The public API. Everything else in lib/ is internal; test/packaging/public-api.snapshot.json locks this list.
+// The public API. Everything else in lib/ is internal; api/nestjs-platform-auth.api.md and the packaging snapshot
+// lock this list.
 // Types met only as an option, a status field or a parameter are not named here: reach them through the type that
 // holds them (`PlatformAuthOptions['tokenStore']`, `ReturnType<TokenProvider['status']>['rateLimit']`,
 // `TokenExchangeError['reason']`), so that this list stays one a reader can hold.
