@@ -1,10 +1,4 @@
 /**
- * Injection token of the authenticated `PlatformHttpService` (also provided under the `HttpService` class token). From
- * the global symbol registry, so the package's ES module and CommonJS builds share it when both are loaded.
- */
-export const PLATFORM_AUTH_HTTP_SERVICE: unique symbol = Symbol.for('nestjs-platform-auth.PLATFORM_AUTH_HTTP_SERVICE');
-
-/**
  * Injection token of the integration's name (`default` without `name`); every integration's module provides it, so
  * the health indicator finds an application's integrations by it. From the global symbol registry, so the ES module
  * and CommonJS builds agree on it when both are loaded.

@@ -11,8 +11,8 @@ export abstract class PlatformAuthError extends Error {
 
   /**
    * `instanceof` holds for an error of the same class from the package's other build (ES module or CommonJS) too,
-   * when a process loads both: `catch` blocks, `@Catch(TokenExchangeError)` and `isTokenExchangeError` work whichever
-   * build threw. Such an error carries the shared brand, and a class of the same name is in its prototype chain.
+   * when a process loads both: `catch` blocks and `@Catch(TokenExchangeError)` work whichever build threw. Such an
+   * error carries the shared brand, and a class of the same name is in its prototype chain.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
@@ -252,19 +252,4 @@ export class CredentialRotationError extends PlatformAuthError {
   ) {
     super(summary);
   }
-}
-
-/** Whether `error` is any error this module raised. */
-export function isPlatformAuthError(error: unknown): error is PlatformAuthError {
-  return error instanceof PlatformAuthError;
-}
-
-/** Whether `error` is a failed token exchange (with `reason`, `status`, `hint`, …). */
-export function isTokenExchangeError(error: unknown): error is TokenExchangeError {
-  return error instanceof TokenExchangeError;
-}
-
-/** Whether `error` is a start-up configuration error (with every `problems` entry). */
-export function isPlatformAuthConfigError(error: unknown): error is PlatformAuthConfigError {
-  return error instanceof PlatformAuthConfigError;
 }

@@ -3,7 +3,7 @@ import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { PlatformFetch } from './http/transport/platform-fetch.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
-import { PLATFORM_AUTH_HTTP_SERVICE, sharedToken } from './platform-auth.constants.js';
+import { sharedToken } from './platform-auth.constants.js';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { TokenProvider } from './token/token.provider.js';
 
@@ -30,9 +30,7 @@ function serviceToken(service: keyof typeof SERVICES, name?: string): symbol {
 }
 
 export function getPlatformHttpServiceToken(name?: string): symbol {
-  return integrationName(name) === DEFAULT_INTEGRATION
-    ? PLATFORM_AUTH_HTTP_SERVICE
-    : serviceToken('PlatformHttpService', name);
+  return serviceToken('PlatformHttpService', name);
 }
 
 export function getPlatformFetchToken(name?: string): symbol {

@@ -9,12 +9,7 @@ import {
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock } from './platform-auth.clock.js';
-import {
-  LOGGER_CONTEXT,
-  PLATFORM_AUTH_HTTP_SERVICE,
-  PLATFORM_AUTH_INTEGRATION,
-  PLATFORM_AUTH_LOGGER,
-} from './platform-auth.constants.js';
+import { LOGGER_CONTEXT, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER } from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import {
   ConfigurablePlatformAuthModule,
@@ -154,12 +149,10 @@ const defaultExports = [
   PlatformHttpService,
   PlatformFetch,
   HttpService,
-  PLATFORM_AUTH_HTTP_SERVICE,
   // For PlatformAuthExceptionFilter registered as a provider: it logs where the module logs.
   PLATFORM_AUTH_LOGGER,
 ];
 const defaultAliases: Provider[] = [
-  { provide: PLATFORM_AUTH_HTTP_SERVICE, useExisting: PlatformHttpService },
   // For apps that import only this module; where another HttpModule is in scope, inject PlatformHttpService.
   { provide: HttpService, useExisting: PlatformHttpService },
 ];

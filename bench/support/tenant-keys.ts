@@ -1,6 +1,6 @@
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { PlatformTenantOptions } from 'nestjs-platform-auth';
+import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCertificates } from 'nestjs-platform-auth/testing';
 
 const generateRsa = promisify(generateKeyPair);
@@ -40,7 +40,7 @@ export async function makeTenantKeys(tenants: number, keys: number, inFlight = 4
 }
 
 /** Tenant `t<i>`'s settings: the emulator's integration `machine-<i>`, with its key and certificate. */
-export function tenantSettings(platformUrl: string, keys: TenantKeys, index: number): PlatformTenantOptions {
+export function tenantSettings(platformUrl: string, keys: TenantKeys, index: number): PlatformAuthOptions {
   return {
     baseUrl: platformUrl,
     machineId: `machine-${index}`,

@@ -1,15 +1,8 @@
 import { registerAs } from '@nestjs/config';
-import { namespaceOptions, readTableEnv } from '../options/platform-auth.config.js';
+import { namespaceOptions } from '../options/platform-auth.config.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from '../options/options.table.user.js';
 import { PLATFORM_USER_AUTH_CONFIG_NAMESPACE } from './platform-user-auth.constants.js';
 import type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
-
-/** The options the `PLATFORM_*` user sign-in variables describe; unset and empty ones are left out. */
-export function readPlatformUserAuthEnv(
-  env: Record<string, string | undefined> = process.env,
-): PlatformUserAuthOptions {
-  return readTableEnv(PLATFORM_USER_AUTH_OPTIONS, env) as unknown as PlatformUserAuthOptions;
-}
 
 /**
  * `@nestjs/config` namespace `platformUserAuth`, filled from the environment:

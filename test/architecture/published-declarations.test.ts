@@ -63,8 +63,9 @@ describe('the published declarations', () => {
     // no dispatcher, which the declarations once read from it.
     const errors = await compileAgainstDeclarations(
       [
-        "import type { PlatformDispatcher, PlatformFetch } from 'nestjs-platform-auth';",
-        'export const dispatcherOf = (platformFetch: PlatformFetch): PlatformDispatcher => platformFetch.dispatcher;',
+        "import type { PlatformFetch } from 'nestjs-platform-auth';",
+        "export const dispatcherOf = (platformFetch: PlatformFetch): PlatformFetch['dispatcher'] =>",
+        '  platformFetch.dispatcher;',
         '',
       ].join('\n'),
       { lib: undefined, skipLibCheck: false },
@@ -73,5 +74,48 @@ describe('the published declarations', () => {
     const ours = (line: string) =>
       line.startsWith('app.ts') || (line.includes('dist/') && !line.includes('node_modules'));
     expect(errors.filter(ours)).toEqual([]);
+  }, 60_000);
+
+  it('name no type an app meets only inside another, and reach each through the type that holds it', async () => {
+    const errors = await compileAgainstDeclarations(
+      [
+        "import type { TokenStoreOptions } from 'nestjs-platform-auth';",
+        'import type {',
+        '  AssertionSignatureError, AssertionSigner, PlatformAuthConfigError, PlatformAuthDiagnosticsEvent,',
+        '  PlatformAuthModule, PlatformAuthOptions, PlatformFetch, PlatformTenants, PlatformTenantsOptions,',
+        '  RedisTokenStore, TokenExchangeError, TokenProvider,',
+        "} from 'nestjs-platform-auth';",
+        'type ObjectOf<T> = Exclude<T, boolean | undefined>;',
+        "export type Store = Exclude<ObjectOf<PlatformAuthOptions['tokenStore']>, { get: unknown }>;",
+        "export const sentinel: NonNullable<Store['sentinel']> = { masterName: 'main', nodes: ['redis://s:26379'] };",
+        "export const store: Store = { url: 'rediss://redis:6380', sentinel, tls: { caPath: '/ca.pem' } };",
+        "export const key: NonNullable<PlatformAuthOptions['key']> = { privateKeyPath: '/k.pem' };",
+        "export const retry: ObjectOf<PlatformAuthOptions['retry']> = { maxAttempts: 2 };",
+        "export const exchange: NonNullable<PlatformAuthOptions['exchange']> = { retry: { maxAttempts: 1 } };",
+        'type ForRoot = Parameters<typeof PlatformAuthModule.forRoot>[0];',
+        "export const extras: Pick<ForRoot, 'name' | 'isGlobal'> = { name: 'billing', isGlobal: true };",
+        "export const telemetry: PlatformTenantsOptions['telemetry'] = undefined;",
+        'export const redis: ConstructorParameters<typeof RedisTokenStore>[0] = { url: "redis://redis:6379" };',
+        "export type State = ReturnType<TokenProvider['status']>['state'];",
+        "export type Limit = NonNullable<ReturnType<TokenProvider['status']>['rateLimit']>['mode'];",
+        "export type Tenants = ReturnType<PlatformTenants['status']>;",
+        "export type Token = Awaited<ReturnType<TokenProvider['getToken']>>['expiresAt'];",
+        "export type Rotation = Parameters<TokenProvider['rotateCredentials']>[0]['certificate'];",
+        "export type Assertion = Parameters<AssertionSigner['createAssertion']>[0];",
+        "export type Init = Parameters<PlatformFetch['fetch']>[1];",
+        "export type Interceptor = PlatformFetch['interceptor'];",
+        "export const reason: TokenExchangeError['reason'] = 'timeout';",
+        "export const problem: PlatformAuthConfigError['problems'][number]['setting'] = 'machineId';",
+        "export const fault: AssertionSignatureError['fault'] = 'pss';",
+        "export const retried: Extract<PlatformAuthDiagnosticsEvent, { event: 'call:retry' }>['reason'] = 'unavailable';",
+        '',
+      ].join('\n'),
+    );
+    // One error, on the first line: the entry point does not name the options' parts; everything else type-checks.
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^app\.ts\(1,\d+\): error TS2305: Module '"nestjs-platform-auth"' has no exported member 'TokenStoreOptions'/,
+      ),
+    ]);
   }, 60_000);
 });

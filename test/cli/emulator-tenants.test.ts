@@ -1,13 +1,13 @@
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PlatformAuthModule, PlatformTenants, type PlatformTenantOptions } from 'nestjs-platform-auth';
+import { PlatformAuthModule, PlatformTenants, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { runCli, startCli, tempDir, untilJson, type RunningCli } from './cli-harness.js';
 
 interface EmulatorReport {
   url: string;
   namedIntegrations: { integration: string }[];
-  tenants: { tenant: string; name: string; machineId: string; settings: PlatformTenantOptions }[];
+  tenants: { tenant: string; name: string; machineId: string; settings: PlatformAuthOptions }[];
   env: Record<string, string>;
 }
 
@@ -15,7 +15,7 @@ const running: RunningCli[] = [];
 afterAll(() => Promise.all(running.map((cli) => cli.stop())));
 
 /** An app whose tenants are the settings the emulator printed, and the status of a call as each. */
-async function callAsTenants(settings: Record<string, PlatformTenantOptions>): Promise<number[]> {
+async function callAsTenants(settings: Record<string, PlatformAuthOptions>): Promise<number[]> {
   const moduleRef = await Test.createTestingModule({
     imports: [PlatformAuthModule.forTenants({ resolve: (id) => Promise.resolve(settings[id]) })],
   }).compile();

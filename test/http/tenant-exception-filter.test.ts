@@ -9,7 +9,7 @@ import {
   PlatformAuthExceptionFilter,
   PlatformAuthModule,
   PlatformTenants,
-  type PlatformTenantOptions,
+  type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import {
   createTestCertificates,
@@ -42,7 +42,7 @@ afterEach(async () => {
 
 /** What the application's resolver answers: a database that knows t0…t3, one tenant with broken settings, one down. */
 const asked: string[] = [];
-function resolve(tenantId: string): Promise<PlatformTenantOptions | undefined> {
+function resolve(tenantId: string): Promise<PlatformAuthOptions | undefined> {
   asked.push(tenantId);
   if (tenantId === 'bad')
     return Promise.resolve({ baseUrl: 'ftp://settings.example', machineId: '', key: { privateKey: 'junk' } });

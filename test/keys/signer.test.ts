@@ -8,8 +8,8 @@ import {
   TokenProvider,
   type PlatformAuthOptions,
   type PlatformAuthSigner,
-  type SignatureFault,
 } from 'nestjs-platform-auth';
+import type { SignatureFault } from '../../lib/platform-auth.errors.js';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { signCompactJws } from '../../lib/credentials/compact-jws.util.js';
 import { InMemoryAssertionKey } from '../../lib/credentials/in-memory.assertion-key.js';

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isPlatformAuthConfigError } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError } from 'nestjs-platform-auth';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
@@ -103,7 +103,7 @@ describe('PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS', () => {
         return e;
       }
     })();
-    expect(isPlatformAuthConfigError(error) && error.problems.map((p) => p.setting)).toEqual([
+    expect(error instanceof PlatformAuthConfigError && error.problems.map((p) => p.setting)).toEqual([
       'credentialsReloadIntervalMs (PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS)',
     ]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CredentialRotationError, isPlatformAuthError } from 'nestjs-platform-auth';
+import { CredentialRotationError, PlatformAuthError } from 'nestjs-platform-auth';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
@@ -70,7 +70,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     const error = (await f.tokens
       .rotateCredentials({ privateKey: a.privateKeyPem, certificate: b.certificatePem })
       .catch((e: unknown) => e)) as CredentialRotationError;
-    expect(isPlatformAuthError(error)).toBe(true);
+    expect(error instanceof PlatformAuthError).toBe(true);
     expect(error.stage).toBe('validation');
     expect(error.problems.map((p) => p.message).join('\n')).toMatch(/does not match the private key/);
     expect(f.platform.counters.exchanges.total).toBe(exchanges);

@@ -284,7 +284,6 @@ describe('the published package', () => {
           userSignIn: new URL(url).pathname,
           error: {
             instanceOfTheOtherBuildsClass: error instanceof consumer.main.TokenExchangeError,
-            isTokenExchangeError: consumer.main.isTokenExchangeError(error),
             instanceOfTheOtherBuildsBase: error instanceof consumer.main.PlatformAuthError,
             instanceOfAnotherClass: error instanceof consumer.main.PlatformAuthConfigError,
           },
@@ -305,7 +304,6 @@ describe('the published package', () => {
         userSignIn: '/loginservice/connect/authorize',
         error: {
           instanceOfTheOtherBuildsClass: true,
-          isTokenExchangeError: true,
           instanceOfTheOtherBuildsBase: true,
           instanceOfAnotherClass: false,
         },

@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isPlatformAuthConfigError, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { healthProblem } from '../../lib/terminus/health.indicator.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
@@ -168,7 +168,7 @@ describe('the next pair at start-up', () => {
       { ...base(), next: { privateKey: next.privateKeyPem, certificate: current.certificatePem } },
       Date.now(),
     ).catch((e: unknown) => e);
-    expect(isPlatformAuthConfigError(error)).toBe(true);
+    expect(error instanceof PlatformAuthConfigError).toBe(true);
     const problems = (error as { problems: { setting: string; message: string }[] }).problems;
     expect(problems.map((p) => p.setting)).toContain('next.certificate (PLATFORM_NEXT_CERTIFICATE)');
     expect(problems.map((p) => p.message).join('\n')).toMatch(/does not match the private key/);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isTokenExchangeError } from 'nestjs-platform-auth';
+import { TokenExchangeError } from 'nestjs-platform-auth';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisServer } from '../support/redis-server.js';
@@ -64,7 +64,7 @@ describe('the shared store across a certificate rotation', () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(isTokenExchangeError(refusal) && refusal.oauthError).toBe('invalid_client');
+    expect(refusal instanceof TokenExchangeError && refusal.oauthError).toBe('invalid_client');
 
     // The outdated replica's refusal is its own: the prepared one exchanges, switches, and gets a token.
     await expect(prepared.tokens.getAccessToken()).resolves.toEqual(expect.any(String));

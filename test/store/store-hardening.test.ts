@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   type PlatformAuthDiagnosticsEvent,
-  type StoreLockOutcome,
 } from 'nestjs-platform-auth';
+import type { StoreLockOutcome } from '../../lib/telemetry/telemetry.events.js';
 import { RedisEntryStore } from '../../lib/store/token-store.redis.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { useCleanup } from '../support/cleanup.js';

@@ -10,8 +10,8 @@ import {
   PlatformAuthConfigError,
   RedisTokenStore,
   type PlatformAuthOptions,
-  type TokenStoreOptions,
 } from 'nestjs-platform-auth';
+import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';

@@ -5,8 +5,8 @@ import {
   PlatformAuthModule,
   TokenProvider,
   type PlatformAuthOptions,
-  type TokenStoreOptions,
 } from 'nestjs-platform-auth';
+import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { PLATFORM_AUTH_OPTIONS, type OptionRow } from '../../lib/options/options.table.js';
 import { ownAt, setAt } from '../../lib/options/own-options.util.js';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';

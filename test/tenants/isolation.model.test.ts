@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { PlatformTenantOptions } from 'nestjs-platform-auth';
+import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { useRedisServer } from '../support/redis-server.js';
 
@@ -76,15 +76,15 @@ const replicas: Replica[] = [];
  * its settings collide with another's (a machineId or a certificate that is not its own), so no call may succeed.
  */
 interface TenantCase {
-  readonly settings?: PlatformTenantOptions;
+  readonly settings?: PlatformAuthOptions;
   readonly owner?: string;
 }
 let tenants: Record<string, TenantCase>;
 
 const settingsOf = (
   integration: EmulatedIntegration,
-  overrides: Partial<PlatformTenantOptions> = {},
-): PlatformTenantOptions => ({
+  overrides: Partial<PlatformAuthOptions> = {},
+): PlatformAuthOptions => ({
   ...integration.moduleOptions,
   startupCheck: 'off',
   // Every tenant has a limit, so that a 429 with `Retry-After` holds a bucket in Redis that another could share.
@@ -127,7 +127,7 @@ afterAll(async () => {
 });
 
 const tenantIds = () => Object.keys(tenants);
-const table = (): Record<string, PlatformTenantOptions> =>
+const table = (): Record<string, PlatformAuthOptions> =>
   Object.fromEntries(
     Object.entries(tenants).flatMap(([id, tenant]) => (tenant.settings ? [[id, tenant.settings]] : [])),
   );

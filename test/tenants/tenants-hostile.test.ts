@@ -9,7 +9,7 @@ import {
   TenantResolveTimeoutError,
   UnknownTenantError,
   type PlatformTenant,
-  type PlatformTenantOptions,
+  type PlatformAuthOptions,
   type PlatformTenantsOptions,
 } from 'nestjs-platform-auth';
 import {
@@ -50,7 +50,7 @@ afterEach(async () => {
 });
 
 /** Tenant `t<n>` of the emulator, reached through the holding proxy so that a test can hold an answer. */
-function tenantSettings(tenantId: string): PlatformTenantOptions | undefined {
+function tenantSettings(tenantId: string): PlatformAuthOptions | undefined {
   const own = emulatedTenant(platform.url, certificates, tenantId);
   return own && { ...own, baseUrl: proxy.url, audience: new URL(platform.url).host };
 }

@@ -1,4 +1,4 @@
-import type { PlatformTenantOptions } from 'nestjs-platform-auth';
+import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { TestCertificates } from 'nestjs-platform-auth/testing';
 
 /**
@@ -9,7 +9,7 @@ export function emulatedTenant(
   platformUrl: string,
   certificates: TestCertificates,
   tenantId: string,
-): PlatformTenantOptions | undefined {
+): PlatformAuthOptions | undefined {
   const index = Number(/^t(\d+)$/.exec(tenantId)?.[1] ?? Number.NaN);
   if (!(index >= 0 && index < certificates.certificatePems.length)) return undefined;
   return {

@@ -1,7 +1,7 @@
 import { Test, type TestingModule } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PlatformAuthModule, PlatformTenants, type PlatformTenantOptions } from 'nestjs-platform-auth';
+import { PlatformAuthModule, PlatformTenants, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import {
   createTestCertificates,
   FakeClock,
@@ -39,7 +39,7 @@ afterAll(async () => {
   hsm?.close();
 });
 
-function settings(tenantId: string): PlatformTenantOptions | undefined {
+function settings(tenantId: string): PlatformAuthOptions | undefined {
   if (tenantId === 'hsm') {
     return {
       baseUrl: platform.url,

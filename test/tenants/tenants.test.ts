@@ -12,7 +12,7 @@ import {
   TenantResolutionError,
   TokenExchangeError,
   UnknownTenantError,
-  type PlatformTenantOptions,
+  type PlatformAuthOptions,
   type PlatformTenantsOptions,
 } from 'nestjs-platform-auth';
 import {
@@ -46,7 +46,7 @@ beforeAll(async () => {
 
 afterAll(() => platform.close());
 
-function tenantSettings(tenantId: string): PlatformTenantOptions | undefined {
+function tenantSettings(tenantId: string): PlatformAuthOptions | undefined {
   return emulatedTenant(platform.url, certificates, tenantId);
 }
 

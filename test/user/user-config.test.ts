@@ -1,7 +1,7 @@
 import { Test } from '@nestjs/testing';
 import { ConfigModule } from '@nestjs/config';
 import { describe, expect, it } from 'vitest';
-import { isPlatformAuthConfigError, type PlatformAuthConfigError } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError } from 'nestjs-platform-auth';
 import {
   PlatformUserAuth,
   PlatformUserAuthModule,
@@ -28,7 +28,7 @@ async function startUp(options: Partial<PlatformUserAuthOptions>): Promise<Platf
       () => expect.fail('start-up should fail'),
       (e: unknown) => e,
     );
-  expect(isPlatformAuthConfigError(error), String(error)).toBe(true);
+  expect(error instanceof PlatformAuthConfigError, String(error)).toBe(true);
   return error as PlatformAuthConfigError;
 }
 

@@ -3,7 +3,8 @@ import { PlatformAuthConfigError } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import type { PlatformUserAuthOptions } from 'nestjs-platform-auth/user';
 import { resolveUserAuthOptions } from '../../lib/user/user-options.resolver.js';
-import { readPlatformUserAuthEnv } from '../../lib/user/platform-user-auth.config.js';
+import { readTableEnv } from '../../lib/options/platform-auth.config.js';
+import { PLATFORM_USER_AUTH_OPTIONS } from '../../lib/options/options.table.user.js';
 
 let credentials: TestCredentials;
 beforeAll(async () => {
@@ -72,7 +73,7 @@ describe("user sign-in's private_key_jwt takes a KeySource", () => {
 
   it('is filled from the PLATFORM_USER_* key variables', () => {
     expect(
-      readPlatformUserAuthEnv({
+      readTableEnv(PLATFORM_USER_AUTH_OPTIONS, {
         PLATFORM_USER_PRIVATE_KEY_PATH: '/keys/client.pem',
         PLATFORM_USER_PRIVATE_KEY_PASSPHRASE: 'pass',
         PLATFORM_USER_CERTIFICATE_PATH: '/keys/client.cer',

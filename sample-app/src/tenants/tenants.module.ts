@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { PlatformAuthModule, platformAuthConfig, type PlatformTenantOptions } from 'nestjs-platform-auth';
+import { PlatformAuthModule, platformAuthConfig, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { TenantsController } from './tenants.controller.js';
 
 /**
@@ -7,7 +7,7 @@ import { TenantsController } from './tenants.controller.js';
  * read as a named integration's are. A real application looks its customers up in its own database or secret
  * manager here; nothing else changes.
  */
-function tenantFromEnvironment(tenantId: string): Promise<PlatformTenantOptions | undefined> {
+function tenantFromEnvironment(tenantId: string): Promise<PlatformAuthOptions | undefined> {
   const listed = (process.env.SAMPLE_APP_TENANTS ?? '').split(',').map((id) => id.trim());
   if (!listed.includes(tenantId)) return Promise.resolve(undefined);
   return Promise.resolve(platformAuthConfig.forIntegration(`tenant-${tenantId}`)());
