@@ -2,10 +2,17 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { createClient } from 'redis';
-import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import {
+  PlatformAuthModule,
+  PlatformFetch,
+  TokenProvider,
+  type PlatformAuthOptions,
+  type PlatformFetchInit,
+} from 'nestjs-platform-auth';
 import { PlatformOutbox, PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import type { EmulatorCounters } from 'nestjs-platform-auth/testing';
 import { BenchChild } from '../support/child.js';
+import { processCpuUs } from '../support/process-cpu.js';
 import { startRedis } from '../support/redis.js';
 import { progress, type Report } from '../support/report.js';
 import { collectBetweenBlocks, median, spread } from '../support/stats.js';
@@ -16,8 +23,10 @@ const TARGET = 0.9;
 const CONCURRENCY = 4;
 
 export interface OutboxSizes {
-  /** A/B pairs: one bare run and one outbox run each, the order swapped every pair. */
+  /** A/B pairs of bare BullMQ and the outbox, the order swapped every pair. */
   readonly rounds: number;
+  /** Rounds of the ladder (bare BullMQ, then the outbox's parts added one at a time), the order rotated. */
+  readonly ladderRounds: number;
   /** Messages per run. */
   readonly messages: number;
   /** Enqueues in flight while a run fills the queue. */
@@ -25,15 +34,18 @@ export interface OutboxSizes {
 }
 
 interface Run {
+  readonly messages: number;
   readonly seconds: number;
   /** This process's CPU (user + system) per message, µs: the producer, the worker and the HTTP client. */
   readonly cpuUs: number;
+  /** The CPU per message of redis-server and of the platform's process, µs (0 where /proc cannot be read). */
+  readonly otherCpuUs: number;
   /** What the platform counted for the run: requests answered 2xx, and distinct idempotency keys. */
   readonly answered: number;
   readonly keys: number;
 }
 
-/** One way to send `messages` to the platform: it enqueues one, and resolves once that many were answered. */
+/** One way to send messages to the platform: it enqueues one, and tells when a number of them were answered. */
 interface Sender {
   readonly name: string;
   enqueue(key: string, body: object): Promise<unknown>;
@@ -46,8 +58,9 @@ interface Sender {
  * Scenario 14. Messages per second from the first enqueue until the platform answered them all, through the outbox
  * (`enqueue`, its worker at the default concurrency) and through a bare BullMQ `Queue` and `Worker` at the same
  * concurrency that post each job's body with `fetch` and a hard-coded `Authorization` header: one redis-server, one
- * emulator in a process of its own, runs alternated A/B/B/A. The platform's counters check every run: all N answered
- * 2xx under N distinct keys, none lost.
+ * emulator in a process of its own, runs alternated A/B, B/A. Then a ladder from bare BullMQ to the outbox, one part
+ * added per step, for what each part costs. The platform's counters check every run: all N answered 2xx under N
+ * distinct keys, none lost.
  */
 export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise<void> {
   const redis = await startRedis();
@@ -67,14 +80,27 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       { logger: ['error'] },
     );
     const authorization = `Bearer ${await app.get(TokenProvider).getAccessToken()}`;
-    senders.push(await bareBullMq(redis.url, `${hello.url}/api/messages`, authorization));
-    senders.push(outboxSender(app.get(PlatformOutbox)));
+    const bare = (options: BareOptions) => bareBullMq(redis.url, `${hello.url}/api/messages`, authorization, options);
+    const outbox = outboxSender(app.get(PlatformOutbox));
+    const ladder = [
+      await bare({ name: 'bare' }),
+      await bare({ name: '+ job options', jobOptions: true }),
+      await bare({ name: '+ read back', jobOptions: true, readBack: true }),
+      await bare({ name: '+ PlatformFetch', jobOptions: true, readBack: true, platformFetch: app.get(PlatformFetch) }),
+      outbox,
+    ];
+    senders.push(...ladder);
     const counters = () => platform.request<EmulatorCounters>({ command: 'counters' });
+    const all: Run[] = [];
 
-    const runOnce = async (sender: Sender, label: string, messages: number): Promise<Run> => {
+    let runs = 0;
+    const runOnce = async (sender: Sender, messages: number): Promise<Run> => {
+      const label = `${sender.name}-${(runs += 1)}`;
       collectBetweenBlocks();
       const before = await counters();
       const done = sender.delivered(messages);
+      const others = () => (processCpuUs(redis.pid) ?? 0) + (processCpuUs(platform.pid) ?? 0);
+      const othersBefore = others();
       const cpu = process.cpuUsage();
       const startedAt = performance.now();
       let next = 0;
@@ -89,34 +115,38 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       await done;
       const seconds = (performance.now() - startedAt) / 1000;
       const used = process.cpuUsage(cpu);
+      const othersUsed = others() - othersBefore;
       const after = await counters();
-      return {
+      const run = {
+        messages,
         seconds,
         cpuUs: (used.user + used.system) / messages,
+        otherCpuUs: othersUsed / messages,
         answered: after.apiCalls.ok - before.apiCalls.ok,
         keys: after.idempotency.keys - before.idempotency.keys,
       };
+      all.push(run);
+      return run;
     };
+    const rate = (run: Run) => sizes.messages / run.seconds;
 
-    progress(`warm-up: ${sizes.messages / 4} messages through each`);
-    for (const sender of senders) await runOnce(sender, `warm-${sender.name}`, sizes.messages / 4);
-    const runs = new Map<string, Run[]>(senders.map((sender) => [sender.name, []]));
+    progress(`warm-up: ${sizes.messages / 2} messages through each of ${ladder.length} ways`);
+    for (const sender of ladder) await runOnce(sender, sizes.messages / 2);
+    const bareRuns: Run[] = [];
+    const outboxRuns: Run[] = [];
     for (let round = 0; round < sizes.rounds; round += 1) {
-      const order = round % 2 === 0 ? senders : [...senders].reverse();
-      for (const sender of order)
-        runs.get(sender.name)!.push(await runOnce(sender, `${sender.name}-${round}`, sizes.messages));
-      const [bare, outbox] = senders.map((sender) => runs.get(sender.name)!.at(-1)!);
+      const pair = [
+        { sender: ladder[0], runs: bareRuns },
+        { sender: outbox, runs: outboxRuns },
+      ];
+      for (const { sender, runs } of round % 2 === 0 ? pair : pair.reverse())
+        runs.push(await runOnce(sender, sizes.messages));
       progress(
-        `round ${round + 1}/${sizes.rounds}: bare ${(sizes.messages / bare.seconds).toFixed(0)}/s, outbox ${(sizes.messages / outbox.seconds).toFixed(0)}/s`,
+        `round ${round + 1}/${sizes.rounds}: bare ${rate(bareRuns[round]).toFixed(0)}/s, outbox ${rate(outboxRuns[round]).toFixed(0)}/s`,
       );
     }
-
-    const bare = runs.get('bare')!;
-    const outbox = runs.get('outbox')!;
-    const ratios = outbox.map((run, i) => bare[i].seconds / run.seconds);
-    const rate = (list: Run[]) => median(list.map((run) => sizes.messages / run.seconds));
-    const addedWallUs = outbox.map((run, i) => ((run.seconds - bare[i].seconds) / sizes.messages) * 1e6);
-    const addedCpuUs = outbox.map((run, i) => run.cpuUs - bare[i].cpuUs);
+    const ratios = outboxRuns.map((run, i) => bareRuns[i].seconds / run.seconds);
+    const addedWallUs = outboxRuns.map((run, i) => ((run.seconds - bareRuns[i].seconds) / sizes.messages) * 1e6);
     const runsLabel = `${sizes.rounds} A/B rounds of ${sizes.messages} messages, concurrency ${CONCURRENCY}`;
     report.atLeast(
       'outbox.throughput',
@@ -126,37 +156,76 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       { baseline: 'bare BullMQ Queue + Worker, fetch with the header', spread: { ...spread(ratios), kind: 'range' } },
     );
     report.info(
-      'outbox.addedCpu',
-      'outbox: CPU it adds per message in this process (enqueue to answer)',
-      median(addedCpuUs),
-      `${median(addedCpuUs).toFixed(0)} µs (bare ${median(bare.map((r) => r.cpuUs)).toFixed(0)} µs)`,
-      'bare BullMQ, same run',
-      { ...spread(addedCpuUs), kind: 'range' },
-    );
-    report.info(
       'outbox.addedWall',
-      'outbox: time it adds per message at the queue (1/rate − 1/bare rate)',
+      'outbox: time it adds per message (1/rate − 1/bare rate, round by round)',
       median(addedWallUs),
-      `${median(addedWallUs).toFixed(0)} µs (${rate(outbox).toFixed(0)}/s against ${rate(bare).toFixed(0)}/s)`,
-      'bare BullMQ, same run',
+      `${median(addedWallUs).toFixed(0)} µs (medians ${median(outboxRuns.map(rate)).toFixed(0)}/s against ${median(bareRuns.map(rate)).toFixed(0)}/s)`,
+      'bare BullMQ, same round',
       { ...spread(addedWallUs), kind: 'range' },
     );
-    const all = [...bare, ...outbox];
+    const total = (run: Run) => run.cpuUs + run.otherCpuUs;
+    const cpuRatios = outboxRuns.map((run, i) => total(bareRuns[i]) / total(run));
+    const addedCpuUs = outboxRuns.map((run, i) => total(run) - total(bareRuns[i]));
+    report.info(
+      'outbox.cpuRatio',
+      'outbox: messages per CPU-second (this process, redis-server, platform) against bare BullMQ',
+      median(cpuRatios),
+      `${median(cpuRatios).toFixed(3)}×`,
+      'bare BullMQ, same round',
+      { ...spread(cpuRatios), kind: 'range' },
+    );
+    report.info(
+      'outbox.addedCpu',
+      'outbox: CPU it adds per message, enqueue to answer (this process, redis-server, platform)',
+      median(addedCpuUs),
+      `${median(addedCpuUs).toFixed(0)} µs (bare ${median(bareRuns.map(total)).toFixed(0)} µs, of which this process ${median(bareRuns.map((r) => r.cpuUs)).toFixed(0)} µs)`,
+      'bare BullMQ, same round',
+      { ...spread(addedCpuUs), kind: 'range' },
+    );
+
+    // The ladder: each step's CPU per message (every process) against the step before it, round by round.
+    const steps = ladder.map(() => [] as Run[]);
+    for (let round = 0; round < sizes.ladderRounds; round += 1) {
+      const order = ladder.map((_, i) => (i + round) % ladder.length);
+      for (const i of order) steps[i].push(await runOnce(ladder[i], sizes.messages));
+      progress(
+        `ladder round ${round + 1}/${sizes.ladderRounds}: ${steps.map((s) => rate(s[round]).toFixed(0)).join(', ')} /s`,
+      );
+    }
+    for (let i = 1; i < ladder.length; i += 1) {
+      const added = steps[i].map((run, round) => total(run) - total(steps[i - 1][round]));
+      report.info(
+        `outbox.ladder${i}`,
+        `outbox ladder: CPU per message added by ${i === ladder.length - 1 ? '+ the outbox itself (checks, events, telemetry)' : ladder[i].name}`,
+        median(added),
+        `${median(added).toFixed(0)} µs`,
+        `the step before (${ladder[i - 1].name})`,
+        { ...spread(added), kind: 'range' },
+      );
+    }
+
+    const expected = all.reduce((sum, run) => sum + run.messages, 0);
     report.exactly(
       'outbox.answered',
       'outbox and bare BullMQ: messages the platform answered 2xx, every run',
       all.reduce((sum, run) => sum + run.answered, 0),
-      all.length * sizes.messages,
+      expected,
       'emulator counter',
     );
     report.exactly(
       'outbox.keys',
       'outbox and bare BullMQ: distinct idempotency keys the platform processed, every run',
       all.reduce((sum, run) => sum + run.keys, 0),
-      all.length * sizes.messages,
+      expected,
       'emulator counter',
     );
-    report.detail('outbox', { sizes, concurrency: CONCURRENCY, bare, outbox });
+    report.detail('outbox', {
+      sizes,
+      concurrency: CONCURRENCY,
+      bare: bareRuns,
+      outbox: outboxRuns,
+      ladder: ladder.map((sender, i) => ({ name: sender.name, runs: steps[i] })),
+    });
   } finally {
     for (const sender of senders) await sender.close();
     await app?.close();
@@ -196,35 +265,70 @@ function outboxSender(outbox: PlatformOutbox): Sender {
   };
 }
 
+/** What a step of the ladder takes from the outbox, on top of bare BullMQ. */
+interface BareOptions {
+  readonly name: string;
+  /** The job options `enqueue` gives: attempts, a custom back-off, completed jobs kept by age, failed ones kept. */
+  readonly jobOptions?: boolean;
+  /** The job read back after `add`, as `enqueue` does to refuse another request under a taken key. */
+  readonly readBack?: boolean;
+  /** Sent as the worker sends: through the integration's `PlatformFetch`, with a timeout signal and `Headers`. */
+  readonly platformFetch?: PlatformFetch;
+}
+
 /**
  * BullMQ as a user without the library would write it: the key as the job's id, the body posted with `fetch` and
- * the token pasted in, on a node-redis client as the outbox gives BullMQ.
+ * the token pasted in, on a node-redis client as the outbox gives BullMQ. `options` add the outbox's parts one by one.
  */
-async function bareBullMq(redisUrl: string, url: string, authorization: string): Promise<Sender> {
+async function bareBullMq(redisUrl: string, url: string, authorization: string, options: BareOptions): Promise<Sender> {
   const client = createClient({ url: redisUrl });
   await client.connect();
   const connection = client as unknown as ConnectionOptions;
-  const queue = new Queue('bench-bare', { connection });
+  const queueName = `bench-${options.name.replace(/[^a-z]+/g, '-')}`;
+  const queue = new Queue(queueName, { connection });
   const completions = new Completions();
-  const worker = new Worker(
-    'bench-bare',
-    async (job) => {
-      const response = await fetch(url, {
+  const send = async (key: string, body: unknown): Promise<Response> => {
+    if (!options.platformFetch)
+      return fetch(url, {
         method: 'POST',
-        headers: { authorization, 'content-type': 'application/json', 'idempotency-key': String(job.id) },
-        body: JSON.stringify(job.data),
+        headers: { authorization, 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify(body),
       });
+    const headers = new Headers({ 'content-type': 'application/json', 'idempotency-key': key });
+    const init: PlatformFetchInit = {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+      retry: false,
+    };
+    return options.platformFetch.fetch('/api/messages', init);
+  };
+  const worker = new Worker(
+    queueName,
+    async (job) => {
+      const response = await send(String(job.id), job.data);
       await response.body?.cancel();
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       return response.status;
     },
-    { connection, concurrency: CONCURRENCY },
+    {
+      connection,
+      concurrency: CONCURRENCY,
+      ...(options.jobOptions && { settings: { backoffStrategy: () => 1_000 } }),
+    },
   );
   worker.on('completed', () => completions.add());
-  worker.on('failed', (_job, error) => console.error(`bare BullMQ: a job failed: ${error.message}`));
+  worker.on('failed', (_job, error) => console.error(`${options.name}: a job failed: ${error.message}`));
+  const jobOptions = options.jobOptions
+    ? { attempts: 12, backoff: { type: 'outbox' }, removeOnComplete: { age: 86_400 }, removeOnFail: false }
+    : {};
   return {
-    name: 'bare',
-    enqueue: (key, body) => queue.add('message', body, { jobId: key }),
+    name: options.name,
+    enqueue: async (key, body) => {
+      await queue.add('message', body, { jobId: key, ...jobOptions });
+      if (options.readBack) await queue.getJob(key);
+    },
     delivered: (count) => completions.after(count),
     close: async () => {
       await worker.close();
