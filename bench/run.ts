@@ -71,7 +71,7 @@ const sizes = {
     coldRounds: scale(20, 4),
   },
   tenantsFleet: { replicas: 4, tenants: scale(1_000, 100), inFlight: 16 },
-  outbox: { rounds: scale(21, 2), ladderRounds: scale(5, 1), messages: scale(500, 200), producers: 16 },
+  outbox: { rounds: scale(15, 2), ladderRounds: scale(3, 1), messages: scale(500, 200), producers: 16 },
   rateLimit: { replicas: 3, requestsPerSecond: 50, durationMs: scale(20_000, 4_000), inFlight: 16, bursts: [50, 5] },
 };
 
