@@ -7,6 +7,7 @@ import { measureFetchOverhead } from './scenarios/fetch-overhead.js';
 import { measureHttpOverhead } from './scenarios/http-overhead.js';
 import { measureKeyCustody } from './scenarios/key-custody.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureOutbox } from './scenarios/outbox.js';
 import { measureRateLimit } from './scenarios/rate-limit.js';
 import { measureSharedStore } from './scenarios/shared-store.js';
 import { measureSigning } from './scenarios/signing.js';
@@ -70,6 +71,7 @@ const sizes = {
     coldRounds: scale(20, 4),
   },
   tenantsFleet: { replicas: 4, tenants: scale(1_000, 100), inFlight: 16 },
+  outbox: { rounds: scale(15, 2), ladderRounds: scale(3, 1), messages: scale(500, 200), producers: 16 },
   rateLimit: { replicas: 3, requestsPerSecond: 50, durationMs: scale(20_000, 4_000), inFlight: 16, bursts: [50, 5] },
 };
 
@@ -100,6 +102,7 @@ const scenarios: [string, (platform: BenchPlatform) => Promise<void>][] = [
   ['tenants', () => measureTenants(report, sizes.tenants)],
   ['tenants fleet', () => measureTenantsFleet(report, sizes.tenantsFleet)],
   ['rate limit', () => measureRateLimit(report, sizes.rateLimit)],
+  ['outbox', () => measureOutbox(report, sizes.outbox)],
 ];
 
 const selected = only ? scenarios.filter(([name]) => only.some((word) => name.includes(word))) : scenarios;

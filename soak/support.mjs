@@ -43,12 +43,16 @@ export async function launchRedis(port, dir, { appendOnly = false } = {}) {
  * `{ drop: 'before' }` (the connection reset before the platform saw the request) or `{ drop: 'after' }` (the
  * platform processed it, then the connection is reset instead of the answer reaching the client). It counts the
  * answers it made up by status, and the most API requests that arrived in any one second (faulted ones included);
- * `observe(req, body, reply)` sees every API request the platform answered, with its answer.
+ * `observe(req, body, reply, replyBody)` sees every API request the platform answered, with its answer.
+ * `stripHeaders`: header names (lower case) taken off API requests before the platform sees them: a platform that
+ * ignores `Idempotency-Key`, for one. `hold(ms)`: API requests arriving for `ms` reach the platform, and their answers
+ * are held until the window ends (a client killed meanwhile never hears them).
  */
-export async function startFaultProxy(target, { observe } = {}) {
+export async function startFaultProxy(target, { observe, stripHeaders = [] } = {}) {
   const faults = [];
   let outage;
-  const answered = { drop: 0 };
+  let holdUntil = 0;
+  const answered = { drop: 0, held: 0 };
   const arrivals = [];
   let busiestSecond = 0;
   let busiestSinceTaken = 0;
@@ -67,20 +71,19 @@ export async function startFaultProxy(target, { observe } = {}) {
     res.socket?.resetAndDestroy();
   };
   const forward = (req, res, body, after) => {
-    const upstream = request(
-      new URL(req.url, target),
-      { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
-      (reply) => {
-        if (!after) {
-          res.writeHead(reply.statusCode, reply.headers);
-          reply.pipe(res);
-          return;
-        }
-        const chunks = [];
-        reply.on('data', (chunk) => chunks.push(chunk));
-        reply.on('end', () => after(reply, Buffer.concat(chunks)));
-      },
-    );
+    const headers = { ...req.headers, host: new URL(target).host };
+    // Only API requests are read before forwarding (`after`); the token endpoint passes untouched.
+    if (after) for (const name of stripHeaders) delete headers[name];
+    const upstream = request(new URL(req.url, target), { method: req.method, headers }, (reply) => {
+      if (!after) {
+        res.writeHead(reply.statusCode, reply.headers);
+        reply.pipe(res);
+        return;
+      }
+      const chunks = [];
+      reply.on('data', (chunk) => chunks.push(chunk));
+      reply.on('end', () => after(reply, Buffer.concat(chunks)));
+    });
     upstream.on('error', () => res.destroy());
     if (body === undefined) req.pipe(upstream);
     else upstream.end(body);
@@ -102,11 +105,17 @@ export async function startFaultProxy(target, { observe } = {}) {
       if (fault?.status !== undefined) return answer(res, fault);
       if (fault?.drop === 'before') return drop(res);
       const body = Buffer.concat(chunks);
+      const heldFor = holdUntil - Date.now();
       forward(req, res, body, (reply, replyBody) => {
-        observe?.(req, body, reply);
+        observe?.(req, body, reply, replyBody);
         if (fault?.drop === 'after') return drop(res);
-        res.writeHead(reply.statusCode, reply.headers);
-        res.end(replyBody);
+        const pass = () => {
+          res.writeHead(reply.statusCode, reply.headers);
+          res.end(replyBody);
+        };
+        if (heldFor <= 0) return pass();
+        answered.held += 1;
+        setTimeout(pass, heldFor);
       });
     });
   });
@@ -118,6 +127,10 @@ export async function startFaultProxy(target, { observe } = {}) {
     /** The next `count` API requests meet `fault`, after the faults queued before it. */
     inject(fault, count = 1) {
       for (let i = 0; i < count; i += 1) faults.push(fault);
+    },
+    /** API requests arriving in the next `ms` are processed, and answered once the window ends. */
+    hold(ms) {
+      holdUntil = Date.now() + ms;
     },
     /** Every API request meets `fault` for `ms`. */
     outage(fault, ms) {

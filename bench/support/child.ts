@@ -12,6 +12,10 @@ export class BenchChild {
     return { child, hello: await child.reply<T>() };
   }
 
+  get pid(): number {
+    return this.child.pid!;
+  }
+
   request<T>(message: unknown): Promise<T> {
     const answered = this.reply<T>();
     this.child.send(message as object);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A throwaway redis-server (the Debian package, as `npm test` ensures) on a free loopback port, persistence off. */
-export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startRedis(): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const probe = createServer().listen(0, '127.0.0.1');
   await once(probe, 'listening');
   const { port } = probe.address() as { port: number };
@@ -30,6 +30,7 @@ export async function startRedis(): Promise<{ url: string; stop(): Promise<void>
   });
   return {
     url: `redis://127.0.0.1:${port}`,
+    pid: server.pid!,
     async stop() {
       server.kill('SIGKILL');
       await once(server, 'exit');
