@@ -1,9 +1,10 @@
 import { EventEmitter } from 'node:events';
-import type {
-  BeforeApplicationShutdown,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-  OnModuleInit,
+import {
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
 } from '@nestjs/common';
 import { OutboxTelemetry } from '../telemetry/outbox-telemetry.js';
 import type { OutboxTelemetryEvent } from '../telemetry/telemetry.events.js';
@@ -14,6 +15,7 @@ import {
   type OutboxQueue,
   type OutboxRedis,
 } from './outbox.connection.js';
+import { RedisAvailability } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { RefusalTally } from './outbox.refusals.js';
 import { PlatformOutboxError } from './outbox.errors.js';
@@ -47,6 +49,7 @@ export class PlatformOutbox
   readonly #resolveFetch: (message: StoredMessage) => Promise<SendFetch>;
   readonly #events = new EventEmitter();
   readonly #telemetry: OutboxTelemetry;
+  readonly #availability: RedisAvailability;
   #redis?: OutboxRedis;
   #queue?: OutboxQueue;
   #worker?: OutboxBullWorker;
@@ -57,6 +60,7 @@ export class PlatformOutbox
     this.#settings = settings;
     this.#resolveFetch = resolveFetch;
     this.#telemetry = new OutboxTelemetry(settings.queueName);
+    this.#availability = new RedisAvailability(settings.queueName, new Logger('PlatformOutbox'));
   }
 
   on<E extends keyof OutboxEvents>(event: E, listener: (...args: OutboxEvents[E]) => void): this {
@@ -73,8 +77,9 @@ export class PlatformOutbox
   async onModuleInit(): Promise<void> {
     const bull = await loadBullMq();
     this.#redis = await openRedis(this.#settings.connection, process.env);
+    this.#availability.watch(this.#redis.connection);
     this.#queue = new bull.Queue(this.#settings.queueName, { connection: this.#redis.connection });
-    this.#queue.on('error', () => undefined);
+    this.#queue.on('error', (error) => this.redisFailed(error));
     this.#tally = new RefusalTally(this.#redis.connection, this.#settings.queueName);
     await this.#telemetry.loaded();
   }
@@ -90,6 +95,11 @@ export class PlatformOutbox
       this.#settings.delivery,
       this.#resolveFetch,
       this.listener(),
+      {
+        ready: () => this.#redis?.ready() === true,
+        failed: (error) => this.redisFailed(error),
+        answering: () => this.#availability.answering(),
+      },
     );
   }
 
@@ -104,6 +114,7 @@ export class PlatformOutbox
   /** @internal */
   async onApplicationShutdown(): Promise<void> {
     await this.#queue?.close();
+    this.#availability.close();
     this.#redis?.owned?.destroy();
   }
 
@@ -161,8 +172,19 @@ export class PlatformOutbox
     await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
   }
 
+  /**
+   * The queue's counts. While Redis is known to be out of reach it rejects at once (`reason: 'unavailable'`), naming
+   * since when and why, as the outbox's warning did.
+   */
   async status(): Promise<OutboxStatus> {
     const queue = this.queue();
+    const outage = this.#availability.outage;
+    if (outage) {
+      throw new PlatformOutboxError(
+        'unavailable',
+        `PlatformOutbox: Redis is unreachable since ${new Date(outage.since).toISOString()} (${outage.cause})`,
+      );
+    }
     const [counts, refusals] = await this.bounded(
       Promise.all([
         queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
@@ -228,6 +250,11 @@ export class PlatformOutbox
       );
     });
     return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  /** An error of BullMQ's commands: an outage when the connection is down, else BullMQ's own business. */
+  private redisFailed(error: unknown): void {
+    if (this.#redis && !this.#redis.ready()) this.#availability.lost(error);
   }
 
   private emit<E extends keyof OutboxEvents>(
