@@ -53,8 +53,8 @@ export class RedisAvailability {
     const cause = redisReason(error);
     this.#outage = { since: this.now(), cause };
     this.logger.warn(
-      `PlatformOutbox (queue ${this.queueName}): Redis is unreachable (${cause}); messages wait and no send is ` +
-        'recorded until it answers, enqueue and status() reject meanwhile',
+      `PlatformOutbox (queue ${this.queueName}): Redis is unreachable (${cause}); until it answers, sends are not ` +
+        'recorded, enqueue rejects after enqueueTimeoutMs and status() at once',
     );
   }
 

@@ -15,7 +15,7 @@ import {
   type OutboxQueue,
   type OutboxRedis,
 } from './outbox.connection.js';
-import { RedisAvailability } from './outbox.availability.js';
+import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { RefusalTally } from './outbox.refusals.js';
 import { PlatformOutboxError } from './outbox.errors.js';
@@ -179,12 +179,7 @@ export class PlatformOutbox
   async status(): Promise<OutboxStatus> {
     const queue = this.queue();
     const outage = this.#availability.outage;
-    if (outage) {
-      throw new PlatformOutboxError(
-        'unavailable',
-        `PlatformOutbox: Redis is unreachable since ${new Date(outage.since).toISOString()} (${outage.cause})`,
-      );
-    }
+    if (outage) throw new PlatformOutboxError('unavailable', `PlatformOutbox: Redis is ${outageText(outage)}`);
     const [counts, refusals] = await this.bounded(
       Promise.all([
         queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
@@ -238,18 +233,17 @@ export class PlatformOutbox
   private bounded<T>(operation: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new PlatformOutboxError(
-              'unavailable',
-              `PlatformOutbox: Redis did not answer within ${this.#settings.enqueueTimeoutMs} ms`,
-            ),
-          ),
-        this.#settings.enqueueTimeoutMs,
-      );
+      timer = setTimeout(() => reject(this.unanswered()), this.#settings.enqueueTimeoutMs);
     });
     return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  /** The error of a call Redis did not answer in time: why, when the outbox knows Redis is out of reach. */
+  private unanswered(): PlatformOutboxError {
+    const outage = this.#availability.outage;
+    const why = outage ? `; ${outageText(outage)}` : '';
+    const waited = `${this.#settings.enqueueTimeoutMs} ms`;
+    return new PlatformOutboxError('unavailable', `PlatformOutbox: Redis did not answer within ${waited}${why}`);
   }
 
   /** An error of BullMQ's commands: an outage when the connection is down, else BullMQ's own business. */
@@ -281,6 +275,11 @@ export class PlatformOutbox
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
     };
   }
+}
+
+/** Why Redis did not answer, when the outbox knows it is out of reach. */
+function outageText(outage: RedisOutage): string {
+  return `unreachable since ${new Date(outage.since).toISOString()} (${outage.cause})`;
 }
 
 /** The integration's name in telemetry; a tenant's message is `tenants`, never the tenant's id. */

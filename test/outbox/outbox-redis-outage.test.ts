@@ -65,6 +65,7 @@ describe('PlatformOutbox: Redis lost mid-send and back on the same port', () => 
       platform,
       logger,
       retry: { attempts: 1_000, delayMs: 20, maxDelayMs: 50 },
+      enqueueTimeoutMs: 2_000,
       // A job BullMQ moved to active just as Redis died, whose worker never heard of it, is back within seconds.
       worker: { concurrency: 4, lockDurationMs: 2_000, stalledIntervalMs: 500 },
     });
@@ -85,10 +86,17 @@ describe('PlatformOutbox: Redis lost mid-send and back on the same port', () => 
       reason: 'unavailable',
       message: expect.stringMatching(/unreachable since .+\(redis: /),
     });
+    const late = { ...MESSAGE, idempotencyKey: 'enqueued-during-the-outage' };
+    await expect(f.outbox.enqueue(late)).rejects.toMatchObject({
+      reason: 'unavailable',
+      message: expect.stringMatching(/did not answer within 2000 ms; unreachable since .+\(redis: /),
+    });
 
     await redis().launch();
     await eventually(() => expect(recoveryLines(logger)).toHaveLength(1));
     expect(recoveryLines(logger)[0]).toMatch(/Redis answers again after \d+ ms$/);
+    // As the docs say: an enqueue that rejected is made again under the same key.
+    ids.push(await f.outbox.enqueue(late));
     await eventually(async () => expect(await f.outbox.status()).toMatchObject({ sent: ids.length, depth: 0 }));
     expect(names(f.events)).not.toContain('dead-lettered');
     // Every retry during the outage named its cause; still one warning and one line for the whole outage.
