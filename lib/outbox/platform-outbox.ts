@@ -1,10 +1,10 @@
 import { EventEmitter } from 'node:events';
-import {
-  Logger,
-  type BeforeApplicationShutdown,
-  type OnApplicationBootstrap,
-  type OnApplicationShutdown,
-  type OnModuleInit,
+import { Logger } from '@nestjs/common';
+import type {
+  BeforeApplicationShutdown,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
 } from '@nestjs/common';
 import { OutboxTelemetry } from '../telemetry/outbox-telemetry.js';
 import type { OutboxTelemetryEvent } from '../telemetry/telemetry.events.js';
