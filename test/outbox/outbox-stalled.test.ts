@@ -81,8 +81,8 @@ describe('PlatformOutbox: a worker killed mid-send (SIGKILL) gives its job back'
     expect(sinceLastLookMs).toBeLessThanOrEqual(stalledIntervalMs);
     // Not before the lock ran out: no two workers ever hold the job at once.
     expect(recoveryMs).toBeGreaterThanOrEqual(lockLeftMs);
-    // The bound, and one more interval for a stall-check timer that a busy machine runs late.
-    expect(recoveryMs).toBeLessThanOrEqual(documentedMs + stalledIntervalMs);
+    // The bound, and a second for the timers of the stall checks and the lock renewal, which a busy machine runs late.
+    expect(recoveryMs).toBeLessThanOrEqual(documentedMs + 1_000);
     expect(survivor.events.find((e) => e.event === 'sent')?.payload).toMatchObject({ id });
   });
 
