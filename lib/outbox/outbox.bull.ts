@@ -1,5 +1,6 @@
 import type { Job, JobJson } from 'bullmq';
 import type { BullMq } from './outbox.connection.js';
+import type { OutboxJob, StoredMessage } from './outbox.types.js';
 
 /** What a job's data reads as when Redis holds something that is not JSON there. */
 export const UNREADABLE = '[data that is not JSON]';
@@ -44,4 +45,19 @@ export function tolerantBullMq(bull: BullMq): BullMq {
     }
   }
   return { ...bull, Job: Tolerant, Queue, Worker };
+}
+
+/** A job as the lists, the events and `reconcile` show it. */
+export function outboxJob(job: Job): OutboxJob {
+  const data: unknown = job.data;
+  // A job's data as Redis holds it, whoever wrote it: listed as it is, never sent unchecked.
+  return {
+    method: '',
+    path: '',
+    ...(typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as StoredMessage) : undefined),
+    id: String(job.id),
+    idempotencyKey: (data as Partial<StoredMessage> | undefined)?.idempotencyKey ?? String(job.id),
+    attemptsMade: job.attemptsMade,
+    enqueuedAt: job.timestamp,
+  };
 }

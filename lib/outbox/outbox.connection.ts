@@ -8,7 +8,10 @@ import type { OutboxConnection, OutboxRedisClient } from './outbox.types.js';
 export const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
 
 /** The part of bullmq the outbox uses: loaded when the outbox starts, so an app without it never loads it. */
-export type BullMq = Pick<typeof BullMqModule, 'Job' | 'Queue' | 'Worker' | 'UnrecoverableError'>;
+export type BullMq = Pick<
+  typeof BullMqModule,
+  'Job' | 'Queue' | 'Worker' | 'UnrecoverableError' | 'ConnectionClosedError'
+>;
 export type OutboxQueue = Queue;
 export type OutboxBullWorker = Worker;
 

@@ -2,6 +2,7 @@ import { PlatformAuthError, TokenExchangeError } from '../platform-auth.errors.j
 import { PlatformTenantConfigError, UnknownTenantError } from '../tenants/tenants.errors.js';
 import { parseRetryAfter } from '../token/retry-after.util.js';
 import { PlatformOutboxError } from './outbox.errors.js';
+import { boundedReason, describeCause, exchangeReason } from './outbox.reasons.js';
 import type { StoredMessage } from './outbox.types.js';
 
 /** How an attempt ended, as the queue needs it: done, never again, or again later. */
@@ -86,22 +87,23 @@ function causeCode(error: unknown): string | undefined {
 export function thrownVerdict(error: unknown): AttemptVerdict {
   // The token could not be had: nothing was sent, and the exchange's own rules say whether it can change.
   if (error instanceof TokenExchangeError) {
-    return { kind: 'transient', reason: `token exchange failed (${error.reason})`, ambiguous: false };
+    return { kind: 'transient', reason: exchangeReason(error), ambiguous: false };
   }
   // No such integration or tenant: no retry will make one appear; re-queue the job once it is configured.
   const unknown =
     error instanceof UnknownTenantError ||
     error instanceof PlatformTenantConfigError ||
     (error instanceof PlatformOutboxError && error.reason === 'not_found');
-  if (unknown) return { kind: 'refused', reason: error.message };
-  if (error instanceof PlatformAuthError) return { kind: 'transient', reason: error.message, ambiguous: false };
+  if (unknown) return { kind: 'refused', reason: boundedReason(error.message) };
+  if (error instanceof PlatformAuthError) return { kind: 'transient', reason: describeCause(error), ambiguous: false };
   const name = (error as { name?: unknown } | undefined)?.name;
   if (name === 'TimeoutError') return { kind: 'transient', reason: 'the send timed out', ambiguous: true };
   const code = causeCode(error);
+  // The chain names the root (`fetch failed: connect ECONNREFUSED 127.0.0.1:8443`), not only its code.
   if (code !== undefined && NOT_SENT.has(code)) {
-    return { kind: 'transient', reason: `connection failed (${code})`, ambiguous: false };
+    return { kind: 'transient', reason: `connection failed: ${describeCause(error)}`, ambiguous: false };
   }
-  return { kind: 'transient', reason: `connection lost (${code ?? 'no answer'})`, ambiguous: true };
+  return { kind: 'transient', reason: `connection lost: ${describeCause(error)}`, ambiguous: true };
 }
 
 /** The verdict on the platform's answer. */

@@ -31,7 +31,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
   };
   const worker = options.worker ?? true;
   if (typeof worker !== 'boolean' && (typeof worker !== 'object' || worker === null))
-    problems.push('worker must be true, false or { concurrency, lockDurationMs }');
+    problems.push('worker must be true, false or { concurrency, lockDurationMs, stalledIntervalMs, maxStalledCount }');
   const workerOptions = typeof worker === 'object' && worker !== null ? worker : {};
   const queueName = options.queueName ?? 'platform-outbox';
   if (typeof queueName !== 'string' || !QUEUE_NAME.test(queueName))
@@ -63,6 +63,9 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     storedHeaders,
     concurrency: integer('worker.concurrency', workerOptions.concurrency, 4, 1, 1_000),
     lockDurationMs: integer('worker.lockDurationMs', workerOptions.lockDurationMs, 30_000, 100, 3_600_000),
+    stalledIntervalMs: integer('worker.stalledIntervalMs', workerOptions.stalledIntervalMs, 30_000, 100, 3_600_000),
+    // A worker that dies mid-send is no reason to give up on the message: its next attempt reconciles first.
+    maxStalledCount: integer('worker.maxStalledCount', workerOptions.maxStalledCount, attempts, 0, 1_000),
     ...(options.reconcile && { reconcile: options.reconcile }),
     ...(codec && { bodyCodec: codec }),
   };

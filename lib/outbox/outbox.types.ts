@@ -95,10 +95,21 @@ export interface OutboxWorkerOptions {
   /** Jobs one process sends at once (default 4). */
   readonly concurrency?: number;
   /**
-   * How long a worker's claim on a job lasts without renewal (default 30000 ms): a worker that dies mid-send gives its
-   * job back after about this long.
+   * How long a worker's claim on a job lasts without renewal (default 30000 ms; renewed every half of it). A worker
+   * that dies mid-send gives its job back once the claim has run out and a stall check has found it so: see
+   * `stalledIntervalMs`.
    */
   readonly lockDurationMs?: number;
+  /**
+   * How often the workers look for jobs whose worker died (default 30000 ms, one look per interval for the whole
+   * queue). A dead worker's job is back in the queue at most `max(lockDurationMs, 2 × stalledIntervalMs) +
+   * stalledIntervalMs` after the worker died: up to 90 s with the defaults.
+   */
+  readonly stalledIntervalMs?: number;
+  /**
+   * How many times a job may be given back by a dead worker before it is dead-lettered (default `retry.attempts`).
+   */
+  readonly maxStalledCount?: number;
 }
 
 /**

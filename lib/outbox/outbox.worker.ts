@@ -1,12 +1,26 @@
 import type { ConnectionOptions, Job } from 'bullmq';
+import { outboxJob } from './outbox.bull.js';
 import type { BullMq, OutboxBullWorker } from './outbox.connection.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { checkStoredJob } from './outbox.message.js';
 import { sendOnce, thrownVerdict, type AttemptVerdict, type SendFetch } from './outbox.delivery.js';
-import type { OutboxBodyCodec, OutboxJob, OutboxReconcile, StoredMessage } from './outbox.types.js';
+import { DeliveredSends } from './outbox.delivered.js';
+import {
+  REFUSED,
+  RetryLater,
+  outboxWorker,
+  reportFailure,
+  type DeliveryListener,
+  type WorkerRedis,
+} from './outbox.worker-bull.js';
+import type { OutboxBodyCodec, OutboxReconcile, StoredMessage } from './outbox.types.js';
+
+export { REFUSED, outboxJob, type DeliveryListener, type WorkerRedis };
+
+/** The longest wait before a completion or failure lost with Redis is recorded again. */
+const RECORD_RETRY_MS = 1_000;
 
 /** Prefixes of a job's failed reason: the dead-letter list and the event of a final failure tell them apart. */
-export const REFUSED = 'refused: ';
 const AMBIGUOUS = 'ambiguous: ';
 const TRANSIENT = 'transient: ';
 
@@ -20,40 +34,10 @@ export interface DeliverySettings {
   readonly storedHeaders: ReadonlySet<string>;
   readonly concurrency: number;
   readonly lockDurationMs: number;
+  readonly stalledIntervalMs: number;
+  readonly maxStalledCount: number;
   readonly reconcile?: OutboxReconcile;
   readonly bodyCodec?: OutboxBodyCodec;
-}
-
-/** What the worker reports; the service turns it into events and telemetry. */
-export interface DeliveryListener {
-  sent(job: OutboxJob, status: number, reconciled: boolean): void;
-  retried(job: OutboxJob, reason: string, delayMs: number): void;
-  failed(job: OutboxJob, reason: string): void;
-  deadLettered(job: OutboxJob, reason: string): void;
-}
-
-/** An attempt that will be made again, after `delayMs`. */
-class RetryLater extends Error {
-  constructor(
-    message: string,
-    readonly delayMs: number,
-  ) {
-    super(message);
-  }
-}
-
-export function outboxJob(job: Job): OutboxJob {
-  const data: unknown = job.data;
-  // A job's data as Redis holds it, whoever wrote it: listed as it is, never sent unchecked.
-  return {
-    method: '',
-    path: '',
-    ...(typeof data === 'object' && data !== null && !Array.isArray(data) ? (data as StoredMessage) : undefined),
-    id: String(job.id),
-    idempotencyKey: (data as Partial<StoredMessage> | undefined)?.idempotencyKey ?? String(job.id),
-    attemptsMade: job.attemptsMade,
-    enqueuedAt: job.timestamp,
-  };
 }
 
 /**
@@ -102,7 +86,9 @@ export function startWorker(
   settings: DeliverySettings,
   resolveFetch: (message: StoredMessage) => Promise<SendFetch>,
   listener: DeliveryListener,
+  redis: WorkerRedis,
 ): OutboxBullWorker {
+  const delivered = new DeliveredSends();
   const processJob = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
     let checked: ReturnType<typeof checkStoredJob>;
     try {
@@ -111,6 +97,8 @@ export function startWorker(
       throw new bull.UnrecoverableError(`${REFUSED}${(error as Error).message}`);
     }
     const stored = checked.message;
+    const known = delivered.status(String(job.id));
+    if (known !== undefined) return { status: known, reconciled: true };
     let verdict: AttemptVerdict;
     try {
       const message = opened(stored, settings.bodyCodec);
@@ -129,35 +117,36 @@ export function startWorker(
     } catch (error) {
       verdict = thrownVerdict(error);
     }
-    if (verdict.kind === 'sent') return { status: verdict.status, reconciled: false };
+    if (verdict.kind === 'sent') {
+      delivered.remember(String(job.id), verdict.status);
+      return { status: verdict.status, reconciled: false };
+    }
     if (verdict.kind === 'refused') throw new bull.UnrecoverableError(`${REFUSED}${verdict.reason}`);
     const delayMs = backoffMs(settings, job.attemptsMade + 1, verdict.retryAfterMs);
     throw new RetryLater(`${verdict.ambiguous ? AMBIGUOUS : TRANSIENT}${verdict.reason}`, delayMs);
   };
-  const worker = new bull.Worker(queueName, processJob, {
+  const OutboxWorker = outboxWorker(bull, redis);
+  const worker = new OutboxWorker(queueName, processJob, {
     connection,
     concurrency: settings.concurrency,
     lockDuration: settings.lockDurationMs,
-    stalledInterval: settings.lockDurationMs,
-    // A worker that dies mid-send is no reason to give up on the message: its next attempt reconciles first.
-    maxStalledCount: settings.attempts,
+    stalledInterval: settings.stalledIntervalMs,
+    maxStalledCount: settings.maxStalledCount,
+    // How soon a completion or a failure lost with the connection is recorded again: before the job's lock runs out.
+    runRetryDelay: Math.min(RECORD_RETRY_MS, settings.lockDurationMs / 4),
     settings: {
       backoffStrategy: (_made, _type, error) => (error instanceof RetryLater ? error.delayMs : settings.delayMs),
     },
   });
-  worker.on('completed', (job, result: { status: number; reconciled: boolean }) =>
-    listener.sent(outboxJob(job), result.status, result.reconciled),
-  );
-  worker.on('failed', (job, error) => {
-    if (!job) return;
-    const reason = error.message;
-    if (reason.startsWith(REFUSED)) listener.failed(outboxJob(job), reason);
-    // The job's own limit, set by the process that enqueued it, which may be configured otherwise than this one.
-    else if (job.attemptsMade < (job.opts.attempts ?? 1) && error instanceof RetryLater)
-      listener.retried(outboxJob(job), reason, error.delayMs);
-    else listener.deadLettered(outboxJob(job), reason);
+  worker.on('completed', (job, result: { status: number; reconciled: boolean }) => {
+    delivered.recorded(String(job.id));
+    listener.sent(outboxJob(job), result.status, result.reconciled);
   });
-  // Redis out of reach: BullMQ reconnects by itself; the queue's depth and the health check show the outage.
-  worker.on('error', () => undefined);
+  // BullMQ emits it once Redis has the job's move: back in the queue with attempts left, else in the failed set.
+  worker.on('failed', (job, error) => {
+    if (job) void reportFailure(job, error, listener, redis);
+  });
+  // Redis out of reach: BullMQ reconnects by itself; the outbox logs the outage once and `status()` names it.
+  worker.on('error', (error) => redis.failed(error));
   return worker;
 }

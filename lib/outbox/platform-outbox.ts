@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Logger } from '@nestjs/common';
 import type {
   BeforeApplicationShutdown,
   OnApplicationBootstrap,
@@ -14,6 +15,7 @@ import {
   type OutboxQueue,
   type OutboxRedis,
 } from './outbox.connection.js';
+import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { RefusalTally } from './outbox.refusals.js';
 import { PlatformOutboxError } from './outbox.errors.js';
@@ -47,6 +49,7 @@ export class PlatformOutbox
   readonly #resolveFetch: (message: StoredMessage) => Promise<SendFetch>;
   readonly #events = new EventEmitter();
   readonly #telemetry: OutboxTelemetry;
+  readonly #availability: RedisAvailability;
   #redis?: OutboxRedis;
   #queue?: OutboxQueue;
   #worker?: OutboxBullWorker;
@@ -57,6 +60,7 @@ export class PlatformOutbox
     this.#settings = settings;
     this.#resolveFetch = resolveFetch;
     this.#telemetry = new OutboxTelemetry(settings.queueName);
+    this.#availability = new RedisAvailability(settings.queueName, new Logger('PlatformOutbox'));
   }
 
   on<E extends keyof OutboxEvents>(event: E, listener: (...args: OutboxEvents[E]) => void): this {
@@ -73,8 +77,9 @@ export class PlatformOutbox
   async onModuleInit(): Promise<void> {
     const bull = await loadBullMq();
     this.#redis = await openRedis(this.#settings.connection, process.env);
+    this.#availability.watch(this.#redis.connection);
     this.#queue = new bull.Queue(this.#settings.queueName, { connection: this.#redis.connection });
-    this.#queue.on('error', () => undefined);
+    this.#queue.on('error', (error) => this.redisFailed(error));
     this.#tally = new RefusalTally(this.#redis.connection, this.#settings.queueName);
     await this.#telemetry.loaded();
   }
@@ -90,6 +95,11 @@ export class PlatformOutbox
       this.#settings.delivery,
       this.#resolveFetch,
       this.listener(),
+      {
+        ready: () => this.#redis?.ready() === true,
+        failed: (error) => this.redisFailed(error),
+        answering: () => this.#availability.answering(),
+      },
     );
   }
 
@@ -104,6 +114,7 @@ export class PlatformOutbox
   /** @internal */
   async onApplicationShutdown(): Promise<void> {
     await this.#queue?.close();
+    this.#availability.close();
     this.#redis?.owned?.destroy();
   }
 
@@ -161,8 +172,14 @@ export class PlatformOutbox
     await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
   }
 
+  /**
+   * The queue's counts. While Redis is known to be out of reach it rejects at once (`reason: 'unavailable'`), naming
+   * since when and why, as the outbox's warning did.
+   */
   async status(): Promise<OutboxStatus> {
     const queue = this.queue();
+    const outage = this.#availability.outage;
+    if (outage) throw new PlatformOutboxError('unavailable', `PlatformOutbox: Redis is ${outageText(outage)}`);
     const [counts, refusals] = await this.bounded(
       Promise.all([
         queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
@@ -216,18 +233,22 @@ export class PlatformOutbox
   private bounded<T>(operation: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new PlatformOutboxError(
-              'unavailable',
-              `PlatformOutbox: Redis did not answer within ${this.#settings.enqueueTimeoutMs} ms`,
-            ),
-          ),
-        this.#settings.enqueueTimeoutMs,
-      );
+      timer = setTimeout(() => reject(this.unanswered()), this.#settings.enqueueTimeoutMs);
     });
     return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  /** The error of a call Redis did not answer in time: why, when the outbox knows Redis is out of reach. */
+  private unanswered(): PlatformOutboxError {
+    const outage = this.#availability.outage;
+    const why = outage ? `; ${outageText(outage)}` : '';
+    const waited = `${this.#settings.enqueueTimeoutMs} ms`;
+    return new PlatformOutboxError('unavailable', `PlatformOutbox: Redis did not answer within ${waited}${why}`);
+  }
+
+  /** An error of BullMQ's commands: an outage when the connection is down, else BullMQ's own business. */
+  private redisFailed(error: unknown): void {
+    if (this.#redis && !this.#redis.ready()) this.#availability.lost(error);
   }
 
   private emit<E extends keyof OutboxEvents>(
@@ -254,6 +275,11 @@ export class PlatformOutbox
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
     };
   }
+}
+
+/** Why Redis did not answer, when the outbox knows it is out of reach. */
+function outageText(outage: RedisOutage): string {
+  return `unreachable since ${new Date(outage.since).toISOString()} (${outage.cause})`;
 }
 
 /** The integration's name in telemetry; a tenant's message is `tenants`, never the tenant's id. */

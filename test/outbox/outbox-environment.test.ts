@@ -109,6 +109,27 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
     });
   });
 
+  it("reads the workers' lock and stall settings, and refuses them out of bounds", () => {
+    const env = {
+      PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS: '2000',
+      PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS: '1000',
+      PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT: '0',
+    };
+    expect(withOutboxEnvironment({ worker: { concurrency: 2 } }, env)).toEqual({
+      worker: { concurrency: 2, lockDurationMs: 2_000, stalledIntervalMs: 1_000, maxStalledCount: 0 },
+    });
+    const error = refusal({
+      PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS: '50',
+      PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS: '1.5',
+      PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT: '-1',
+    });
+    expect(error.message.split(/: |; /).slice(1)).toEqual([
+      'worker.lockDurationMs (PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS) must be a whole number from 100 to 3600000',
+      'worker.stalledIntervalMs (PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS) must be a whole number from 100 to 3600000',
+      "worker.maxStalledCount (PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT) must be a whole number from 0 to 1000, got '-1'",
+    ]);
+  });
+
   it('refuses bad values naming each variable, never the URL or the password', () => {
     const error = refusal({
       PLATFORM_OUTBOX_REDIS_URL: 'http://user:url-secret@redis.internal',

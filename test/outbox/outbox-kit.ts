@@ -1,4 +1,4 @@
-import type { DynamicModule, Type } from '@nestjs/common';
+import type { DynamicModule, LoggerService, Type } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { PlatformAuthModule } from 'nestjs-platform-auth';
 import {
@@ -33,6 +33,10 @@ export function useOutboxFixtures(): (
   redisUrl: string,
   options?: PlatformOutboxOptions & {
     platform?: PlatformEmulator;
+    /** A base URL in front of the platform (a holding proxy) that the integration sends through. */
+    through?: string;
+    /** Nest's logger for the application (the outbox's lines go there). */
+    logger?: LoggerService;
     /** Modules beside the default integration: named integrations, a tenant registry. */
     imports?: (platform: PlatformEmulator) => Promise<(DynamicModule | Type)[]>;
   },
@@ -41,18 +45,21 @@ export function useOutboxFixtures(): (
   afterEach(async () => {
     for (const close of open.splice(0).reverse()) await close();
   });
-  return async (redisUrl, { platform: given, imports, ...options } = {}) => {
+  return async (redisUrl, { platform: given, imports, through, logger, ...options } = {}) => {
     const platform = given ?? (await PlatformEmulator.start());
     if (!given) open.push(() => platform.close());
     const integration = await platform.createIntegration();
     const queueName = options.queueName ?? `outbox-test-${process.pid}-${(queues += 1)}`;
-    const app = await Test.createTestingModule({
+    // Through a proxy, the audience stays the platform's.
+    const route = through === undefined ? {} : { baseUrl: through, audience: new URL(platform.url).host };
+    const builder = Test.createTestingModule({
       imports: [
-        PlatformAuthModule.forRoot({ ...integration.moduleOptions, startupCheck: 'off' }),
+        PlatformAuthModule.forRoot({ ...integration.moduleOptions, ...route, startupCheck: 'off' }),
         PlatformOutboxModule.forRoot({ connection: { url: redisUrl }, queueName, retry: QUICK_RETRY, ...options }),
         ...((await imports?.(platform)) ?? []),
       ],
-    }).compile();
+    });
+    const app = await (logger ? builder.setLogger(logger) : builder).compile();
     await app.init();
     open.push(() => app.close());
     const outbox = app.get(PlatformOutbox);
