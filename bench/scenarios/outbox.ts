@@ -2,13 +2,9 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { createClient } from 'redis';
-import {
-  PlatformAuthModule,
-  PlatformFetch,
-  TokenProvider,
-  type PlatformAuthOptions,
-  type PlatformFetchInit,
-} from 'nestjs-platform-auth';
+import { PlatformAuthModule, PlatformFetch, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
+
+type PlatformFetchInit = NonNullable<Parameters<PlatformFetch['fetch']>[1]>;
 import { PlatformOutbox, PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import type { EmulatorCounters } from 'nestjs-platform-auth/testing';
 import { BenchChild } from '../support/child.js';
