@@ -1,13 +1,9 @@
 import type { AxiosInstance } from 'axios';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
-import { describeTenant } from '../util/tenant-text.util.js';
+import { nameTenantError, nameTokenProviderErrors } from './tenant-error-naming.js';
 import { TenantReleasedError } from './tenants.errors.js';
 import type { PlatformTenant } from './tenants.types.js';
-
-/** Exchange errors already named: one error is shared by every caller that waited for the same exchange. */
-const NAMED = new WeakSet<Error>();
 
 /**
  * One built tenant: its runtime, a count of the calls in flight through its `http` and `fetch`, and its stop. Evicted,
@@ -53,6 +49,7 @@ export class ResidentTenant {
         throw error;
       }
     };
+    nameTokenProviderErrors(runtime.tokens, tenantId);
     this.tenant = { tenantId, http: runtime.httpService, fetch: platformFetch, tokens: runtime.tokens };
     this.answer = Promise.resolve(this.tenant);
   }
@@ -107,20 +104,9 @@ export class ResidentTenant {
 
   readonly #failed = (error: unknown): never => {
     this.#done();
-    throw this.#named(error);
+    // The exception filter logs the message: it says which tenant failed. Only on failure, at no cost to a call.
+    throw nameTenantError(error, this.#tenantId);
   };
-
-  /**
-   * A failed exchange says which tenant it is about: its message, which the exception filter logs, starts with the
-   * tenant's id. Only on failure, so a call that works costs nothing more.
-   */
-  #named(error: unknown): unknown {
-    if (error instanceof TokenExchangeError && !NAMED.has(error)) {
-      NAMED.add(error);
-      error.message = `Tenant ${describeTenant(this.#tenantId)}: ${error.message}`;
-    }
-    return error;
-  }
 
   #done(): void {
     this.#inFlight -= 1;
