@@ -54,17 +54,14 @@ export { AssertionSigner, type AssertionClaims, type CreateAssertionOptions } fr
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
   CallRetryOptions,
-  DeprecatedKeySourceOptions,
   ExchangeOptions,
   IdempotencyKeyOptions,
   KeySource,
-  PlatformAuthDeprecatedOptions,
   PlatformAuthOptions,
   PlatformAuthSigner,
   RateLimitOptions,
   RetryOptions,
   ThumbprintAlgorithm,
-  TokenStoreTimingOptions,
 } from './options/platform-auth-options.interface.js';
 export type {
   TokenStoreOptions,
