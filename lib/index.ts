@@ -37,8 +37,6 @@ export { TokenProvider } from './token/token.provider.js';
 export { AssertionSigner } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type {
-  DeprecatedKeySourceOptions,
-  PlatformAuthDeprecatedOptions,
   PlatformAuthOptions,
   PlatformAuthSigner,
 } from './options/platform-auth-options.interface.js';

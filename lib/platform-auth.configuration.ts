@@ -1,7 +1,6 @@
 import type { ConfigProblem } from './platform-auth.errors.js';
 import { ConfigReport } from './options/config.report.js';
-import { flattenOptions } from './options/options.flatten.js';
-import type { FlatPlatformAuthOptions } from './options/flat-options.interface.js';
+import { readOptions, type ReadPlatformAuthOptions } from './options/options.read.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import {
@@ -10,11 +9,8 @@ import {
   type CredentialSources,
   type LoadedCredentials,
 } from './credentials/credentials.loader.js';
-import {
-  loadNextCredentials,
-  nextCredentialSources,
-  openNextCredentials,
-} from './credentials/next-credentials.loader.js';
+import { loadNextCredentials, openNextCredentials } from './credentials/next-credentials.loader.js';
+import { KeyPairReport, pairSources } from './credentials/key-pair.report.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
 import { resolveRateLimitOptions, type ResolvedRateLimit } from './calls/rate-limit/rate-limit.options.js';
 
@@ -23,7 +19,7 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
   readonly credentials: LoadedCredentials;
   /** Where the credentials came from, for re-reading `*_PATH` files. */
   readonly credentialSources: CredentialSources;
-  /** The next pair (`next*` options), checked like the current one; absent when none is configured. */
+  /** The next pair (`next`), checked like the current one; absent when none is configured. */
   readonly nextCredentials?: LoadedCredentials;
   /** Where the next pair came from, in the current pair's names, for re-reading its files. */
   readonly nextCredentialSources?: CredentialSources;
@@ -46,10 +42,10 @@ export function resolvePlatformAuthOptions(
   integration?: string,
 ): ResolvedPlatformAuthConfig {
   const report = new ConfigReport(integration);
-  const options = flattenOptions(input, report);
+  const options = readOptions(input, report);
   const settings = resolveSettings(options, report);
-  const credentials = loadCredentials(options, nowMs, report);
-  const nextSources = nextCredentialSources(options);
+  const credentials = loadCredentials(pairSources(options, 'key')!, nowMs, new KeyPairReport(report, 'key'));
+  const nextSources = pairSources(options, 'next');
   const next = nextSources && loadNextCredentials(nextSources, credentials, nowMs, report);
   const tokenStore = resolveTokenStoreOptions(options, report);
   const rateLimit = resolveRateLimitOptions(options, report);
@@ -71,10 +67,10 @@ export async function loadPlatformAuthConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ResolvedPlatformAuthConfig> {
   const report = new ConfigReport(integration);
-  const options = flattenOptions(input, report);
+  const options = readOptions(input, report);
   const settings = resolveSettings(options, report);
-  const credentials = await openCredentials(options, nowMs, report);
-  const nextSources = nextCredentialSources(options);
+  const credentials = await openCredentials(pairSources(options, 'key')!, nowMs, new KeyPairReport(report, 'key'));
+  const nextSources = pairSources(options, 'next');
   const next = nextSources && (await openNextCredentials(nextSources, credentials, nowMs, report));
   const tokenStore = resolveTokenStoreOptions(options, report);
   const rateLimit = resolveRateLimitOptions(options, report);
@@ -88,7 +84,7 @@ export async function loadPlatformAuthConfig(
 }
 
 function resolved(
-  options: FlatPlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   settings: PlatformAuthSettings,
   credentials: LoadedCredentials,
   tokenStore: ResolvedTokenStoreConfig | undefined,
@@ -100,7 +96,7 @@ function resolved(
   if (settings.credentialsReloadIntervalMs !== undefined && !reloading) {
     report.warn(
       'credentialsReloadIntervalMs',
-      `is ignored: the key is not a PEM file (${credentials.key.source === 'pkcs11' ? 'privateKeyUri' : 'signer'}); nothing is re-read`,
+      `is ignored: the key is not a PEM file (${credentials.key.source === 'pkcs11' ? 'key.privateKeyUri' : 'key.signer'}); nothing is re-read`,
     );
   }
   return {
@@ -119,10 +115,19 @@ function resolved(
  * The sources the reloader reads again. Key text, certificate text and the passphrase are kept only when reloading is
  * on (it needs them to load a re-read file); otherwise nothing in the container holds them after start-up.
  */
-function pickCredentialSources(options: FlatPlatformAuthOptions, forReloading: boolean): CredentialSources {
-  const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm } = options;
+function pickCredentialSources(options: ReadPlatformAuthOptions, forReloading: boolean): CredentialSources {
+  return pickSources(pairSources(options, 'key')!, forReloading);
+}
+
+/** The next pair's files, for the reloader; its inline text and passphrase only while reloading, as for the current. */
+function pickNextCredentialSources(options: ReadPlatformAuthOptions, forReloading: boolean): CredentialSources {
+  return pickSources(pairSources(options, 'next')!, forReloading);
+}
+
+function pickSources(sources: CredentialSources, forReloading: boolean): CredentialSources {
+  const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm } = sources;
   if (!forReloading) return { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm };
-  const { privateKey, privateKeyPassphrase, certificate } = options;
+  const { privateKey, privateKeyPassphrase, certificate } = sources;
   return {
     privateKey,
     privateKeyPath,
@@ -132,13 +137,4 @@ function pickCredentialSources(options: FlatPlatformAuthOptions, forReloading: b
     thumbprint,
     thumbprintAlgorithm,
   };
-}
-
-/** The next pair's files, for the reloader; its inline text and passphrase only while reloading, as for the current. */
-function pickNextCredentialSources(options: FlatPlatformAuthOptions, forReloading: boolean): CredentialSources {
-  const sources = nextCredentialSources(options)!;
-  const { nextPrivateKeyPath, nextCertificatePath, thumbprintAlgorithm } = options;
-  if (!forReloading)
-    return { privateKeyPath: nextPrivateKeyPath, certificatePath: nextCertificatePath, thumbprintAlgorithm };
-  return { ...sources, privateKeyUri: undefined, signer: undefined };
 }

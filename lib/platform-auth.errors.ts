@@ -37,13 +37,12 @@ Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value:
 
 export interface ConfigProblem {
   /**
-   * The setting it concerns, under its one name that does not depend on how it was written: the flat name of earlier
-   * releases (`privateKeyPath`, `tokenStoreUrl`, `retry.maxAttempts`), or the current name of a setting that has none.
+   * The option it concerns (`key.privateKeyPath`, `tokenStore.url`, `exchange.retry.maxAttempts`), or the name of an
+   * earlier shape that start-up refuses (`privateKeyPath`, whose message names the option it moved to).
    */
   readonly option: string;
   /**
-   * The option as the caller wrote it (`key.privateKeyPath`, or its deprecated name) and, where one exists, its
-   * environment variable: `key.privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`.
+   * The option and, where one exists, its environment variable: `key.privateKeyPath (PLATFORM_PRIVATE_KEY_PATH)`.
    */
   readonly setting: string;
   readonly message: string;

@@ -39,13 +39,8 @@ export async function measureKeyCustody(
     };
     const sources = {
       pem: await start({}),
-      pkcs11: await start({
-        privateKey: undefined,
-        privateKeyUri: hsm.uri,
-        certificate: hsm.certificatePem,
-        machineId,
-      }),
-      signer: await start({ privateKey: undefined, signer }),
+      pkcs11: await start({ key: { privateKeyUri: hsm.uri, certificate: hsm.certificatePem }, machineId }),
+      signer: await start({ key: { signer, certificate: platform.integration.certificatePem } }),
     };
     for (const inFlight of [1, sizes.inFlight]) {
       const label = inFlight === 1 ? 'one at a time' : `${inFlight} in flight`;

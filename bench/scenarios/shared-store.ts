@@ -146,9 +146,11 @@ export async function measureSharedStore(
 function storeOptions(integration: EmulatedIntegration, url: string): PlatformAuthOptions {
   return {
     ...integration.moduleOptions,
-    tokenStoreUrl: url,
-    tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
-    tokenStoreKeyPrefix: `bench-${randomBytes(4).toString('hex')}:`,
+    tokenStore: {
+      url,
+      encryptionKey: randomBytes(32).toString('base64'),
+      keyPrefix: `bench-${randomBytes(4).toString('hex')}:`,
+    },
   };
 }
 

@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
-import { flattenOptions } from '../options/options.flatten.js';
+import { readOptions, type ReadPlatformAuthOptions } from '../options/options.read.js';
 import { ConfigReport } from '../options/config.report.js';
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
 import { integrationName } from '../options/integration-name.util.js';
@@ -84,12 +83,12 @@ function integrationOption(context: CommandContext): string | undefined {
 
 export type Configuration =
   | {
-      readonly options: FlatPlatformAuthOptions;
+      readonly options: ReadPlatformAuthOptions;
       readonly config: ResolvedPlatformAuthConfig;
       readonly problems?: undefined;
     }
   | {
-      readonly options: FlatPlatformAuthOptions;
+      readonly options: ReadPlatformAuthOptions;
       readonly config?: undefined;
       readonly problems: readonly ConfigProblem[];
     };
@@ -104,8 +103,8 @@ export async function resolveConfiguration(context: CommandContext, nowMs: numbe
   const integration = integrationOption(context);
   const env = { ...configurationEnv(context) };
   const fromEnv = readPlatformAuthEnv(env, integration);
-  // The commands read single settings (which key source, which certificate file) under one name each.
-  const options = flattenOptions(fromEnv, new ConfigReport(integration));
+  // The commands read single settings (which key source, which certificate file), with the text of every `Secret`.
+  const options = readOptions(fromEnv, new ConfigReport(integration));
   try {
     return { options, config: await loadPlatformAuthConfig(fromEnv, nowMs, integration, env) };
   } catch (error) {

@@ -1,11 +1,11 @@
 import { X509Certificate } from 'node:crypto';
 import { CERTIFICATE_EXPIRY_WARNING_DAYS } from '../options/options.constants.js';
 import type { ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { pemBlockKinds } from './pem.util.js';
 
-export type CertificateSources = Pick<PlatformAuthOptions, 'certificate' | 'certificatePath'>;
+export type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath'>;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

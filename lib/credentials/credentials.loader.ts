@@ -1,5 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
-import type { PlatformAuthOptions, ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { CredentialSources } from './credential-sources.interface.js';
 import type { ConfigReport } from '../options/config.report.js';
 import type { AssertionKey } from './assertion-key.interface.js';
 import { checkValidity, loadCertificate } from './certificate.loader.js';
@@ -9,18 +10,7 @@ import { loadPrivateKey } from './private-key.loader.js';
 import type { PreReadFiles } from './credential-source.reader.js';
 import { certificateThumbprint, normalizeThumbprint, thumbprintFormatProblem } from './thumbprint.util.js';
 
-export type CredentialSources = Pick<
-  PlatformAuthOptions,
-  | 'privateKey'
-  | 'privateKeyPath'
-  | 'privateKeyPassphrase'
-  | 'privateKeyUri'
-  | 'signer'
-  | 'certificate'
-  | 'certificatePath'
-  | 'thumbprint'
-  | 'thumbprintAlgorithm'
->;
+export type { CredentialSources } from './credential-sources.interface.js';
 
 export interface LoadedCredentials {
   /** The key assertions are signed with: a PEM key parsed once, a key in a PKCS#11 token, or the `signer`. */

@@ -7,6 +7,7 @@ import { readCredentialFile, readCredentialFileSync, type CredentialFileRead } f
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
 import type { ReloadedPairs } from './active-credentials.js';
 import { loadNextCredentials } from './next-credentials.loader.js';
+import { KeyPairReport } from './key-pair.report.js';
 
 /** Where file-based credentials stand; part of `TokenProvider.status()`. */
 export interface CredentialReloadStatus {
@@ -39,10 +40,8 @@ interface ConfigProblemLike {
   readonly message: string;
 }
 
-const NEXT_PATH_OPTIONS = { privateKeyPath: 'nextPrivateKeyPath', certificatePath: 'nextCertificatePath' } as const;
-
 /**
- * Re-reads `privateKeyPath` / `certificatePath` (and the next pair's `nextPrivateKeyPath` / `nextCertificatePath`)
+ * Re-reads `key.privateKeyPath` / `key.certificatePath` (and the next pair's `next.privateKeyPath` / `next.certificatePath`)
  * every `intervalMs` and, when their content changed, runs every start-up check on the new pair and hands it to the
  * credential lifecycle, which decides whether it is put in use (the next pair: in place as the next one; files
  * removed: no next pair). A pair that is invalid (a half-written file, a key without its certificate yet) or that
@@ -143,10 +142,11 @@ export class CredentialsReloader {
     this.fingerprint = read.fingerprint;
 
     const report = new ConfigReport();
-    if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
-    const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, report, read.files) : undefined;
+    const pair = new KeyPairReport(report, 'key');
+    if (read.kind === 'refused') for (const problem of read.problems) pair.problem(problem.option, problem.message);
+    const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, pair, read.files) : undefined;
     const refusal = loaded && this.pairs.reloaded(loaded);
-    if (refusal) report.problem(pathOption(this.sources, false), refusal);
+    if (refusal) pair.problem(pathOption(this.sources), refusal);
     this.currentProblems = problemLines(report);
     if (report.problems.length > 0) {
       this.publishState();
@@ -165,14 +165,15 @@ export class CredentialsReloader {
     if (read.kind === 'missing' || read.fingerprint === this.nextFingerprint) return;
     this.nextFingerprint = read.fingerprint;
     const report = new ConfigReport();
-    if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
+    const pair = new KeyPairReport(report, 'next');
+    if (read.kind === 'refused') for (const problem of read.problems) pair.problem(problem.option, problem.message);
     const loaded =
       read.kind === 'read'
         ? loadNextCredentials(this.nextSources!, this.pairs.active.credentials, now, report, read.files)
         : undefined;
     if (read.kind === 'absent' || loaded) {
       const refusal = this.pairs.nextReloaded(loaded);
-      if (refusal) report.problem(pathOption(this.nextSources, true), refusal);
+      if (refusal) pair.problem(pathOption(this.nextSources), refusal);
     }
     this.nextProblems = problemLines(report);
     if (report.problems.length > 0) {
@@ -218,9 +219,8 @@ function paths(sources: CredentialSources | undefined): string[] {
 }
 
 /** The option that names a pair's files in a problem about the pair itself: its certificate's, when watched. */
-function pathOption(sources: CredentialSources | undefined, isNext: boolean): string {
-  const option = sources?.certificatePath !== undefined ? 'certificatePath' : 'privateKeyPath';
-  return isNext ? NEXT_PATH_OPTIONS[option] : option;
+function pathOption(sources: CredentialSources | undefined): string {
+  return sources?.certificatePath !== undefined ? 'certificatePath' : 'privateKeyPath';
 }
 
 function problemLines(report: ConfigReport): string[] {
@@ -272,7 +272,7 @@ function readPair(
       files.set(path, read.bytes.toString('utf8'));
     } else if (read.kind === 'refused') {
       hash.update(read.message).update('\0');
-      problems.push({ option: isNext ? NEXT_PATH_OPTIONS[option] : option, message: `${what} file ${read.message}` });
+      problems.push({ option, message: `${what} file ${read.message}` });
     } else {
       missing += 1;
     }

@@ -1,6 +1,6 @@
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import type { ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { CredentialSources } from './credential-sources.interface.js';
 import { AssertionKeyError, AssertionSignatureError } from '../platform-auth.errors.js';
 import type { AssertionKey } from './assertion-key.interface.js';
 import { openPkcs11Key } from './pkcs11/pkcs11-key.opener.js';
@@ -8,7 +8,7 @@ import { parsePkcs11Uri } from './pkcs11/pkcs11-uri.parser.js';
 import { SignerAssertionKey } from './signer.assertion-key.js';
 
 export type KeySources = Pick<
-  PlatformAuthOptions,
+  CredentialSources,
   'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase' | 'privateKeyUri' | 'signer'
 >;
 

@@ -1,11 +1,11 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { EXPECTED_RSA_MODULUS_BITS, MIN_RSA_MODULUS_BITS } from '../options/options.constants.js';
 import type { ConfigReport } from '../options/config.report.js';
-import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { isLegacyEncryptedPem, pemBlockKinds } from './pem.util.js';
 
-export type PrivateKeySources = Pick<PlatformAuthOptions, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
+export type PrivateKeySources = Pick<CredentialSources, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
 
 /** The RSA private key, parsed once; every problem (format, encryption, type, size) goes to `report`. */
 export function loadPrivateKey(

@@ -1,6 +1,6 @@
 import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import { definedOnly, quotable, type ConfigReport } from './config.report.js';
-import type { FlatPlatformAuthOptions } from './flat-options.interface.js';
+import type { ReadPlatformAuthOptions } from './options.read.js';
 import { optionDefault } from './options.table.js';
 
 export type CallRetrySettings = Readonly<Required<CallRetryOptions>>;
@@ -35,14 +35,14 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * one setting (the settings resolver's).
  */
 export function resolveCallSettings(
-  options: Pick<FlatPlatformAuthOptions, 'callRetry' | 'idempotencyKey'>,
+  options: Pick<ReadPlatformAuthOptions, 'retry' | 'idempotencyKey'>,
   report: ConfigReport,
   check: (name: string, value: unknown) => unknown,
 ): CallSettings {
-  const retry = groupOrSwitch<CallRetryOptions>(options.callRetry, 'callRetry', report);
+  const retry = groupOrSwitch<CallRetryOptions>(options.retry, 'retry', report);
   const given = retry === false ? { maxAttempts: 1 } : retry;
   const callRetry = Object.fromEntries(
-    CALL_RETRY_NAMES.map((name) => [name, check(`callRetry.${name}`, given[name])]),
+    CALL_RETRY_NAMES.map((name) => [name, check(`retry.${name}`, given[name])]),
   ) as unknown as CallRetrySettings;
   const keys = groupOrSwitch<IdempotencyKeyOptions>(options.idempotencyKey, 'idempotencyKey', report, false);
   const header = (keys === false ? undefined : keys.header) ?? optionDefault<string>('idempotencyKey.header');

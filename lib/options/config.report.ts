@@ -11,10 +11,9 @@ export function settingName(
   option: string,
   integration?: string,
   variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
-  shown: string = option,
 ): string {
   const env = variables[option];
-  return env ? `${shown} (${integrationEnvName(env, integration)})` : shown;
+  return env ? `${option} (${integrationEnvName(env, integration)})` : option;
 }
 
 /**
@@ -34,9 +33,6 @@ export function definedOnly<T extends object>(value: T | undefined): Partial<T> 
 export class ConfigReport {
   readonly problems: ConfigProblem[] = [];
   readonly warnings: ConfigProblem[] = [];
-  /** How each setting is shown, by its name inside the resolvers: the name the caller used (see `useNames`). */
-  private names: Readonly<Record<string, string>> = {};
-
   /**
    * `integration`: the name of a named integration, so settings and the error name it. `variables`: the
    * environment variable of each option (default machine authentication's), for the names in messages.
@@ -46,23 +42,9 @@ export class ConfigReport {
     private readonly variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
   ) {}
 
-  /**
-   * The resolvers report under the flat names of earlier releases (`tokenStoreUrl`), which stay each problem's
-   * `option`; from now on its `setting` shows the name as `names` says: the name the caller used, `tokenStore.url`
-   * or its deprecated alias.
-   */
-  useNames(names: Readonly<Record<string, string>>): void {
-    this.names = names;
-  }
-
   /** How `option` is named in this report's messages: the option and its variable (see `settingName`). */
   name(option: string): string {
-    return settingName(
-      option,
-      this.integration,
-      this.variables,
-      Object.hasOwn(this.names, option) ? this.names[option] : option,
-    );
+    return settingName(option, this.integration, this.variables);
   }
 
   problem(option: string, message: string): void {
@@ -74,8 +56,7 @@ export class ConfigReport {
   }
 
   private entry(option: string, message: string): ConfigProblem {
-    const shown = Object.hasOwn(this.names, option) ? this.names[option] : option;
-    return { option, setting: settingName(option, this.integration, this.variables, shown), message };
+    return { option, setting: settingName(option, this.integration, this.variables), message };
   }
 
   /**

@@ -1,8 +1,9 @@
 import { resolveCallSettings, type CallSettings } from './calls.resolver.js';
 import type { RetryOptions } from './exchange-options.interface.js';
-import type { FlatPlatformAuthOptions } from './flat-options.interface.js';
 import { definedOnly, quotable, type ConfigReport } from './config.report.js';
-import { PLATFORM_AUTH_OPTIONS, internalRow, optionDefault } from './options.table.js';
+import type { ReadPlatformAuthOptions } from './options.read.js';
+import { PLATFORM_AUTH_OPTIONS, optionDefault, optionRow, type OptionName } from './options.table.js';
+import { ownAt } from './own-options.util.js';
 import { parseHttpUrl } from './url.rules.js';
 
 /**
@@ -32,16 +33,16 @@ export interface PlatformAuthSettings extends CallSettings {
   readonly credentialsReloadIntervalMs?: number;
 }
 
-/** Settings whose type, bounds and default come from the option table alone. */
-const TABLE_CHECKED = [
-  'tokenEncoding',
-  'refreshBeforeExpirySeconds',
-  'exchangeTimeoutMs',
-  'maxResponseBytes',
-  'failureBackoffMs',
-  'correctClockSkew',
-  'startupCheck',
-] as const satisfies readonly (keyof FlatPlatformAuthOptions)[];
+/** Settings whose type, bounds and default come from the option table alone, each with its option. */
+const TABLE_CHECKED = {
+  tokenEncoding: 'exchange.encoding',
+  refreshBeforeExpirySeconds: 'refreshBeforeExpirySeconds',
+  exchangeTimeoutMs: 'exchange.timeoutMs',
+  maxResponseBytes: 'exchange.maxResponseBytes',
+  failureBackoffMs: 'exchange.failureBackoffMs',
+  correctClockSkew: 'correctClockSkew',
+  startupCheck: 'startupCheck',
+} as const satisfies Partial<Record<keyof PlatformAuthSettings, OptionName>>;
 
 /** What the assertion's times depend on; `effectiveClockMargin` turns it into the offset the platform may have. */
 export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
@@ -51,7 +52,7 @@ export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'a
  * `undefined` when a setting has a problem. Credentials and the store are checked elsewhere, into the same report.
  */
 export function resolveSettings(
-  options: FlatPlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   report: ConfigReport,
 ): PlatformAuthSettings | undefined {
   const problemsBefore = report.problems.length;
@@ -61,8 +62,8 @@ export function resolveSettings(
   checkMachineId(options.machineId, report);
 
   const table = Object.fromEntries(
-    TABLE_CHECKED.map((name) => [name, checked(name, (options as unknown as Record<string, unknown>)[name], report)]),
-  ) as { [K in (typeof TABLE_CHECKED)[number]]: NonNullable<FlatPlatformAuthOptions[K]> };
+    Object.entries(TABLE_CHECKED).map(([setting, name]) => [setting, checked(name, ownAt(options, name), report)]),
+  ) as Pick<PlatformAuthSettings, keyof typeof TABLE_CHECKED>;
 
   const clock = resolveClockSettings(options, report);
 
@@ -75,18 +76,18 @@ export function resolveSettings(
     if (url) allowedOrigins.add(url.origin);
   }
 
-  const retry = { ...retryDefaults(), ...definedOnly(options.retry) };
-  for (const name of RETRY_NAMES) checked(`retry.${name}`, retry[name], report);
+  const retry = { ...retryDefaults(), ...definedOnly(options.exchange?.retry) };
+  for (const name of RETRY_NAMES) checked(`exchange.retry.${name}`, retry[name], report);
   const calls = resolveCallSettings(options, report, (name, value) => checked(name, value, report));
 
   const credentialsReloadIntervalMs = options.credentialsReloadIntervalMs;
   if (credentialsReloadIntervalMs !== undefined) {
     checked('credentialsReloadIntervalMs', credentialsReloadIntervalMs, report);
     const paths = [
-      options.privateKeyPath,
-      options.certificatePath,
-      options.nextPrivateKeyPath,
-      options.nextCertificatePath,
+      options.key?.privateKeyPath,
+      options.key?.certificatePath,
+      options.next?.privateKeyPath,
+      options.next?.certificatePath,
     ];
     if (paths.every((path) => path === undefined)) {
       report.warn('credentialsReloadIntervalMs', 'is set but no *_PATH file is configured; nothing is re-read');
@@ -114,18 +115,18 @@ export function resolveSettings(
 }
 
 /**
- * The base URL (without trailing slashes) and the token endpoint below it, at `tokenPath`: the one place the token
+ * The base URL (without trailing slashes) and the token endpoint below it, at `exchange.path`: the one place the token
  * URL is built, for start-up and for `doctor`, which probes it even when other settings fail. Undefined, with the
  * problems in `report`, when either option is unusable.
  */
 export function resolveEndpoint(
-  options: Pick<FlatPlatformAuthOptions, 'baseUrl' | 'tokenPath'>,
+  options: Pick<ReadPlatformAuthOptions, 'baseUrl' | 'exchange'>,
   report: ConfigReport,
 ): { readonly base: URL; readonly baseUrl: string; readonly tokenUrl: string } | undefined {
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
-  const tokenPath = options.tokenPath ?? optionDefault<string>('tokenPath');
+  const tokenPath = options.exchange?.path ?? optionDefault<string>('exchange.path');
   const usablePath = typeof tokenPath === 'string' && tokenPath.startsWith('/') && !tokenPath.startsWith('//');
-  if (!usablePath) report.problem('tokenPath', "must be a path starting with '/'");
+  if (!usablePath) report.problem('exchange.path', "must be a path starting with '/'");
   if (!base || !usablePath) return undefined;
   const baseUrl = base.href.replace(/\/+$/, '');
   return { base, baseUrl, tokenUrl: baseUrl + tokenPath };
@@ -136,7 +137,7 @@ export function resolveEndpoint(
  * settings fail, so both tolerate the same clock offset. Undefined, with the problems in `report`, when unusable.
  */
 export function resolveClockSettings(
-  options: Pick<FlatPlatformAuthOptions, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
+  options: Pick<ReadPlatformAuthOptions, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>,
   report: ConfigReport,
 ): ClockSettings | undefined {
   const problemsBefore = report.problems.length;
@@ -175,13 +176,13 @@ const RETRY_NAMES = [
 
 function retryDefaults(): Required<RetryOptions> {
   return Object.fromEntries(
-    RETRY_NAMES.map((name) => [name, optionDefault<number>(`retry.${name}`)]),
+    RETRY_NAMES.map((name) => [name, optionDefault<number>(`exchange.retry.${name}`)]),
   ) as unknown as Required<RetryOptions>;
 }
 
 /** The value, or the table's default when unset; a value of the wrong type or out of bounds is reported. */
 function checked(name: string, value: unknown, report: ConfigReport): unknown {
-  const row = internalRow(name);
+  const row = optionRow(name);
   const actual = value ?? row.default;
   if (actual === undefined) return undefined;
   switch (row.kind) {
@@ -209,23 +210,11 @@ function checked(name: string, value: unknown, report: ConfigReport): unknown {
   return actual;
 }
 
-/** Settings that hold key or certificate text, or a secret, and are checked as such by the credentials loader. */
-const CREDENTIAL_SETTINGS = new Set([
-  'privateKey',
-  'privateKeyPassphrase',
-  'certificate',
-  'privateKeyPath',
-  'certificatePath',
-  // The next pair's: checked by the same loader, under these names.
-  'nextPrivateKey',
-  'nextCertificate',
-  'nextPrivateKeyPath',
-  'nextCertificatePath',
-  'nextPrivateKeyPassphrase',
-]);
+/** The groups whose settings hold key or certificate text, or a secret, checked as such by the credentials loader. */
+const CREDENTIAL_GROUPS = /^(key|next)\./;
 
 const PEM_TEXT_PROBLEM =
-  'holds PEM text (a key or certificate), which belongs in privateKey or certificate; the value is not shown';
+  'holds PEM text (a key or certificate), which belongs in key.privateKey or key.certificate; the value is not shown';
 
 function looksLikePem(value: string): boolean {
   return /-----(BEGIN|END) /.test(value);
@@ -235,12 +224,12 @@ function looksLikePem(value: string): boolean {
  * A key pasted into machineId or audience would be sent to the platform as sub or aud and printed by the CLI: PEM
  * text is refused in every setting that is not meant for it, and never repeated.
  */
-function refusePemText(options: FlatPlatformAuthOptions, report: ConfigReport): void {
-  for (const [option, value] of Object.entries(options)) {
-    if (option === 'machineId') continue;
+function refusePemText(options: ReadPlatformAuthOptions, report: ConfigReport): void {
+  for (const option of Object.keys(PLATFORM_AUTH_OPTIONS)) {
+    if (option === 'machineId' || CREDENTIAL_GROUPS.test(option)) continue;
+    const value = ownAt(options, option);
     const values: unknown[] = Array.isArray(value) ? value : [value];
-    if (CREDENTIAL_SETTINGS.has(option) || !values.some((v) => typeof v === 'string' && looksLikePem(v))) continue;
-    report.problem(option, PEM_TEXT_PROBLEM);
+    if (values.some((v) => typeof v === 'string' && looksLikePem(v))) report.problem(option, PEM_TEXT_PROBLEM);
   }
 }
 

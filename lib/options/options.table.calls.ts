@@ -1,21 +1,18 @@
 import type { OptionRow } from './options.table.types.js';
 
 /**
- * Calls to the platform's APIs (`retry`, `idempotencyKey`). Inside the resolvers the retry policy is `callRetry`:
- * `retry` there is the token exchange's (`exchange.retry`), the name it had in earlier releases. Its variables are
- * `PLATFORM_CALL_RETRY_*` for the same reason: `PLATFORM_RETRY_MAX_TOTAL_MS` is the exchange's.
+ * Calls to the platform's APIs (`retry`, `idempotencyKey`). The retry policy's variables are `PLATFORM_CALL_RETRY_*`:
+ * `PLATFORM_RETRY_MAX_TOTAL_MS` is the token exchange's (`exchange.retry.maxTotalMs`).
  */
 export const CALL_ROWS = {
   retry: {
     env: 'PLATFORM_CALL_RETRY',
     kind: 'object',
     toggle: true,
-    internal: 'callRetry',
     rule: "re-sends of calls to the platform's APIs after a 429/503 with `Retry-After`, a 502/503/504 or a failed connection, for GET, HEAD, OPTIONS, PUT, DELETE, and POST and PATCH that carry an idempotency key (the library's or the caller's own); `false` turns them off for the integration, `retry: false` on one request for that request",
   },
   'retry.maxAttempts': {
     env: 'PLATFORM_CALL_RETRY_MAX_ATTEMPTS',
-    internal: 'callRetry.maxAttempts',
     kind: 'number',
     min: 1,
     max: 10,
@@ -24,7 +21,6 @@ export const CALL_ROWS = {
   },
   'retry.baseDelayMs': {
     env: 'PLATFORM_CALL_RETRY_BASE_DELAY_MS',
-    internal: 'callRetry.baseDelayMs',
     kind: 'number',
     min: 0,
     default: 200,
@@ -32,7 +28,6 @@ export const CALL_ROWS = {
   },
   'retry.maxDelayMs': {
     env: 'PLATFORM_CALL_RETRY_MAX_DELAY_MS',
-    internal: 'callRetry.maxDelayMs',
     kind: 'number',
     min: 0,
     default: 30_000,
@@ -40,7 +35,6 @@ export const CALL_ROWS = {
   },
   'retry.budgetPercent': {
     env: 'PLATFORM_CALL_RETRY_BUDGET_PERCENT',
-    internal: 'callRetry.budgetPercent',
     kind: 'number',
     min: 0,
     max: 100,
@@ -49,7 +43,6 @@ export const CALL_ROWS = {
   },
   'retry.budgetMinPerMinute': {
     env: 'PLATFORM_CALL_RETRY_BUDGET_MIN_PER_MINUTE',
-    internal: 'callRetry.budgetMinPerMinute',
     kind: 'number',
     min: 0,
     default: 10,
@@ -59,7 +52,6 @@ export const CALL_ROWS = {
     env: 'PLATFORM_IDEMPOTENCY_KEY',
     kind: 'object',
     toggle: true,
-    internal: 'idempotencyKey',
     rule: 'off unless set (`true` or `{}` for the defaults; `header` or `methods` set turns it on too): one key per call of the listed methods, the same on every re-send; protects only where the platform honours it',
   },
   'idempotencyKey.header': {

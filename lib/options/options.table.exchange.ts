@@ -8,25 +8,21 @@ export const EXCHANGE_ROWS = {
   },
   'exchange.retry': {
     kind: 'object',
-    internal: 'retry',
     rule: "network errors, timeouts, 5xx, 408 and 429 are retried within one exchange, as the `exchange.retry.*` rows say; the top-level `retry` is the policy of calls to the platform's APIs",
   },
   'exchange.retry.maxAttempts': {
-    internal: 'retry.maxAttempts',
     kind: 'number',
     min: 1,
     default: 4,
     rule: 'attempts per exchange, the first included',
   },
   'exchange.retry.baseDelayMs': {
-    internal: 'retry.baseDelayMs',
     kind: 'number',
     min: 0,
     default: 200,
     rule: 'first back-off delay; doubled per attempt, with equal jitter',
   },
   'exchange.retry.maxDelayMs': {
-    internal: 'retry.maxDelayMs',
     kind: 'number',
     min: 0,
     default: 5_000,
@@ -34,7 +30,6 @@ export const EXCHANGE_ROWS = {
   },
   'exchange.retry.maxTotalMs': {
     env: 'PLATFORM_RETRY_MAX_TOTAL_MS',
-    internal: 'retry.maxTotalMs',
     kind: 'number',
     min: 0,
     default: 30_000,
@@ -42,34 +37,29 @@ export const EXCHANGE_ROWS = {
   },
   'exchange.timeoutMs': {
     env: 'PLATFORM_EXCHANGE_TIMEOUT_MS',
-    alias: 'exchangeTimeoutMs',
     kind: 'number',
     min: 1,
     default: 10_000,
     rule: 'bound on one token request, body included',
   },
   'exchange.path': {
-    alias: 'tokenPath',
     kind: 'text',
     default: '/loginservice/connect/token',
     rule: 'the token endpoint below `baseUrl`',
   },
   'exchange.encoding': {
-    alias: 'tokenEncoding',
     kind: 'enum',
     values: ['jwt', 'base64'],
     default: 'jwt',
     rule: 'how the assertion travels in the `token` field: `base64` wraps it for a platform that wants that',
   },
   'exchange.maxResponseBytes': {
-    alias: 'maxResponseBytes',
     kind: 'number',
     min: 256,
     default: 64 * 1024,
     rule: 'a larger token response is refused',
   },
   'exchange.failureBackoffMs': {
-    alias: 'failureBackoffMs',
     kind: 'number',
     min: 0,
     default: 1_000,

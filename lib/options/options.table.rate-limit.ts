@@ -4,8 +4,6 @@ import type { OptionRow } from './options.table.types.js';
 export const RATE_LIMIT_ROWS = {
   rateLimit: {
     kind: 'object',
-    // Kept when given empty, so `rateLimit: {}` reaches the resolver and fails for its missing requestsPerSecond.
-    internal: 'rateLimit',
     rule: "off by default; requests to the platform's APIs wait their turn, as the `rateLimit.*` rows say; with `tokenStore` on Redis the replicas share one limit",
   },
   'rateLimit.requestsPerSecond': {

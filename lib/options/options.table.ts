@@ -1,4 +1,3 @@
-import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interface.js';
 import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
@@ -21,7 +20,7 @@ export type { OptionKind, OptionRow, OptionTable } from './options.table.types.j
 
 /** Every option of `PlatformAuthOptions` in its current shape, dotted below its group. */
 type OptionPath =
-  | Exclude<keyof PlatformAuthOptions, keyof PlatformAuthDeprecatedOptions>
+  | keyof PlatformAuthOptions
   | `key.${keyof KeySource}`
   | `next.${keyof KeySource}`
   | `exchange.${keyof ExchangeOptions}`
@@ -36,7 +35,7 @@ type OptionPath =
 /**
  * Every option of machine authentication in one place (user sign-in's are in `options.table.user.ts`, in the same
  * form): the resolvers take defaults and simple checks from here, `platformAuthConfig` the variables and how to parse
- * them, `ownOptions` and `flattenOptions` the names and the deprecated aliases, and docs/configuration.md's table is
+ * them, `ownOptions` the names, and docs/configuration.md's table is
  * written from it and checked by a test. The compiler fails here when an option is added to the interfaces but not
  * to the table.
  */
@@ -53,36 +52,24 @@ export const PLATFORM_AUTH_OPTIONS = {
 
 export type OptionName = keyof typeof PLATFORM_AUTH_OPTIONS;
 
-/** The setting's name inside the resolvers: the name of earlier releases where there is one. */
-export function internalName(name: string, row: OptionRow): string {
-  return row.internal ?? row.alias ?? name;
-}
-
-/** The rows of `table` by their name inside the resolvers (`exchangeTimeoutMs`, `retry.maxAttempts`, …). */
-function internalRows(table: OptionTable): Readonly<Record<string, OptionRow>> {
-  return Object.fromEntries(Object.entries(table).map(([name, row]) => [internalName(name, row), row]));
-}
-
-/** The rows of `table` by the name inside the resolvers → environment variable: how a report names a setting. */
-export function internalEnv(table: OptionTable): Readonly<Record<string, string>> {
+/** Option → environment variable, for every option of `table` the environment can fill: how a report names a setting. */
+export function tableEnv(table: OptionTable): Readonly<Record<string, string>> {
   return Object.fromEntries(
-    Object.entries(table).flatMap(([name, row]) => (row.env === undefined ? [] : [[internalName(name, row), row.env]])),
+    Object.entries(table).flatMap(([name, row]) => (row.env === undefined ? [] : [[name, row.env]])),
   );
 }
 
-const INTERNAL_ROWS = internalRows(PLATFORM_AUTH_OPTIONS);
+/** Option → environment variable, for every option the environment can fill. */
+export const PLATFORM_AUTH_ENV: Readonly<Record<string, string>> = tableEnv(PLATFORM_AUTH_OPTIONS);
 
-/** Name inside the resolvers → environment variable, for every option the environment can fill. */
-export const PLATFORM_AUTH_ENV: Readonly<Record<string, string>> = internalEnv(PLATFORM_AUTH_OPTIONS);
-
-/** The row of a setting by its name inside the resolvers. */
-export function internalRow(name: string): OptionRow {
-  return INTERNAL_ROWS[name];
+/** The row of an option (`exchange.retry.maxAttempts`). */
+export function optionRow(name: string): OptionRow {
+  return (PLATFORM_AUTH_OPTIONS as OptionTable)[name];
 }
 
-/** The default of a setting, by its name inside the resolvers (typed by the caller, who knows the option's type). */
-export function optionDefault<T>(name: string): T {
-  return INTERNAL_ROWS[name].default as T;
+/** The default of an option (typed by the caller, who knows the option's type). */
+export function optionDefault<T>(name: OptionName): T {
+  return optionRow(name).default as T;
 }
 
 /** One row of the configuration page's options table: option, variable, default, rule. */
@@ -92,13 +79,7 @@ export function optionTableCells(
 ): [string, string, string, string] {
   const row = table[name];
   const shown = row.default === undefined ? '—' : describeDefault(row.default);
-  const rule = [
-    row.rule,
-    row.secret ? 'secret: never printed' : '',
-    row.alias ? `deprecated name: \`${row.alias}\`` : '',
-  ]
-    .filter(Boolean)
-    .join('; ');
+  const rule = [row.rule, row.secret ? 'secret: never printed' : ''].filter(Boolean).join('; ');
   return [`\`${name}\``, row.env === undefined ? '—' : `\`${row.env}\``, shown, rule];
 }
 

@@ -29,13 +29,6 @@ export interface OptionRow {
    * its variable set to `false` leaves the group's other variables unread.
    */
   readonly toggle?: true;
-  /**
-   * The name of earlier releases, still read as a deprecated alias (dotted below an object of the old shape:
-   * `tokenStoreTiming.lockTtlMs`). It is also the setting's name inside the resolvers.
-   */
-  readonly alias?: string;
-  /** The setting's name inside the resolvers, when the option has none of earlier releases to keep. */
-  readonly internal?: string;
   /** What a user needs to know, in one line: the configuration page's table shows it. */
   readonly rule: string;
 }

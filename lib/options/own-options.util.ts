@@ -1,11 +1,6 @@
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
+import { MOVED_OPTIONS } from './options.moved.js';
 import { PLATFORM_AUTH_OPTIONS, type OptionTable } from './options.table.js';
-
-/**
- * Settings no option takes, copied so that start-up can say where they went: the exchange's `retry.maxTotalMs`,
- * written at the top level as in earlier releases, where `retry` is now the policy of calls to the platform's APIs.
- */
-export const REFUSED_PATHS = ['retry.maxTotalMs'];
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
@@ -33,7 +28,8 @@ export function setAt(target: Record<string, unknown>, path: string, value: unkn
   current[steps.at(-1)!] = value;
 }
 
-function deleteAt(target: unknown, path: string): void {
+/** Removes `path` from `target`, when every step to it is there. */
+export function deleteAt(target: unknown, path: string): void {
   const steps = path.split('.');
   const parent = steps.length === 1 ? target : ownAt(target, steps.slice(0, -1).join('.'));
   if (isObject(parent)) delete parent[steps.at(-1)!];
@@ -45,8 +41,7 @@ function isStoreInstance(value: unknown): boolean {
 }
 
 /**
- * The options as the caller set them: own properties only, at every name of `table` and every deprecated alias,
- * copied into objects of the module's own (with no prototype). Options parsed from JSON with a `__proto__` key, or a
+ * The options as the caller set them: own properties only, at every name of `table`, copied into objects of the module's own (with no prototype). Options parsed from JSON with a `__proto__` key, or a
  * polluted `Object.prototype`, would otherwise lend inherited values (an extra allowed origin, say) to settings the
  * caller never set. Instances (a signer, a store, a clock) are kept as they are.
  */
@@ -56,21 +51,17 @@ export function ownOptions(input: unknown, table: OptionTable = PLATFORM_AUTH_OP
   const store = ownAt(input, 'tokenStore');
   const source = isStoreInstance(store) ? { ...input, tokenStore: { instance: store } } : input;
   for (const [name, row] of Object.entries(table)) {
-    for (const path of row.alias === undefined ? [name] : [name, row.alias]) {
-      const value = ownAt(source, path);
-      // A group is copied through its members; only a value that is no group is kept, for start-up to refuse. A
-      // group with a name inside the resolvers is a setting in itself (`idempotencyKey: {}` turns keys on).
-      if (row.kind === 'object' && isObject(value) && !Array.isArray(value)) {
-        if (row.internal !== undefined && ownAt(copy, path) === undefined) setAt(copy, path, Object.create(null));
-        continue;
-      }
-      if (value === undefined) continue;
-      setAt(copy, path, row.kind === 'list' && Array.isArray(value) ? ownItems(value) : value);
-    }
+    const value = ownAt(source, name);
+    if (value === undefined) continue;
+    // A group is copied through its members, and kept when given empty: `idempotencyKey: {}` turns keys on, and
+    // `rateLimit: {}` must fail for its missing rate. A value that is no group is kept, for start-up to refuse.
+    if (row.kind === 'object' && isObject(value) && !Array.isArray(value)) setAt(copy, name, Object.create(null));
+    else setAt(copy, name, row.kind === 'list' && Array.isArray(value) ? ownItems(value) : value);
   }
-  for (const path of REFUSED_PATHS) {
-    const value = ownAt(input, path);
-    if (value !== undefined) setAt(copy, path, value);
+  // A name of an earlier shape is marked, so start-up can say where its setting went; its value (a key, a password)
+  // is never copied.
+  for (const [old, now] of Object.entries(MOVED_OPTIONS)) {
+    if (Object.hasOwn(table, now) && ownAt(input, old) !== undefined) setAt(copy, old, true);
   }
   return copy as unknown as PlatformAuthOptions;
 }
@@ -79,14 +70,10 @@ function ownItems(list: unknown[]): unknown[] {
   return Array.from({ length: list.length }, (_, i) => ownAt(list, String(i)));
 }
 
-/**
- * Drops the secrets and the PEM text from options the module owns (see `ownOptions`), under their names and their
- * deprecated aliases, once start-up has used them.
- */
+/** Drops the secrets and the PEM text from options the module owns (see `ownOptions`) once start-up has used them. */
 export function forgetCredentialText(options: object, table: OptionTable = PLATFORM_AUTH_OPTIONS): void {
   for (const [name, row] of Object.entries(table)) {
     if (row.secret !== true && row.kind !== 'pem') continue;
     deleteAt(options, name);
-    if (row.alias !== undefined) deleteAt(options, row.alias);
   }
 }

@@ -1,6 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import type { PlatformAuthDeprecatedOptions } from './deprecated-options.interface.js';
 import type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 import type { ExchangeOptions } from './exchange-options.interface.js';
 import type { KeySource } from './key-source.interface.js';
@@ -12,20 +11,15 @@ export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
 export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
 export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 export type { RateLimitOptions } from './rate-limit-options.interface.js';
-export type {
-  DeprecatedKeySourceOptions,
-  PlatformAuthDeprecatedOptions,
-  TokenStoreTimingOptions,
-} from './deprecated-options.interface.js';
 
 export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 
 /**
  * One integration's options: the platform, the key pair (`key`, and `next` during a rotation), the token exchange
- * (`exchange`), the shared store (`tokenStore`). The flat names of earlier releases are still read, as deprecated
- * aliases (see {@link PlatformAuthDeprecatedOptions}).
+ * (`exchange`), the shared store (`tokenStore`). A name of an earlier shape (`privateKeyPath`) is a configuration
+ * error that names the option it moved to (`key.privateKeyPath`).
  */
-export interface PlatformAuthOptions extends PlatformAuthDeprecatedOptions {
+export interface PlatformAuthOptions {
   /** `https://{platform_domain}`; `http:` is accepted only for loopback hosts. */
   baseUrl: string;
   /** The system integration's machineId; becomes the assertion's `sub`. */

@@ -4,11 +4,11 @@ import { DEFAULT_TOKEN_PATH } from './options.constants.js';
 
 /**
  * The one base URL rule, worded once for start-up, the CLI and the docs: the base URL is the platform's origin, and
- * the token endpoint lies at `tokenPath` below it. A path would be silently dropped by some clients and kept by
+ * the token endpoint lies at `exchange.path` below it. A path would be silently dropped by some clients and kept by
  * others, and the exchange would fail only at the first request with a 404.
  */
 export function baseUrlPathProblem(url: URL): string {
-  return `has the path '${url.pathname}'; remove the path: the base URL is https://{platform_domain} only, and the token endpoint is found at tokenPath below it (${url.origin}${DEFAULT_TOKEN_PATH})`;
+  return `has the path '${url.pathname}'; remove the path: the base URL is https://{platform_domain} only, and the token endpoint is found at exchange.path below it (${url.origin}${DEFAULT_TOKEN_PATH})`;
 }
 
 /**

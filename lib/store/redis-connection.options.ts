@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isLoopbackHost } from '../util/loopback.util.js';
 import { secretText, type Secret } from '../util/secret.util.js';
 import { quotable, type ConfigReport } from '../options/config.report.js';
-import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
+import type { TokenStoreOptions } from '../options/token-store-options.interface.js';
 
 /** How the module reaches Redis: one server, a cluster through its seed nodes, or the master the sentinels name. */
 export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
@@ -35,20 +35,39 @@ export interface RedisConnectionSettings {
   readonly tls?: RedisTlsFiles;
 }
 
-const MODE_OPTIONS = ['tokenStoreUrl', 'tokenStoreClusterNodes', 'tokenStoreSentinelNodes'] as const;
-const TLS_OPTIONS = ['tokenStoreTlsCaPath', 'tokenStoreTlsCertPath', 'tokenStoreTlsKeyPath'] as const;
-/** Settings that shape a connection the module makes, and so mean nothing with a `tokenStore` passed in. */
+const MODE_OPTIONS = ['tokenStore.url', 'tokenStore.clusterNodes', 'tokenStore.sentinel.nodes'] as const;
+/** Settings that shape a connection the module makes, and so mean nothing with a store passed in. */
 export const CONNECTION_OPTIONS = [
   ...MODE_OPTIONS,
-  'tokenStoreSentinelMaster',
-  'tokenStoreUsername',
-  'tokenStorePassword',
-  ...TLS_OPTIONS,
+  'tokenStore.sentinel.masterName',
+  'tokenStore.username',
+  'tokenStore.password',
+  'tokenStore.tls.caPath',
+  'tokenStore.tls.certPath',
+  'tokenStore.tls.keyPath',
 ] as const;
 
-/** Whether `options` configure a Redis the module connects to (any mode, or only half of one). */
-export function configuresConnection(options: FlatPlatformAuthOptions): boolean {
-  return MODE_OPTIONS.some((name) => options[name] !== undefined) || options.tokenStoreSentinelMaster !== undefined;
+/** The connection settings of `store` that are set, by option (`tokenStore.url`). */
+export function connectionSettings(store: TokenStoreOptions | undefined): (typeof CONNECTION_OPTIONS)[number][] {
+  const given = {
+    'tokenStore.url': store?.url,
+    'tokenStore.clusterNodes': store?.clusterNodes,
+    'tokenStore.sentinel.nodes': store?.sentinel?.nodes,
+    'tokenStore.sentinel.masterName': store?.sentinel?.masterName,
+    'tokenStore.username': store?.username,
+    'tokenStore.password': store?.password,
+    'tokenStore.tls.caPath': store?.tls?.caPath,
+    'tokenStore.tls.certPath': store?.tls?.certPath,
+    'tokenStore.tls.keyPath': store?.tls?.keyPath,
+  } satisfies Record<(typeof CONNECTION_OPTIONS)[number], unknown>;
+  return CONNECTION_OPTIONS.filter((name) => given[name] !== undefined);
+}
+
+/** Whether `store` configures a Redis the module connects to (any mode, or only half of one). */
+export function configuresConnection(store: TokenStoreOptions | undefined): boolean {
+  return connectionSettings(store).some(
+    (name) => (MODE_OPTIONS as readonly string[]).includes(name) || name === 'tokenStore.sentinel.masterName',
+  );
 }
 
 /**
@@ -57,41 +76,43 @@ export function configuresConnection(options: FlatPlatformAuthOptions): boolean 
  * kind. `undefined` when there is a problem. Never quotes a URL (it may hold a password) or a file's content.
  */
 export function resolveRedisConnection(
-  options: FlatPlatformAuthOptions,
+  options: TokenStoreOptions,
   report: ConfigReport,
 ): RedisConnectionSettings | undefined {
   const before = report.problems.length;
-  const modes = MODE_OPTIONS.filter((name) => options[name] !== undefined);
+  const given = connectionSettings(options);
+  const modes = MODE_OPTIONS.filter((name) => given.includes(name));
   if (modes.length > 1) {
     report.problem(modes[1], `is set together with ${report.name(modes[0])}; configure exactly one Redis mode`);
   }
   const tls = resolveTlsFiles(options, report);
   let target: Omit<RedisConnectionSettings, 'username' | 'password'> | undefined;
   let fromUrl: { username?: string; password?: string } = {};
-  if (options.tokenStoreUrl !== undefined) {
-    const parsed = standaloneTarget(options.tokenStoreUrl, tls, report);
+  const { sentinel } = options;
+  if (options.url !== undefined) {
+    const parsed = standaloneTarget(options.url, tls, report);
     if (parsed) ({ credentials: fromUrl, ...target } = parsed);
-  } else if (options.tokenStoreClusterNodes !== undefined) {
-    target = clusterTarget(options.tokenStoreClusterNodes, tls, report);
-  } else if (options.tokenStoreSentinelNodes !== undefined || options.tokenStoreSentinelMaster !== undefined) {
-    target = sentinelTarget(options, tls, report);
+  } else if (options.clusterNodes !== undefined) {
+    target = clusterTarget(options.clusterNodes, tls, report);
+  } else if (sentinel?.nodes !== undefined || sentinel?.masterName !== undefined) {
+    target = sentinelTarget(sentinel, tls, report);
   }
-  if (options.tokenStoreSentinelMaster !== undefined && options.tokenStoreSentinelNodes === undefined && modes.length)
-    report.problem('tokenStoreSentinelMaster', `is set without ${report.name('tokenStoreSentinelNodes')}`);
+  if (sentinel?.masterName !== undefined && sentinel.nodes === undefined && modes.length)
+    report.problem('tokenStore.sentinel.masterName', `is set without ${report.name('tokenStore.sentinel.nodes')}`);
 
-  const username = options.tokenStoreUsername ?? fromUrl.username;
-  const password = options.tokenStorePassword ?? fromUrl.password;
-  if (options.tokenStoreUsername !== undefined && !oneLine(options.tokenStoreUsername))
-    report.problem('tokenStoreUsername', 'must be one line of text');
-  if (options.tokenStorePassword !== undefined && !oneLine(options.tokenStorePassword))
-    report.problem('tokenStorePassword', 'must be one line of text; the value is not shown');
+  const username = options.username ?? fromUrl.username;
+  const password = options.password ?? fromUrl.password;
+  if (options.username !== undefined && !oneLine(options.username))
+    report.problem('tokenStore.username', 'must be one line of text');
+  if (options.password !== undefined && !oneLine(options.password))
+    report.problem('tokenStore.password', 'must be one line of text; the value is not shown');
   if (username !== undefined && password === undefined) {
-    report.problem('tokenStoreUsername', `is set without a password (${report.name('tokenStorePassword')})`);
+    report.problem('tokenStore.username', `is set without a password (${report.name('tokenStore.password')})`);
   }
   if (report.problems.length > before || !target) return undefined;
   if (password !== undefined && !target.tls && target.nodes.some((node) => !isLoopbackHost(node.host))) {
     report.warn(
-      modes[0] ?? 'tokenStoreSentinelNodes',
+      modes[0] ?? 'tokenStore.sentinel.nodes',
       'sends a Redis password to a host off loopback without TLS: it crosses the network in clear text; use rediss:// (or a TLS file with Sentinel)',
     );
   }
@@ -111,16 +132,19 @@ function standaloneTarget(
   | undefined {
   const url = redisUrl(value);
   if (!url) {
-    report.problem('tokenStoreUrl', 'must be a redis:// or rediss:// URL with a host; the value is not shown');
+    report.problem('tokenStore.url', 'must be a redis:// or rediss:// URL with a host; the value is not shown');
     return undefined;
   }
   const database = url.pathname.replace(/^\//, '');
   if (database !== '' && !/^\d{1,5}$/.test(database)) {
-    report.problem('tokenStoreUrl', "has a path that is not a database number ('/0', '/1', …); the value is not shown");
+    report.problem(
+      'tokenStore.url',
+      "has a path that is not a database number ('/0', '/1', …); the value is not shown",
+    );
     return undefined;
   }
   const secure = url.protocol === 'rediss:';
-  if (tls && !secure) report.problem('tokenStoreUrl', 'is redis:// but TLS files are set; use rediss://');
+  if (tls && !secure) report.problem('tokenStore.url', 'is redis:// but TLS files are set; use rediss://');
   return {
     mode: 'standalone',
     nodes: [endpointOf(url)],
@@ -140,78 +164,78 @@ function clusterTarget(
 ): Omit<RedisConnectionSettings, 'username' | 'password'> | undefined {
   const entries = Array.isArray(value) ? (value as unknown[]) : [];
   if (entries.length === 0) {
-    report.problem('tokenStoreClusterNodes', 'must list at least one redis:// or rediss:// seed-node URL');
+    report.problem('tokenStore.clusterNodes', 'must list at least one redis:// or rediss:// seed-node URL');
     return undefined;
   }
   const urls = entries.map(redisUrl);
   const bad = urls.findIndex((url) => !url || (url.pathname !== '' && url.pathname !== '/'));
   if (bad !== -1) {
-    report.problem('tokenStoreClusterNodes', `entry ${bad + 1} is not a redis:// or rediss:// URL of a node`);
+    report.problem('tokenStore.clusterNodes', `entry ${bad + 1} is not a redis:// or rediss:// URL of a node`);
     return undefined;
   }
   const nodes = urls as URL[];
   if (nodes.some((url) => url.username !== '' || url.password !== '')) {
     report.problem(
-      'tokenStoreClusterNodes',
-      `holds credentials in a URL; set ${report.name('tokenStoreUsername')} and ${report.name('tokenStorePassword')} instead (the value is not shown)`,
+      'tokenStore.clusterNodes',
+      `holds credentials in a URL; set ${report.name('tokenStore.username')} and ${report.name('tokenStore.password')} instead (the value is not shown)`,
     );
     return undefined;
   }
   const secure = nodes.filter((url) => url.protocol === 'rediss:').length;
   if (secure !== 0 && secure !== nodes.length) {
-    report.problem('tokenStoreClusterNodes', 'mixes redis:// and rediss:// URLs; use one scheme for every node');
+    report.problem('tokenStore.clusterNodes', 'mixes redis:// and rediss:// URLs; use one scheme for every node');
     return undefined;
   }
   if (tls && secure === 0)
-    report.problem('tokenStoreClusterNodes', 'are redis:// but TLS files are set; use rediss://');
+    report.problem('tokenStore.clusterNodes', 'are redis:// but TLS files are set; use rediss://');
   return { mode: 'cluster', nodes: nodes.map(endpointOf), tls: secure ? (tls ?? {}) : undefined };
 }
 
 function sentinelTarget(
-  options: FlatPlatformAuthOptions,
+  sentinel: Partial<TokenStoreOptions['sentinel']>,
   tls: RedisTlsFiles | undefined,
   report: ConfigReport,
 ): Omit<RedisConnectionSettings, 'username' | 'password'> | undefined {
-  const { tokenStoreSentinelNodes: list, tokenStoreSentinelMaster: master } = options;
+  const { nodes: list, masterName: master } = sentinel ?? {};
   const before = report.problems.length;
   if (list === undefined) {
-    report.problem('tokenStoreSentinelMaster', `is set without ${report.name('tokenStoreSentinelNodes')}`);
+    report.problem('tokenStore.sentinel.masterName', `is set without ${report.name('tokenStore.sentinel.nodes')}`);
     return undefined;
   }
   if (master === undefined || typeof master !== 'string' || !/^[\w.:-]{1,200}$/.test(master)) {
     report.problem(
-      'tokenStoreSentinelMaster',
+      'tokenStore.sentinel.masterName',
       master === undefined
-        ? `is required with ${report.name('tokenStoreSentinelNodes')}: the name of the master the sentinels monitor`
+        ? `is required with ${report.name('tokenStore.sentinel.nodes')}: the name of the master the sentinels monitor`
         : "must be the master's name: letters, digits, '.', '_', '-' or ':'",
     );
   }
   const entries = Array.isArray(list) ? (list as unknown[]) : [];
-  if (entries.length === 0) report.problem('tokenStoreSentinelNodes', 'must list at least one sentinel as host:port');
+  if (entries.length === 0) report.problem('tokenStore.sentinel.nodes', 'must list at least one sentinel as host:port');
   const nodes = entries.map((entry) => (typeof entry === 'string' ? hostPort(entry) : undefined));
   const bad = nodes.findIndex((node) => !node);
   if (bad !== -1) {
     const shown = quotable(String(entries[bad]));
     const quoted = shown === undefined || /[@/]/.test(shown) ? '' : ` ('${shown}')`;
-    report.problem('tokenStoreSentinelNodes', `entry ${bad + 1}${quoted} is not host:port`);
+    report.problem('tokenStore.sentinel.nodes', `entry ${bad + 1}${quoted} is not host:port`);
   }
   if (report.problems.length > before || master === undefined) return undefined;
   return { mode: 'sentinel', nodes: nodes as RedisEndpoint[], sentinelMaster: master, tls };
 }
 
-function resolveTlsFiles(options: FlatPlatformAuthOptions, report: ConfigReport): RedisTlsFiles | undefined {
-  const { tokenStoreTlsCaPath: caPath, tokenStoreTlsCertPath: certPath, tokenStoreTlsKeyPath: keyPath } = options;
+function resolveTlsFiles(options: TokenStoreOptions, report: ConfigReport): RedisTlsFiles | undefined {
+  const { caPath, certPath, keyPath } = options.tls ?? {};
   if (caPath === undefined && certPath === undefined && keyPath === undefined) return undefined;
   if ((certPath === undefined) !== (keyPath === undefined)) {
     const [given, missing] =
       certPath === undefined
-        ? (['tokenStoreTlsKeyPath', 'tokenStoreTlsCertPath'] as const)
-        : (['tokenStoreTlsCertPath', 'tokenStoreTlsKeyPath'] as const);
+        ? (['tokenStore.tls.keyPath', 'tokenStore.tls.certPath'] as const)
+        : (['tokenStore.tls.certPath', 'tokenStore.tls.keyPath'] as const);
     report.problem(given, `is set without ${report.name(missing)}: mutual TLS needs the certificate and its key`);
   }
-  checkPemFile(caPath, 'tokenStoreTlsCaPath', /-----BEGIN CERTIFICATE-----/, 'certificate', report);
-  checkPemFile(certPath, 'tokenStoreTlsCertPath', /-----BEGIN CERTIFICATE-----/, 'certificate', report);
-  checkPemFile(keyPath, 'tokenStoreTlsKeyPath', /-----BEGIN (RSA |EC )?PRIVATE KEY-----/, 'private key', report);
+  checkPemFile(caPath, 'tokenStore.tls.caPath', /-----BEGIN CERTIFICATE-----/, 'certificate', report);
+  checkPemFile(certPath, 'tokenStore.tls.certPath', /-----BEGIN CERTIFICATE-----/, 'certificate', report);
+  checkPemFile(keyPath, 'tokenStore.tls.keyPath', /-----BEGIN (RSA |EC )?PRIVATE KEY-----/, 'private key', report);
   return { caPath, certPath, keyPath };
 }
 

@@ -30,9 +30,9 @@ export interface SharedScriptChannel {
 
 /** The option that configured the store's connection, for the message when the `redis` package is missing. */
 const MODE_OPTION = {
-  standalone: ['tokenStoreUrl', 'tokenStore.url'],
-  cluster: ['tokenStoreClusterNodes', 'tokenStore.clusterNodes'],
-  sentinel: ['tokenStoreSentinelNodes', 'tokenStore.sentinel.nodes'],
+  standalone: 'tokenStore.url',
+  cluster: 'tokenStore.clusterNodes',
+  sentinel: 'tokenStore.sentinel.nodes',
 } as const;
 
 export interface TokenStoreHostInput {
@@ -107,9 +107,9 @@ export class TokenStoreHost {
   /** Connects before the first token is wanted, so a cold fleet shares its first exchange; a store that is down does not hold up start-up. */
   async connect(): Promise<void> {
     await this.owned?.connect().catch((error: Error) => {
-      const [option, shown] = MODE_OPTION[this.mode as keyof typeof MODE_OPTION];
-      const setting = settingName(option, this.integration, undefined, shown);
-      throw new PlatformAuthConfigError([{ option: shown, setting, message: error.message }], this.integration);
+      const option = MODE_OPTION[this.mode as keyof typeof MODE_OPTION];
+      const setting = settingName(option, this.integration);
+      throw new PlatformAuthConfigError([{ option, setting, message: error.message }], this.integration);
     });
     // The key signs once here, at start-up, rather than on the first call; a key that cannot sign now says so then.
     this.activeNamespace = await this.namespaces.active().catch(() => undefined);

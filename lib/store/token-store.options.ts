@@ -1,6 +1,6 @@
-import { definedOnly, type ConfigReport } from '../options/config.report.js';
+import type { ConfigReport } from '../options/config.report.js';
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
-import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
+import type { ReadPlatformAuthOptions } from '../options/options.read.js';
 import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
@@ -8,7 +8,7 @@ import type { RedisTokenStoreClient } from './redis.channel.js';
 import { RedisTokenStore } from './token-store.redis.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
 import {
-  CONNECTION_OPTIONS,
+  connectionSettings,
   configuresConnection,
   resolveRedisConnection,
   type RedisConnectionSettings,
@@ -39,12 +39,8 @@ export function maxEntryBytesFor(maxResponseBytes: number): number {
   return 2 * maxResponseBytes + 1_024;
 }
 
-export const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStoreKeyPrefix');
-const DEFAULT_TIMING: SharedTokenTiming = {
-  operationTimeoutMs: optionDefault<number>('tokenStoreTiming.operationTimeoutMs'),
-  lockTtlMs: optionDefault<number>('tokenStoreTiming.lockTtlMs'),
-  waitTimeoutMs: optionDefault<number>('tokenStoreTiming.waitTimeoutMs'),
-};
+export const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStore.keyPrefix');
+const TIMING_NAMES = ['operationTimeoutMs', 'lockTtlMs', 'waitTimeoutMs'] as const;
 const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 'releaseLock'] as const;
 
 /**
@@ -53,65 +49,65 @@ const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 're
  * or the key.
  */
 export function resolveTokenStoreOptions(
-  options: FlatPlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   report: ConfigReport,
 ): ResolvedTokenStoreConfig | undefined {
-  const { tokenStoreEncryptionKey: key, tokenStoreClient: client } = options;
-  const connects = configuresConnection(options);
-  if (options.tokenStore === undefined && client === undefined && !connects) {
-    for (const name of ['tokenStoreEncryptionKey', ...CONNECTION_OPTIONS] as const) {
-      if (options[name] !== undefined) report.warn(name, 'is set, but no token store is configured');
-    }
+  const given = options.tokenStore ?? {};
+  const { encryptionKey: key, client, instance } = given;
+  const connects = configuresConnection(given);
+  if (instance === undefined && client === undefined && !connects) {
+    if (key !== undefined) report.warn('tokenStore.encryptionKey', 'is set, but no token store is configured');
+    for (const name of connectionSettings(given)) report.warn(name, 'is set, but no token store is configured');
     return undefined;
   }
   const problemsBefore = report.problems.length;
-  const maxResponseBytes = options.maxResponseBytes ?? optionDefault<number>('maxResponseBytes');
-  const store =
-    options.tokenStore ?? (client === undefined ? undefined : storeOnClient(client, maxResponseBytes, report));
+  const maxResponseBytes = options.exchange?.maxResponseBytes ?? optionDefault<number>('exchange.maxResponseBytes');
+  const store = instance ?? (client === undefined ? undefined : storeOnClient(client, maxResponseBytes, report));
   let connection: RedisConnectionSettings | undefined;
-  if (options.tokenStore !== undefined || client !== undefined) {
-    const given = options.tokenStore !== undefined ? 'tokenStore' : 'tokenStoreClient';
-    if (options.tokenStore !== undefined && client !== undefined)
-      report.problem('tokenStoreClient', `is set together with ${report.name('tokenStore')}; pass one store`);
-    const misplaced = CONNECTION_OPTIONS.filter((name) => options[name] !== undefined);
-    for (const name of misplaced) {
+  if (instance !== undefined || client !== undefined) {
+    const passed = instance !== undefined ? 'tokenStore.instance' : 'tokenStore.client';
+    if (instance !== undefined && client !== undefined)
+      report.problem('tokenStore.client', `is set together with ${report.name('tokenStore.instance')}; pass one store`);
+    for (const name of connectionSettings(given)) {
       report.problem(
         name,
-        `is set together with ${report.name(given)}; configure the client of the store you pass instead (set either that or the Redis settings, not both)`,
+        `is set together with ${report.name(passed)}; configure the client of the store you pass instead (set either that or the Redis settings, not both)`,
       );
     }
     if (
-      options.tokenStore !== undefined &&
+      instance !== undefined &&
       !STORE_METHODS.every((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function')
     ) {
-      report.problem('tokenStore', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
+      report.problem('tokenStore.instance', `must implement TokenStore (${STORE_METHODS.join(', ')})`);
     }
   } else {
-    connection = resolveRedisConnection(options, report);
+    connection = resolveRedisConnection(given, report);
   }
   const keys = key === undefined ? 'is required with a token store' : parseEncryptionKeys(key);
-  if (typeof keys === 'string') report.problem('tokenStoreEncryptionKey', keys);
+  if (typeof keys === 'string') report.problem('tokenStore.encryptionKey', keys);
 
-  const prefix = options.tokenStoreKeyPrefix ?? DEFAULT_TOKEN_STORE_KEY_PREFIX;
+  const prefix = given.keyPrefix ?? DEFAULT_TOKEN_STORE_KEY_PREFIX;
   if (typeof prefix !== 'string' || /[{}\s]/.test(prefix)) {
-    report.problem('tokenStoreKeyPrefix', 'must be a string without braces or white space');
+    report.problem('tokenStore.keyPrefix', 'must be a string without braces or white space');
   }
-  const timing = { ...DEFAULT_TIMING, ...definedOnly(options.tokenStoreTiming) };
+  const timing = Object.fromEntries(
+    TIMING_NAMES.map((name) => [name, given[name] ?? optionDefault<number>(`tokenStore.${name}`)]),
+  ) as unknown as SharedTokenTiming;
   for (const [name, value] of Object.entries(timing)) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 1) {
-      report.problem(`tokenStoreTiming.${name}`, 'must be a finite number of milliseconds, at least 1');
+      report.problem(`tokenStore.${name}`, 'must be a finite number of milliseconds, at least 1');
     }
   }
   if (report.problems.length > problemsBefore || typeof keys === 'string') return undefined;
   if (timing.waitTimeoutMs <= timing.lockTtlMs) {
     report.warn(
-      'tokenStoreTiming.waitTimeoutMs',
+      'tokenStore.waitTimeoutMs',
       'is not above lockTtlMs: when a replica dies mid-exchange, the others exchange on their own instead of one taking over',
     );
   }
   return {
     store,
-    client: options.tokenStore === undefined ? client : undefined,
+    client: instance === undefined ? client : undefined,
     connection,
     keys,
     keyPrefix: prefix,
@@ -126,7 +122,7 @@ function storeOnClient(client: unknown, maxResponseBytes: number, report: Config
     return new RedisTokenStore({ client: client as never, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) });
   } catch (error) {
     if (!(error instanceof PlatformAuthConfigError)) throw error;
-    for (const problem of error.problems) report.problem('tokenStoreClient', problem.message);
+    for (const problem of error.problems) report.problem('tokenStore.client', problem.message);
     return undefined;
   }
 }

@@ -1,6 +1,5 @@
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { ConfigReport } from '../options/config.report.js';
-import type { FlatPlatformAuthOptions } from '../options/flat-options.interface.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
 import { resolveRedisConnection } from './redis-connection.options.js';
 import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
@@ -139,8 +138,8 @@ export class RedisTokenStore implements TokenStore {
     }
     let channel: RedisChannel;
     if (options.url !== undefined) {
-      const report = new ConfigReport(undefined, { tokenStoreUrl: 'url' });
-      const connection = resolveRedisConnection({ tokenStoreUrl: options.url } as FlatPlatformAuthOptions, report);
+      const report = new ConfigReport(undefined, { 'tokenStore.url': 'url' });
+      const connection = resolveRedisConnection({ url: options.url }, report);
       if (!connection) throw problem('url', report.problems[0]?.message ?? 'is not a Redis URL');
       channel = new OwnedRedisChannel(connection, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
     } else {

@@ -1,7 +1,7 @@
 import { ConfigReport } from '../options/config.report.js';
-import { flattenOptions } from '../options/options.flatten.js';
+import { readOptions } from '../options/options.read.js';
 import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
-import { CONNECTION_OPTIONS } from '../store/redis-connection.options.js';
+import { connectionSettings } from '../store/redis-connection.options.js';
 import { OwnedRedisChannel } from '../store/redis.channel.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from '../store/token-store.redis.js';
 import type { PlatformTenantOptions } from './tenants.types.js';
@@ -52,6 +52,5 @@ export class TenantStoreConnection {
 /** Whether the tenant's own settings shape a connection (a Redis, a user, TLS files) rather than take the registry's. */
 function namesOwnRedis(own: PlatformTenantOptions): boolean {
   // Only read for which settings are given: the tenant's whole configuration is checked when it is built.
-  const flat = flattenOptions(own, new ConfigReport());
-  return CONNECTION_OPTIONS.some((name) => flat[name] !== undefined);
+  return connectionSettings(readOptions(own, new ConfigReport()).tokenStore).length > 0;
 }

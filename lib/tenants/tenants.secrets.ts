@@ -18,7 +18,7 @@ export function sealTenantsOptions(options: PlatformTenantsOptions): PlatformTen
   const table: OptionTable = PLATFORM_AUTH_OPTIONS;
   for (const [name, row] of Object.entries(table)) {
     if (row.secret !== true && row.kind !== 'pem') continue;
-    for (const path of row.alias === undefined ? [name] : [name, row.alias]) sealAt(sealed, path.split('.'));
+    sealAt(sealed, name.split('.'));
   }
   return sealed as unknown as PlatformTenantsOptions;
 }

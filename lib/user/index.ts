@@ -9,11 +9,7 @@ export type {
   PlatformUserAuthModuleExtras,
   PlatformUserAuthModuleOptions,
 } from './platform-user-auth.module-definition.js';
-export type {
-  PlatformUserAuthDeprecatedOptions,
-  PlatformUserAuthOptions,
-} from './platform-user-auth-options.interface.js';
-export type { DeprecatedKeySourceOptions } from '../options/deprecated-options.interface.js';
+export type { PlatformUserAuthOptions } from './platform-user-auth-options.interface.js';
 export { PlatformUserAuth } from './platform-user-auth.service.js';
 export type {
   AuthorizationRequest,

@@ -1,12 +1,11 @@
 import type { Clock } from '../platform-auth.clock.js';
-import type { DeprecatedKeySourceOptions } from '../options/deprecated-options.interface.js';
 import type { KeySource } from '../options/key-source.interface.js';
 
 /** How the client authenticates at the token endpoint (and the revocation endpoint). */
 export type UserClientAuthentication = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
 /** Options of `PlatformUserAuthModule`: user sign-in with the Authorization Code flow and PKCE (S256). */
-export interface PlatformUserAuthOptions extends PlatformUserAuthDeprecatedOptions {
+export interface PlatformUserAuthOptions {
   /** `https://{platform_domain}`; plain `http:` only on loopback (`PLATFORM_BASE_URL`). */
   baseUrl: string;
   /** The client registered for user sign-in (`PLATFORM_USER_CLIENT_ID`). */
@@ -80,9 +79,3 @@ export interface PlatformUserAuthOptions extends PlatformUserAuthDeprecatedOptio
   /** Source of time for expiry checks. Default the system clock. */
   clock?: Clock;
 }
-
-/** The flat key names of earlier releases, still read this release (one start-up warning names them). */
-export type PlatformUserAuthDeprecatedOptions = DeprecatedKeySourceOptions;
-
-/** The options as the resolver reads them: `key`'s settings under the flat names of earlier releases. Internal. */
-export type FlatUserAuthOptions = Omit<PlatformUserAuthOptions, 'key'>;

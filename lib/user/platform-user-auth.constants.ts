@@ -1,6 +1,6 @@
 /** Defaults, limits and environment variables of user sign-in (see docs/user-sign-in.md). */
 import { sharedToken } from '../platform-auth.constants.js';
-import { internalEnv } from '../options/options.table.js';
+import { tableEnv } from '../options/options.table.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from '../options/options.table.user.js';
 
 export const PLATFORM_USER_AUTH_CONFIG_NAMESPACE = 'platformUserAuth';
@@ -31,8 +31,8 @@ export const HOST_COOKIE_PREFIX = '__Host-';
 /** Injection token of the resolved configuration. Never exported: it holds the derived keys. */
 export const PLATFORM_USER_AUTH_CONFIG = Symbol('PLATFORM_USER_AUTH_CONFIG');
 
-/** The environment variable of each setting, by its name inside the resolver, for the names in messages. */
-export const PLATFORM_USER_AUTH_ENV: Readonly<Record<string, string>> = internalEnv(PLATFORM_USER_AUTH_OPTIONS);
+/** The environment variable of each option, for the names in messages. */
+export const PLATFORM_USER_AUTH_ENV: Readonly<Record<string, string>> = tableEnv(PLATFORM_USER_AUTH_OPTIONS);
 /** The client authentication methods of the token endpoint (RFC 8414 `token_endpoint_auth_methods_supported`). */
 export const USER_CLIENT_AUTHENTICATIONS = PLATFORM_USER_AUTH_OPTIONS.clientAuthentication.values;
 /** Injection token of user sign-in's composition root (`platform-user-auth.wiring.ts`). */

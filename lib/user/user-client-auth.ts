@@ -4,6 +4,7 @@ import type { AssertionKey } from '../credentials/assertion-key.interface.js';
 import { signCompactJws } from '../credentials/compact-jws.util.js';
 import { openCredentials } from '../credentials/credentials.loader.js';
 import { InMemoryAssertionKey } from '../credentials/in-memory.assertion-key.js';
+import { KeyPairReport, pairSources } from '../credentials/key-pair.report.js';
 import { keySourceKind } from '../credentials/key-source.loader.js';
 import { loadPrivateKey } from '../credentials/private-key.loader.js';
 import type { ConfigReport } from '../options/config.report.js';
@@ -34,9 +35,12 @@ export function checkClientAuthentication(
       `is set, but clientAuthentication is ${method}: set client_secret_basic or client_secret_post, or remove it`,
     );
   if (method !== 'private_key_jwt') {
-    const stray = KEY_OPTIONS.find((name) => options[name] !== undefined);
+    const stray = KEY_OPTIONS.find((name) => options.key?.[name] !== undefined);
     if (stray)
-      report.problem(stray, `is set, but clientAuthentication is ${method}; the key is used by private_key_jwt only`);
+      report.problem(
+        `key.${stray}`,
+        `is set, but clientAuthentication is ${method}; the key is used by private_key_jwt only`,
+      );
   }
   return method;
 }
@@ -51,15 +55,17 @@ export async function openClientKey(
   nowMs: number,
   report: ConfigReport,
 ): Promise<AssertionKey | undefined> {
-  const withCertificate = options.certificate !== undefined || options.certificatePath !== undefined;
-  const kind = keySourceKind(options, report);
+  const sources = pairSources(options, 'key')!;
+  const pair = new KeyPairReport(report, 'key');
+  const withCertificate = sources.certificate !== undefined || sources.certificatePath !== undefined;
+  const kind = keySourceKind(sources, pair);
   if (kind === undefined) return undefined;
-  if (kind !== 'pem' || withCertificate) return (await openCredentials(options, nowMs, report))?.key;
-  const privateKey = loadPrivateKey(options, report);
+  if (kind !== 'pem' || withCertificate) return (await openCredentials(sources, nowMs, pair))?.key;
+  const privateKey = loadPrivateKey(sources, pair);
   if (!privateKey) return undefined;
   return new InMemoryAssertionKey(
     privateKey,
-    options.privateKeyPath !== undefined ? `privateKeyPath ${options.privateKeyPath}` : 'privateKey PEM text',
+    sources.privateKeyPath !== undefined ? `privateKeyPath ${sources.privateKeyPath}` : 'privateKey PEM text',
   );
 }
 

@@ -1,5 +1,5 @@
 import { forgetCredentialText, ownOptions } from '../options/own-options.util.js';
-import { flattenOptions } from '../options/options.flatten.js';
+import { readOptions } from '../options/options.read.js';
 import type { OptionRow } from '../options/options.table.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from '../options/options.table.user.js';
 import type { KeySource } from '../options/key-source.interface.js';
@@ -16,12 +16,7 @@ import {
   MIN_STATE_SECRET_BYTES,
   PLATFORM_USER_AUTH_ENV,
 } from './platform-user-auth.constants.js';
-import type {
-  FlatUserAuthOptions,
-  PlatformUserAuthDeprecatedOptions,
-  PlatformUserAuthOptions,
-  UserClientAuthentication,
-} from './platform-user-auth-options.interface.js';
+import type { PlatformUserAuthOptions, UserClientAuthentication } from './platform-user-auth-options.interface.js';
 import { checkClientAuthentication, openClientKey } from './user-client-auth.js';
 import { discoverServer, type UserServerMetadata } from './user-server.metadata.js';
 
@@ -45,15 +40,14 @@ export interface ResolvedUserAuthConfig {
   readonly clientSecret?: Secret;
   /** `private_key_jwt`: the key client assertions are signed with (closed when the module shuts down). */
   readonly clientKey?: AssertionKey;
-  /** What start-up found worth a warning (deprecated option names, say); the module logs each once. */
+  /** What start-up found worth a warning (a variable the module does not read, say); the module logs each once. */
   readonly warnings: readonly ConfigProblem[];
 }
 
 /** RFC 6749 §3.3: scope tokens are printable ASCII without space, `"` or `\\`. */
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
 
-type UserOptionPath =
-  Exclude<keyof PlatformUserAuthOptions, keyof PlatformUserAuthDeprecatedOptions> | `key.${keyof KeySource}`;
+type UserOptionPath = keyof PlatformUserAuthOptions | `key.${keyof KeySource}`;
 
 /** The compiler fails here when an option is added to the interface but not to the option table. */
 PLATFORM_USER_AUTH_OPTIONS satisfies Record<UserOptionPath, OptionRow>;
@@ -91,7 +85,7 @@ export async function resolveUserAuthOptions(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ResolvedUserAuthConfig> {
   const report = new ConfigReport(undefined, PLATFORM_USER_AUTH_ENV);
-  const options = flattenOptions(input, report, PLATFORM_USER_AUTH_OPTIONS) as unknown as FlatUserAuthOptions;
+  const options = readOptions<PlatformUserAuthOptions>(input, report, PLATFORM_USER_AUTH_OPTIONS);
   const base = parseHttpUrl(options.baseUrl, 'baseUrl', report, true);
   const baseUrl = base?.href.replace(/\/+$/, '');
   // Compared to `iss` as a string (RFC 9207 §2.4), so kept exactly as configured rather than normalised by URL.

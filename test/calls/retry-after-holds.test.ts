@@ -11,7 +11,6 @@ import { PlatformAuthInterceptor } from '../../lib/http/platform-auth.intercepto
 import { BearerPolicy } from '../../lib/http/transport/bearer.policy.js';
 import { PlatformFetch } from '../../lib/http/transport/platform-fetch.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
-import type { FlatPlatformAuthOptions } from '../../lib/options/flat-options.interface.js';
 import { resolveRedisConnection } from '../../lib/store/redis-connection.options.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { FakeClock } from '../../lib/testing/fake.clock.js';
@@ -141,10 +140,7 @@ describe('a Retry-After hold the fleet shares through Redis', () => {
     const keyBase = `rl-${randomBytes(4).toString('hex')}:{ns}`;
     const gates = [0, 1].map(() => {
       const clock = new FakeClock(Date.now());
-      const connection = resolveRedisConnection(
-        { tokenStoreUrl: redis().url } as FlatPlatformAuthOptions,
-        new ConfigReport(undefined),
-      )!;
+      const connection = resolveRedisConnection({ url: redis().url }, new ConfigReport(undefined))!;
       const channel = new OwnedRedisChannel(connection, 10_000, 10_000);
       const gate = new SharedRateGate(
         rateLimitShape(100),

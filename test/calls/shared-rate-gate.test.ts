@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/testing/fake.clock.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
-import type { FlatPlatformAuthOptions } from '../../lib/options/flat-options.interface.js';
 import { resolveRedisConnection } from '../../lib/store/redis-connection.options.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { RateLimitWaitError } from '../../lib/calls/rate-limit/rate-limit.errors.js';
@@ -20,10 +19,7 @@ afterEach(async () => {
 /** One "replica": its own clock, its own connection to the test's redis-server, one bucket per test. */
 function replica(server: RedisServer, keyBase: string, shape: RateLimitShape, maxWaitMs: number) {
   const clock = new FakeClock(Date.now());
-  const connection = resolveRedisConnection(
-    { tokenStoreUrl: server.url } as FlatPlatformAuthOptions,
-    new ConfigReport(undefined),
-  )!;
+  const connection = resolveRedisConnection({ url: server.url }, new ConfigReport(undefined))!;
   // Bounds far above any answer a busy machine gives: these tests are about the bucket, not the store's timeouts.
   const channel = new OwnedRedisChannel(connection, 10_000, 10_000);
   const logger = new CapturingLogger();

@@ -338,7 +338,11 @@ describe('platform-auth doctor', () => {
     });
     try {
       // No credentials, so no resolved configuration: the endpoint is probed all the same.
-      const options = { baseUrl: `${server.url}/`, machineId: integration.machineId, tokenPath: '/oauth2/token' };
+      const options = {
+        baseUrl: `${server.url}/`,
+        machineId: integration.machineId,
+        exchange: { path: '/oauth2/token' },
+      };
       const checks = await platformChecks(options, undefined);
       expect(paths).toEqual(['/oauth2/token']);
       expect(checks.find((check) => check.id === 'endpoint')).toMatchObject({

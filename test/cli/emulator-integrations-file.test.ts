@@ -13,7 +13,7 @@ interface Report {
 /** One integration of the file, called as a forRoot app would: a token exchange and a protected route. */
 async function callAs(url: string, machineId: string, privateKey: string, certificate: string): Promise<number> {
   const moduleRef = await Test.createTestingModule({
-    imports: [PlatformAuthModule.forRoot({ baseUrl: url, machineId, privateKey, certificate })],
+    imports: [PlatformAuthModule.forRoot({ baseUrl: url, machineId, key: { privateKey, certificate } })],
   }).compile();
   try {
     return (await firstValueFrom(moduleRef.get(PlatformHttpService).get('/api/billing'))).status;

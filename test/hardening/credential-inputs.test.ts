@@ -26,9 +26,8 @@ function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOpti
   return {
     baseUrl: 'https://platform.example.com',
     machineId: 'machine-1',
-    privateKey: v.valid.privateKeyPem,
-    certificate: v.valid.certificatePem,
     ...overrides,
+    key: { privateKey: v.valid.privateKeyPem, certificate: v.valid.certificatePem, ...overrides.key },
   };
 }
 
@@ -71,18 +70,17 @@ describe('start-up checks: keys that load', () => {
     const config = resolvePlatformAuthOptions(options(), NOW);
     expect(config.credentials.key.publicKey.asymmetricKeyType).toBe('rsa');
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
-    // The flat names this file checks keys under are the deprecated aliases of `key.*`: one warning says so.
-    expect(config.warnings.map((warning) => warning.option)).toEqual(['privateKey, certificate']);
+    expect(config.warnings).toEqual([]);
   });
 
   it('loads a PKCS#1 key', () => {
-    const config = resolvePlatformAuthOptions(options({ privateKey: v.pkcs1Pem }), NOW);
+    const config = resolvePlatformAuthOptions(options({ key: { privateKey: v.pkcs1Pem } }), NOW);
     expect(config.credentials.key.modulusBits).toBe(2048);
   });
 
   it('loads encrypted PKCS#8 and PKCS#1 keys with the passphrase', () => {
     for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
-      const config = resolvePlatformAuthOptions(options({ privateKey, privateKeyPassphrase: TEST_PASSPHRASE }), NOW);
+      const config = resolvePlatformAuthOptions(options({ key: { privateKey, passphrase: TEST_PASSPHRASE } }), NOW);
       expect(config.credentials.key.modulusBits).toBe(2048);
     }
   });
@@ -91,7 +89,7 @@ describe('start-up checks: keys that load', () => {
     const privateKeyPath = files.write('private-key.pem', v.valid.privateKeyPem);
     const certificatePath = files.write('publickey.cer', v.valid.certificatePem);
     const config = resolvePlatformAuthOptions(
-      options({ privateKey: undefined, certificate: undefined, privateKeyPath, certificatePath }),
+      options({ key: { privateKey: undefined, certificate: undefined, privateKeyPath, certificatePath } }),
       NOW,
     );
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
@@ -100,7 +98,7 @@ describe('start-up checks: keys that load', () => {
   it('tolerates literal \\n and CRLF in PEM from environment variables', () => {
     const literal = v.valid.privateKeyPem.replace(/\n/g, '\\n');
     const crlf = v.valid.certificatePem.replace(/\n/g, '\r\n');
-    const config = resolvePlatformAuthOptions(options({ privateKey: literal, certificate: crlf }), NOW);
+    const config = resolvePlatformAuthOptions(options({ key: { privateKey: literal, certificate: crlf } }), NOW);
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
   });
 
@@ -119,24 +117,27 @@ describe('start-up checks: keys that load', () => {
 
   it('uses a configured thumbprint when no certificate is given, ignoring case, colons and spaces', () => {
     const spaced = v.valid.thumbprint.toLowerCase().match(/../g)!.join(':');
-    const config = resolvePlatformAuthOptions(options({ certificate: undefined, thumbprint: ` ${spaced} ` }), NOW);
+    const config = resolvePlatformAuthOptions(
+      options({ key: { certificate: undefined }, thumbprint: ` ${spaced} ` }),
+      NOW,
+    );
     expect(config.credentials.thumbprint).toBe(v.valid.thumbprint);
   });
 
   it('warns, without failing, on a certificate that expires within 30 days and on a key that is not 2048 bits', () => {
-    const config = resolvePlatformAuthOptions(options({ certificate: v.expiringSoonCertificatePem }), NOW);
+    const config = resolvePlatformAuthOptions(options({ key: { certificate: v.expiringSoonCertificatePem } }), NOW);
     expect(config.warnings).toContainEqual({
-      option: 'certificate',
-      setting: 'certificate (PLATFORM_CERTIFICATE)',
+      option: 'key.certificate',
+      setting: 'key.certificate (PLATFORM_CERTIFICATE)',
       message: expect.stringMatching(/expires in 10 day/),
     });
     const big = resolvePlatformAuthOptions(
-      options({ privateKey: v.rsa3072Pem, certificate: undefined, thumbprint: v.valid.thumbprint }),
+      options({ key: { privateKey: v.rsa3072Pem, certificate: undefined }, thumbprint: v.valid.thumbprint }),
       NOW,
     );
     expect(big.warnings).toContainEqual({
-      option: 'privateKey',
-      setting: 'privateKey (PLATFORM_PRIVATE_KEY)',
+      option: 'key.privateKey',
+      setting: 'key.privateKey (PLATFORM_PRIVATE_KEY)',
       message: expect.stringMatching(/3072-bit/),
     });
   });
@@ -145,57 +146,61 @@ describe('start-up checks: keys that load', () => {
 describe('start-up checks: problems, each named, none echoing key material', () => {
   it('rejects a 1024-bit RSA key', () => {
     expectProblem(
-      { privateKey: v.rsa1024Pem, certificate: undefined, thumbprint: v.valid.thumbprint },
-      /^privateKey/,
+      { key: { privateKey: v.rsa1024Pem, certificate: undefined }, thumbprint: v.valid.thumbprint },
+      /^key\.privateKey/,
       /1024-bit RSA key; at least 2048/,
     );
   });
 
   it('rejects an EC key', () => {
     expectProblem(
-      { privateKey: v.ecPem },
-      /^privateKey \(PLATFORM_PRIVATE_KEY\)/,
+      { key: { privateKey: v.ecPem } },
+      /^key\.privateKey \(PLATFORM_PRIVATE_KEY\)/,
       /an EC key; the platform requires an RSA key/,
     );
   });
 
   it('rejects an Ed25519 key', () => {
-    expectProblem({ privateKey: v.ed25519Pem }, /^privateKey/, /an Ed25519 key/);
+    expectProblem({ key: { privateKey: v.ed25519Pem } }, /^key\.privateKey/, /an Ed25519 key/);
   });
 
   it('rejects a certificate in the key slot', () => {
-    expectProblem({ privateKey: v.valid.certificatePem }, /^privateKey/, /holds a certificate, not a private key/);
+    expectProblem(
+      { key: { privateKey: v.valid.certificatePem } },
+      /^key\.privateKey/,
+      /holds a certificate, not a private key/,
+    );
   });
 
   it('rejects a public key in the key slot', () => {
-    expectProblem({ privateKey: v.publicKeyPem }, /^privateKey/, /holds a public key, not a private key/);
+    expectProblem({ key: { privateKey: v.publicKeyPem } }, /^key\.privateKey/, /holds a public key, not a private key/);
   });
 
   it('rejects a certificate that does not match the key', () => {
     expectProblem(
-      { certificate: v.otherCertificatePem },
-      /^certificate \(PLATFORM_CERTIFICATE\)/,
+      { key: { certificate: v.otherCertificatePem } },
+      /^key\.certificate \(PLATFORM_CERTIFICATE\)/,
       /does not match the private key/,
     );
   });
 
   it('rejects an expired certificate', () => {
-    expectProblem({ certificate: v.expiredCertificatePem }, /^certificate/, /expired on \d{4}-/);
+    expectProblem({ key: { certificate: v.expiredCertificatePem } }, /^key\.certificate/, /expired on \d{4}-/);
   });
 
   it('rejects a certificate that is not valid yet', () => {
-    expectProblem({ certificate: v.notYetValidCertificatePem }, /^certificate/, /not valid yet/);
+    expectProblem({ key: { certificate: v.notYetValidCertificatePem } }, /^key\.certificate/, /not valid yet/);
   });
 
   it('rejects an encrypted key without a passphrase', () => {
-    expectProblem({ privateKey: v.encryptedPkcs8Pem }, /^privateKey/, /encrypted but no passphrase/);
+    expectProblem({ key: { privateKey: v.encryptedPkcs8Pem } }, /^key\.privateKey/, /encrypted but no passphrase/);
   });
 
   it('rejects a wrong passphrase, for PKCS#8 and PKCS#1', () => {
     for (const privateKey of [v.encryptedPkcs8Pem, v.encryptedPkcs1Pem]) {
       expectProblem(
-        { privateKey, privateKeyPassphrase: 'wrong' },
-        /^privateKeyPassphrase \(PLATFORM_PRIVATE_KEY_PASSPHRASE\)/,
+        { key: { privateKey, passphrase: 'wrong' } },
+        /^key\.passphrase \(PLATFORM_PRIVATE_KEY_PASSPHRASE\)/,
         /wrong passphrase/,
       );
     }
@@ -207,16 +212,16 @@ describe('start-up checks: problems, each named, none echoing key material', () 
 
   it('rejects an unreadable key path, naming the path', () => {
     expectProblem(
-      { privateKey: undefined, privateKeyPath: '/nonexistent/private-key.pem' },
-      /^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/,
+      { key: { privateKey: undefined, privateKeyPath: '/nonexistent/private-key.pem' } },
+      /^key\.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/,
       /'\/nonexistent\/private-key.pem': no such file/,
     );
   });
 
   it('rejects an empty key file and a garbage key', () => {
     const empty = files.write('empty.pem', '');
-    expectProblem({ privateKey: undefined, privateKeyPath: empty }, /^privateKeyPath/, /is empty/);
-    expectProblem({ privateKey: 'not a key at all' }, /^privateKey/, /is not PEM text/);
+    expectProblem({ key: { privateKey: undefined, privateKeyPath: empty } }, /^key\.privateKeyPath/, /is empty/);
+    expectProblem({ key: { privateKey: 'not a key at all' } }, /^key\.privateKey/, /is not PEM text/);
   });
 
   it('rejects a DER private key', () => {
@@ -224,24 +229,32 @@ describe('start-up checks: problems, each named, none echoing key material', () 
       'private-key.der',
       createPrivateKey(v.valid.privateKeyPem).export({ type: 'pkcs8', format: 'der' }),
     );
-    expectProblem({ privateKey: undefined, privateKeyPath: der }, /^privateKeyPath/, /is not PEM text/);
+    expectProblem({ key: { privateKey: undefined, privateKeyPath: der } }, /^key\.privateKeyPath/, /is not PEM text/);
   });
 
   it('rejects a directory and a path through a file, naming the path', () => {
-    expectProblem({ privateKey: undefined, privateKeyPath: files.dir }, /^privateKeyPath/, /it is a directory/);
+    expectProblem(
+      { key: { privateKey: undefined, privateKeyPath: files.dir } },
+      /^key\.privateKeyPath/,
+      /it is a directory/,
+    );
     const file = files.write('plain.txt', 'x');
-    expectProblem({ certificate: undefined, certificatePath: `${file}/publickey.cer` }, /^certificatePath/, /ENOTDIR/);
+    expectProblem(
+      { key: { certificate: undefined, certificatePath: `${file}/publickey.cer` } },
+      /^key\.certificatePath/,
+      /ENOTDIR/,
+    );
   });
 
   it('never echoes PEM text pasted into a path or URL setting', () => {
     expectProblem(
-      { privateKey: undefined, privateKeyPath: v.valid.privateKeyPem },
-      /^privateKeyPath/,
-      /is not a file path \(it looks like PEM text\); put PEM text in privateKey/,
+      { key: { privateKey: undefined, privateKeyPath: v.valid.privateKeyPem } },
+      /^key\.privateKeyPath/,
+      /is not a file path \(it looks like PEM text\); put PEM text in key\.privateKey instead/,
     );
     expectProblem(
-      { certificate: undefined, certificatePath: v.valid.certificatePem.replace(/\n/g, '\\n') },
-      /^certificatePath/,
+      { key: { certificate: undefined, certificatePath: v.valid.certificatePem.replace(/\n/g, '\\n') } },
+      /^key\.certificatePath/,
       /is not a file path/,
     );
     expectProblem({ baseUrl: v.valid.privateKeyPem }, /^baseUrl/, /^is not an absolute URL$/);
@@ -250,28 +263,36 @@ describe('start-up checks: problems, each named, none echoing key material', () 
 
   it('rejects a key given as something other than a string', () => {
     const buffer = Buffer.from(v.valid.privateKeyPem) as unknown as string;
-    expectProblem({ privateKey: buffer }, /^privateKey/, /must be a string of PEM text/);
+    expectProblem({ key: { privateKey: buffer } }, /^key\.privateKey/, /must be a string of PEM text/);
   });
 
   it('rejects setting both the inline value and the path', () => {
     const path = files.write('both.pem', v.valid.privateKeyPem);
     expectProblem(
-      { privateKeyPath: path },
-      /^privateKey \(PLATFORM_PRIVATE_KEY\)/,
-      /set only one of privateKey and privateKeyPath/,
+      { key: { privateKeyPath: path } },
+      /^key\.privateKey \(PLATFORM_PRIVATE_KEY\)/,
+      /set only one of key.privateKey and key.privateKeyPath/,
     );
   });
 
   it('rejects a certificate slot holding a private key without echoing it', () => {
-    expectProblem({ certificate: v.valid.privateKeyPem }, /^certificate/, /holds a private key, not a certificate/);
+    expectProblem(
+      { key: { certificate: v.valid.privateKeyPem } },
+      /^key\.certificate/,
+      /holds a private key, not a certificate/,
+    );
   });
 
   it('rejects a DER certificate and a bundle of several certificates', () => {
     const der = files.write('cert.der', v.derCertificate);
-    expectProblem({ certificate: undefined, certificatePath: der }, /^certificatePath/, /is not PEM text/);
     expectProblem(
-      { certificate: `${v.valid.certificatePem}\n${v.otherCertificatePem}` },
-      /^certificate/,
+      { key: { certificate: undefined, certificatePath: der } },
+      /^key\.certificatePath/,
+      /is not PEM text/,
+    );
+    expectProblem(
+      { key: { certificate: `${v.valid.certificatePem}\n${v.otherCertificatePem}` } },
+      /^key\.certificate/,
       /2 PEM blocks; provide exactly one certificate/,
     );
   });
@@ -295,7 +316,7 @@ describe('start-up checks: problems, each named, none echoing key material', () 
   });
 
   it('requires baseUrl, machineId, a key and a certificate or thumbprint, and reports all of them at once', () => {
-    const error = configError({ baseUrl: '', machineId: '', privateKey: undefined, certificate: undefined });
+    const error = configError({ baseUrl: '', machineId: '', key: { privateKey: undefined, certificate: undefined } });
     expect(error.problems.map((p) => p.setting)).toEqual([
       'baseUrl (PLATFORM_BASE_URL)',
       'machineId (PLATFORM_MACHINE_ID)',

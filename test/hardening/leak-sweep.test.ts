@@ -170,11 +170,13 @@ describe('leak sweep over logs', () => {
         imports: [
           PlatformAuthModule.forRoot({
             ...integration.moduleOptions,
-            tokenStoreClusterNodes: [`redis://app:${password}@127.0.0.1:${redis.port}`],
-            tokenStorePassword: password,
-            tokenStoreUsername: 'app',
-            tokenStoreEncryptionKey: key,
-            tokenStoreTlsCertPath: '/no/such/client.crt',
+            tokenStore: {
+              clusterNodes: [`redis://app:${password}@127.0.0.1:${redis.port}`],
+              password,
+              username: 'app',
+              encryptionKey: key,
+              tls: { certPath: '/no/such/client.crt' },
+            },
           }),
         ],
       })
@@ -186,7 +188,7 @@ describe('leak sweep over logs', () => {
         );
       });
       expect(String(failure)).toMatch(
-        /tokenStoreClusterNodes \(PLATFORM_TOKEN_STORE_CLUSTER_NODES\): holds credentials/,
+        /tokenStore.clusterNodes \(PLATFORM_TOKEN_STORE_CLUSTER_NODES\): holds credentials/,
       );
       expectClean(refused, secrets(password, key));
       expectNoSecrets(failure, secrets(password, key));
@@ -195,8 +197,7 @@ describe('leak sweep over logs', () => {
         imports: [
           PlatformAuthModule.forRoot({
             ...integration.moduleOptions,
-            tokenStoreUrl: `redis://:${password}@127.0.0.1:${redis.port}`,
-            tokenStoreEncryptionKey: key,
+            tokenStore: { url: `redis://:${password}@127.0.0.1:${redis.port}`, encryptionKey: key },
           }),
         ],
       }).setLogger(new ConsoleLogger({ logLevels: ['log', 'warn', 'error', 'fatal'] }));
@@ -239,7 +240,7 @@ describe('leak sweep over the next pair', () => {
         (e: unknown) => e,
       );
     });
-    expect(String(failure)).toMatch(/does not decrypt the key in nextPrivateKey: wrong passphrase/);
+    expect(String(failure)).toMatch(/does not decrypt the key in next\.privateKey: wrong passphrase/);
     expectClean(refused, [...secrets(`${TEST_PASSPHRASE}!`), ...nextLines]);
     expectNoSecrets(failure, [...secrets(`${TEST_PASSPHRASE}!`), ...nextLines]);
 
@@ -341,8 +342,10 @@ describe('leak sweep over user sign-in errors', () => {
       // private_key_jwt with a key that does not parse and a wrong passphrase.
       {
         clientAuthentication: 'private_key_jwt' as const,
-        privateKey: integration.privateKeyPem.replace(/\n[A-Za-z0-9+/]{10}/, '\nAAAAAAAAAA'),
-        privateKeyPassphrase: TEST_PASSPHRASE,
+        key: {
+          privateKey: integration.privateKeyPem.replace(/\n[A-Za-z0-9+/]{10}/, '\nAAAAAAAAAA'),
+          passphrase: TEST_PASSPHRASE,
+        },
       },
     ];
     for (const extra of configs) {

@@ -46,9 +46,8 @@ function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOpti
   return {
     baseUrl: 'https://platform.example.com',
     machineId: 'machine-1',
-    privateKey: credentials.privateKeyPem,
-    certificate: credentials.certificatePem,
     ...overrides,
+    key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem, ...overrides.key },
   };
 }
 
@@ -64,9 +63,9 @@ function configError(input: PlatformAuthOptions): PlatformAuthConfigError {
 }
 
 describe('PEM text in a setting that is not a key or certificate is refused without an echo', () => {
-  it.each(['machineId', 'audience', 'thumbprint', 'tokenPath', 'baseUrl'] as const)('in %s', (option) => {
+  it.each(['machineId', 'audience', 'thumbprint', 'exchange.path', 'baseUrl'] as const)('in %s', (option) => {
     for (const pem of [credentials.privateKeyPem, credentials.privateKeyPem.replace(/\n/g, '\\n')]) {
-      const error = configError(options({ [option]: pem }));
+      const error = configError(options(option === 'exchange.path' ? { exchange: { path: pem } } : { [option]: pem }));
       expect(error.problems.map((p) => p.option)).toContain(option);
       expectNoSecrets(error, [credentials.privateKeyPem, ...pemFragments(credentials.privateKeyPem)]);
     }
@@ -94,7 +93,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
   const secrets = () => [PASSPHRASE, ...pemFragments(encryptedKeyPem, credentials.privateKeyPem)];
 
   it('forRoot, and the options object stays reusable', async () => {
-    const shared = options({ privateKey: encryptedKeyPem, privateKeyPassphrase: PASSPHRASE });
+    const shared = options({ key: { privateKey: encryptedKeyPem, passphrase: PASSPHRASE } });
     const snapshot = { ...shared };
     for (let round = 0; round < 2; round += 1) {
       const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(shared)] }).compile();
@@ -107,7 +106,7 @@ describe('after start-up the Nest container holds no PEM text and no passphrase'
   });
 
   it('forRootAsync with a factory returning a shared object', async () => {
-    const shared = options({ privateKey: encryptedKeyPem, privateKeyPassphrase: PASSPHRASE });
+    const shared = options({ key: { privateKey: encryptedKeyPem, passphrase: PASSPHRASE } });
     const snapshot = { ...shared };
     const moduleRef = await Test.createTestingModule({
       imports: [PlatformAuthModule.forRootAsync({ useFactory: () => shared })],
@@ -180,16 +179,18 @@ describe('options are read as own properties only', () => {
 });
 
 describe('decision: a value in a *_PATH setting is quoted only when it looks like a path', () => {
-  it('a passphrase pasted into privateKeyPath is not repeated', () => {
-    const error = configError(options({ privateKey: undefined, privateKeyPath: PASSPHRASE }));
-    expect(error.problems).toEqual([expect.objectContaining({ option: 'privateKeyPath' })]);
+  it('a passphrase pasted into key.privateKeyPath is not repeated', () => {
+    const error = configError(options({ key: { privateKey: undefined, privateKeyPath: PASSPHRASE } }));
+    expect(error.problems).toEqual([expect.objectContaining({ option: 'key.privateKeyPath' })]);
     expect(error.message).toMatch(/no such file/);
     expectNoSecrets(error, [PASSPHRASE]);
   });
 
   it('a missing file named by an absolute or relative path, or by a .pem name, is still quoted', () => {
     for (const path of ['/nonexistent/key.pem', './missing/key.pem', 'key-file.pem']) {
-      expect(configError(options({ privateKey: undefined, privateKeyPath: path })).message).toContain(`'${path}'`);
+      expect(configError(options({ key: { privateKey: undefined, privateKeyPath: path } })).message).toContain(
+        `'${path}'`,
+      );
     }
   });
 });

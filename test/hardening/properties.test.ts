@@ -31,8 +31,7 @@ describe('property: every assertion satisfies every assertion rule of the platfo
           {
             baseUrl: 'https://platform.example.com',
             machineId: 'machine-7',
-            privateKey: credentials.privateKeyPem,
-            certificate: credentials.certificatePem,
+            key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
             assertionLifetimeSeconds: lifetime,
           },
           Date.now(),

@@ -287,8 +287,7 @@ describe('redirects and refusals', () => {
         {
           baseUrl: 'http://platform.example.com',
           machineId: 'm',
-          privateKey: credentials.privateKeyPem,
-          certificate: credentials.certificatePem,
+          key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
         },
         Date.now(),
       ),

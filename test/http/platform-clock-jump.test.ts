@@ -58,10 +58,14 @@ describe('a platform clock jump', () => {
     const { clock, platform, options } = await startPlatform();
     const shared: PlatformAuthOptions = {
       ...options,
-      tokenStoreUrl: redis().url,
-      tokenStoreEncryptionKey: randomBytes(32).toString('base64'),
-      tokenStoreKeyPrefix: `jump-${randomBytes(4).toString('hex')}:`,
-      tokenStoreTiming: { operationTimeoutMs: 2_000, lockTtlMs: 10_000, waitTimeoutMs: 20_000 },
+      tokenStore: {
+        url: redis().url,
+        encryptionKey: randomBytes(32).toString('base64'),
+        keyPrefix: `jump-${randomBytes(4).toString('hex')}:`,
+        operationTimeoutMs: 2_000,
+        lockTtlMs: 10_000,
+        waitTimeoutMs: 20_000,
+      },
     };
     // Two renewal windows that do not overlap (the lead is at most half the lifetime, 30 s; jitter makes it later).
     const early = await replica({ ...shared, refreshBeforeExpirySeconds: 30 });

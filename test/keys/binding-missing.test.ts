@@ -49,7 +49,7 @@ describe('a pkcs11: URI without the pkcs11js package installed', () => {
     );
     expect(result.code).toBe(1);
     expect(result.output).toMatch(
-      /privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): needs the PKCS#11 binding: npm install pkcs11js/,
+      /key.privateKeyUri \(PLATFORM_PRIVATE_KEY_URI\): needs the PKCS#11 binding: npm install pkcs11js/,
     );
     expect(result.output).not.toContain('pin-not-to-print-99');
   });

@@ -190,7 +190,7 @@ describe('a key in a PKCS#11 token', () => {
 });
 
 describe('start-up refuses a URI that cannot sign, naming the problem and never the PIN', () => {
-  const uriProblem = async (uri: string, overrides: Partial<PlatformAuthOptions> = {}) =>
+  const uriProblem = async (uri: string, overrides: Parameters<typeof options>[0] = {}) =>
     problemLines(await startupError(options({ privateKeyUri: uri, ...overrides })));
 
   it('a library that is not there, or is not a PKCS#11 library', async () => {
@@ -272,7 +272,9 @@ describe('start-up refuses a URI that cannot sign, naming the problem and never 
     );
     expect(problemLines(error)).toEqual([
       expect.stringMatching(/^baseUrl/),
-      expect.stringMatching(/^key\.certificate .*is required with privateKeyUri: set certificate or certificatePath/),
+      expect.stringMatching(
+        /^key\.certificate .*is required with key\.privateKeyUri: set key\.certificate or key\.certificatePath/,
+      ),
       expect.stringMatching(/^key\.privateKeyUri .*the PIN is wrong/),
     ]);
     expectNoSecrets(error, [WRONG_PIN]);

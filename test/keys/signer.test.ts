@@ -255,7 +255,7 @@ describe('a signer', () => {
     expect(config.warnings).toContainEqual(
       expect.objectContaining({
         option: 'credentialsReloadIntervalMs',
-        message: 'is ignored: the key is not a PEM file (signer); nothing is re-read',
+        message: 'is ignored: the key is not a PEM file (key.signer); nothing is re-read',
       }),
     );
   });
@@ -263,12 +263,12 @@ describe('a signer', () => {
   it('needs the certificate, an object with sign(), and no PEM key beside it', async () => {
     expect(
       problemLines(await startupError(options({ key: { certificate: undefined }, thumbprint: 'AB'.repeat(20) }))),
-    ).toEqual([expect.stringMatching(/^key.certificate \(PLATFORM_CERTIFICATE\): is required with signer/)]);
+    ).toEqual([expect.stringMatching(/^key.certificate \(PLATFORM_CERTIFICATE\): is required with key\.signer/)]);
     expect(problemLines(await startupError(options({ key: { signer: { sign: 'no' } as never } })))).toEqual([
       'key.signer: must be an object with a sign(signingInput: Uint8Array): Promise<Uint8Array> method',
     ]);
     expect(problemLines(await startupError(options({ key: { privateKey: integration.privateKeyPem } })))).toEqual([
-      expect.stringMatching(/^key.signer: set only one of privateKey, signer/),
+      expect.stringMatching(/^key\.signer: set only one of key\.privateKey, key\.signer/),
     ]);
   });
 });

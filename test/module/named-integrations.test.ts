@@ -178,8 +178,7 @@ describe('named integrations', () => {
           name: 'billing',
           baseUrl: platform.url,
           machineId: 'billing-machine',
-          privateKey: soon.privateKeyPem,
-          certificate: soon.certificatePem,
+          key: { privateKey: soon.privateKeyPem, certificate: soon.certificatePem },
         }),
       ],
     })

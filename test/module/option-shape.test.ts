@@ -6,16 +6,14 @@ import {
   PlatformAuthConfigError,
   PlatformAuthModule,
   RedisTokenStore,
-  TokenProvider,
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
-import { ConfigReport } from '../../lib/options/config.report.js';
-import { flattenOptions } from '../../lib/options/options.flatten.js';
-import { PLATFORM_AUTH_OPTIONS, internalName, type OptionTable } from '../../lib/options/options.table.js';
-import { PLATFORM_USER_AUTH_OPTIONS } from '../../lib/options/options.table.user.js';
+import { MOVED_OPTIONS } from '../../lib/options/options.moved.js';
+import { PLATFORM_AUTH_OPTIONS } from '../../lib/options/options.table.js';
 import { forgetCredentialText, ownAt, ownOptions, setAt } from '../../lib/options/own-options.util.js';
+import { resolveUserAuthOptions } from '../../lib/user/user-options.resolver.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { httpUrlProblem } from '../../lib/options/url.rules.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
@@ -41,11 +39,6 @@ function problemsOf(options: PlatformAuthOptions): PlatformAuthConfigError {
     throw error;
   }
   return expect.fail('expected a PlatformAuthConfigError');
-}
-
-/** Every option of `table` that keeps a deprecated alias: [alias, current name]. */
-function aliases(table: OptionTable): [string, string][] {
-  return Object.entries(table).flatMap(([name, row]) => (row.alias === undefined ? [] : [[row.alias, name]]));
 }
 
 /** `value` at `path` of a fresh object: the options a caller writes under one name. */
@@ -80,13 +73,6 @@ describe('the option shape', () => {
   it('reads a TokenStore given as tokenStore as { instance }, and builds a store on a Redis client of yours', () => {
     const encryptionKey = randomBytes(32).toString('base64');
     const instance = new RedisTokenStore({ url: 'redis://127.0.0.1:6379' });
-    // As earlier releases wrote it: the store itself, and its key under the key's deprecated name.
-    const direct = resolvePlatformAuthOptions(
-      { ...base(), tokenStore: instance, tokenStoreEncryptionKey: encryptionKey },
-      Date.now(),
-    );
-    expect(direct.tokenStore?.store).toBe(instance);
-    expect(direct.warnings.map((warning) => warning.option)).toEqual(['tokenStoreEncryptionKey']);
     const grouped = resolvePlatformAuthOptions({ ...base(), tokenStore: { instance, encryptionKey } }, Date.now());
     expect(grouped.tokenStore?.store).toBe(instance);
     const client = createClient({ url: 'redis://127.0.0.1:6379' });
@@ -134,14 +120,14 @@ describe('the option shape', () => {
       });
   });
 
-  it("refuses the exchange's retry.maxTotalMs at the top level, naming exchange.retry, and a bad key header", () => {
+  it("refuses the exchange's retry.maxTotalMs at the top level, naming its place, and a bad key header", () => {
     const error = problemsOf({
       ...base(),
       retry: { maxAttempts: 0, maxTotalMs: 1_000 } as PlatformAuthOptions['retry'],
       idempotencyKey: { header: 'Authorization' },
     });
     expect(error.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
-      "retry: has maxTotalMs, a setting of the token exchange's retry policy: set it as exchange.retry.maxTotalMs; the top-level retry is the policy of calls to the platform's APIs",
+      'retry.maxTotalMs: moved to exchange.retry.maxTotalMs',
       'retry.maxAttempts (PLATFORM_CALL_RETRY_MAX_ATTEMPTS): must be a number from 1 to 10',
       'idempotencyKey.header (PLATFORM_IDEMPOTENCY_KEY_HEADER): must be a header name (letters, digits and -), not Authorization',
     ]);
@@ -163,11 +149,10 @@ describe('the option shape', () => {
     expect(ownAt(owned, 'exchange.path')).toBeUndefined();
   });
 
-  it('forgets secrets and PEM text under their names and their aliases once start-up used them', () => {
+  it('forgets secrets and PEM text once start-up used them', () => {
     const owned = ownOptions({
       ...base(),
       next: { privateKeyPath: '/keys/next.pem', passphrase: 'next-pass' },
-      privateKeyPassphrase: 'old-name-pass',
       tokenStore: { url: 'redis://u:p@127.0.0.1', encryptionKey: 'k', keyPrefix: 'p:' },
     });
     forgetCredentialText(owned);
@@ -181,37 +166,23 @@ describe('the option shape', () => {
   });
 });
 
-describe.each([
-  ['machine authentication', PLATFORM_AUTH_OPTIONS],
-  ['user sign-in', PLATFORM_USER_AUTH_OPTIONS],
-])('the deprecated names of %s', (_, table) => {
-  it.each(aliases(table))('%s is read as %s, with one warning naming both', (alias, name) => {
-    const value = `value-of-${name}`;
-    const report = new ConfigReport();
-    const flat = flattenOptions(at(alias, value), report, table);
-    expect(flattenOptions(at(name, value), new ConfigReport(), table)).toEqual(flat);
-    expect(ownAt(flat, internalName(name, (table as OptionTable)[name]))).toBe(value);
-    expect(report.problems).toEqual([]);
-    expect(report.warnings).toEqual([
-      expect.objectContaining({ option: alias, message: expect.stringContaining(`use ${name} for ${alias}`) }),
+describe('an option name of an earlier shape', () => {
+  const moved = Object.entries(MOVED_OPTIONS);
+
+  it.each(moved)('%s is refused, naming %s', (old, now) => {
+    const error = problemsOf({ ...base(), ...at(old, 'value') });
+    expect(error.problems.filter((p) => p.option === old)).toEqual([
+      { option: old, setting: old, message: `moved to ${now}` },
     ]);
   });
 
-  it.each(aliases(table))('%s beside %s is a problem naming both', (alias, name) => {
-    const both = at(alias, 'old');
-    setAt(both, name, 'new');
-    const report = new ConfigReport();
-    flattenOptions(both, report, table);
-    expect(report.problems).toEqual([
-      expect.objectContaining({ option: name, message: expect.stringContaining(`is set together with ${alias}`) }),
-    ]);
+  it('names the place of every setting it moved, an option of the current shape', () => {
+    for (const now of Object.values(MOVED_OPTIONS)) expect(PLATFORM_AUTH_OPTIONS).toHaveProperty([now]);
   });
-});
 
-describe('deprecated names in a module', () => {
-  it('work, and start-up logs one warning listing each old name with its new one', async () => {
+  it('fails forRoot with every old name at once, before anything starts', async () => {
     const logger = new CapturingLogger();
-    const moduleRef = await Test.createTestingModule({
+    const failure = await Test.createTestingModule({
       imports: [
         PlatformAuthModule.forRoot({
           baseUrl: 'https://platform.example.com',
@@ -219,19 +190,48 @@ describe('deprecated names in a module', () => {
           privateKey: credentials.privateKeyPem,
           certificate: credentials.certificatePem,
           tokenPath: '/oauth/token',
-          exchangeTimeoutMs: 2_000,
           logger,
-        }),
+        } as PlatformAuthOptions),
       ],
-    }).compile();
-    try {
-      expect(moduleRef.get(TokenProvider)).toBeInstanceOf(TokenProvider);
-      expect(logger.messages('warn')).toEqual([
-        'privateKey, certificate, exchangeTimeoutMs, tokenPath: deprecated option names, still read this release: use key.privateKey for privateKey, key.certificate for certificate, exchange.timeoutMs for exchangeTimeoutMs, exchange.path for tokenPath',
-      ]);
-    } finally {
-      await moduleRef.close();
-    }
+    })
+      .compile()
+      .then(
+        () => expect.fail('start-up accepted an old option name'),
+        (error: unknown) => error,
+      );
+    expect(failure).toBeInstanceOf(PlatformAuthConfigError);
+    expect((failure as PlatformAuthConfigError).message).not.toContain('PRIVATE KEY-----');
+    expect((failure as PlatformAuthConfigError).problems.map((p) => `${p.setting}: ${p.message}`)).toEqual(
+      expect.arrayContaining([
+        'privateKey: moved to key.privateKey',
+        'certificate: moved to key.certificate',
+        'tokenPath: moved to exchange.path',
+      ]),
+    );
+  });
+
+  it("is refused by user sign-in too, for the key's settings", async () => {
+    const failure = await resolveUserAuthOptions(
+      {
+        baseUrl: 'https://platform.example.com',
+        clientId: 'web',
+        redirectUri: 'https://app.example.com/callback',
+        stateSecret: randomBytes(32).toString('base64'),
+        clientAuthentication: 'private_key_jwt',
+        privateKeyPath: '/keys/client.pem',
+        tokenPath: '/oauth/token',
+      } as Parameters<typeof resolveUserAuthOptions>[0],
+      Date.now(),
+      {},
+    ).then(
+      () => expect.fail('start-up accepted an old option name'),
+      (error: unknown) => error as PlatformAuthConfigError,
+    );
+    expect(failure.problems.map((p) => `${p.setting}: ${p.message}`)).toContain(
+      'privateKeyPath: moved to key.privateKeyPath',
+    );
+    // User sign-in's own tokenPath is an option of its current shape, not the exchange's old name.
+    expect(failure.problems.map((p) => p.option)).not.toContain('tokenPath');
   });
 });
 

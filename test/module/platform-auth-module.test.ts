@@ -41,8 +41,7 @@ function options(): PlatformAuthOptions {
   return {
     baseUrl: 'https://platform.example.com',
     machineId: 'machine-1',
-    privateKey: credentials.privateKeyPem,
-    certificate: credentials.certificatePem,
+    key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
   };
 }
 

@@ -202,7 +202,7 @@ describe("the start-up check by default ('warn')", () => {
   });
 
   it('is shared by a fleet through the token store: two replicas booting together make one exchange', async () => {
-    const setup = await startStorePlatform(track, { tokenStoreUrl: redis().url });
+    const setup = await startStorePlatform(track, { url: redis().url });
     const fleet = await startStoreFleet(track, { ...setup, shared: { ...setup.shared, startupCheck: 'warn' } }, 2, 1);
     expect(setup.platform.counters.exchanges.total).toBe(1);
     const tokens = tokensOf(await fleet.getAll());

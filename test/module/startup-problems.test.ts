@@ -14,8 +14,7 @@ import { PlatformUserAuthModule, type PlatformUserAuthOptions } from 'nestjs-pla
 const brokenMachine = (): PlatformAuthOptions =>
   ({
     baseUrl: 'http://platform.example.com',
-    privateKey: credentials.privateKeyPem,
-    certificate: credentials.certificatePem,
+    key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
   }) as PlatformAuthOptions;
 /** One problem of user sign-in: no client id. */
 const brokenUser: PlatformUserAuthOptions = {

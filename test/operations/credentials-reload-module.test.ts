@@ -69,7 +69,7 @@ describe('credentialsReloadIntervalMs in the module', () => {
       expect(status.state).toBe('rejected');
       return status;
     });
-    expect(reload.problems?.[0]).toMatch(/^privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): /);
+    expect(reload.problems?.[0]).toMatch(/^key.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): /);
     expect(logger.messages('error')).toEqual([expect.stringMatching(/Changed credential files were refused/)]);
     await f.tokens.getAccessToken();
     expect(lastIssuer(f)).toBe(f.integration.thumbprint);

@@ -97,7 +97,7 @@ describe('credential reload from *_PATH files', () => {
     expect(r.thumbprint()).toBe(first.thumbprint);
     const status = r.reloader.status();
     expect(status.state).toBe('rejected');
-    expect(status.problems?.join('\n')).toMatch(/privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/);
+    expect(status.problems?.join('\n')).toMatch(/key.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\)/);
     expect(r.logger.messages('error')[0]).toMatch(
       new RegExp(`last good pair \\(thumbprint ${first.thumbprint}\\) stays in use`),
     );

@@ -148,7 +148,7 @@ describe('PlatformAuthHealthIndicator', () => {
 describe('PlatformAuthHealthIndicator across a switch to the next pair', () => {
   it('stays up and says the files are behind, naming both thumbprints, until they are promoted', async () => {
     const next = await createTestCredentials();
-    const h = await startHealthApp({ nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem });
+    const h = await startHealthApp({ next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } });
     const current = h.integration.thumbprint;
     const token = await h.tokens.getAccessToken();
     const before = await request(h.app.getHttpServer()).get('/passive').expect(200);
@@ -191,7 +191,7 @@ describe('PlatformAuthHealthIndicator across a switch to the next pair', () => {
     expect(response.body.info.platform).toMatchObject({
       status: 'up',
       credentialReload: 'rejected',
-      credentialReloadProblems: [expect.stringMatching(/^certificatePath .*refused as not registered/)],
+      credentialReloadProblems: [expect.stringMatching(/^key\.certificatePath .*refused as not registered/)],
       credentialsSwitched: { from: refused.thumbprint, to: next.thumbprint },
     });
     expectNoSecrets(response.text, [refused.privateKeyPem, pkcs1, next.privateKeyPem]);

@@ -65,10 +65,12 @@ describe('the start-up line', () => {
       {
         baseUrl: 'https://platform.example.com',
         machineId: 'machine',
-        privateKey: credentials.privateKeyPem,
+        key: { privateKey: credentials.privateKeyPem },
         thumbprint: credentials.thumbprint,
-        tokenStoreUrl: 'redis://:store-password@redis.internal:6379',
-        tokenStoreEncryptionKey: randomBytes(32).toString('hex'),
+        tokenStore: {
+          url: 'redis://:store-password@redis.internal:6379',
+          encryptionKey: randomBytes(32).toString('hex'),
+        },
       },
       Date.now(),
     );

@@ -119,7 +119,7 @@ describe('file reload with a next pair: the files catch up without interrupting 
       return status;
     });
     expect(reload.problems?.join('\n')).toMatch(
-      /^nextCertificatePath \(PLATFORM_NEXT_CERTIFICATE_PATH\): .*does not match/m,
+      /^next.certificatePath \(PLATFORM_NEXT_CERTIFICATE_PATH\): .*does not match/m,
     );
     expect(f.tokens.status().credentials.next).toEqual({ thumbprint: b.thumbprint });
 

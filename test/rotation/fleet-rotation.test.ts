@@ -15,10 +15,10 @@ const LIFETIME_MS = 600_000;
 describe('a fleet on a shared store across the portal cut-over', () => {
   it('converges on the next pair with at most one refused exchange per replica and no failed call', async () => {
     const next = await createTestCredentials();
-    const platform = await startStorePlatform(track, { tokenStoreUrl: redis().url });
+    const platform = await startStorePlatform(track, { url: redis().url });
     const withNext = {
       ...platform,
-      shared: { ...platform.shared, nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem },
+      shared: { ...platform.shared, next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } },
     };
     const fleet = await startStoreFleet(track, withNext, PROCESSES, INSTANCES);
     const replicas = PROCESSES * INSTANCES;

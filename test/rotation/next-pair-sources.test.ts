@@ -55,7 +55,7 @@ describe('the next pair takes every key source of the current pair', () => {
       writeFileSync(join(dir, 'next.key'), next.privateKeyPem);
       writeFileSync(join(dir, 'next.crt'), next.certificatePem);
       const thumbprint = await switchTo(
-        { nextPrivateKeyPath: join(dir, 'next.key'), nextCertificatePath: join(dir, 'next.crt') },
+        { next: { privateKeyPath: join(dir, 'next.key'), certificatePath: join(dir, 'next.crt') } },
         next.certificatePem,
       );
       expect(thumbprint).toBe(next.thumbprint);
@@ -68,7 +68,7 @@ describe('the next pair takes every key source of the current pair', () => {
     const { X509Certificate } = await import('node:crypto');
     const expected = new X509Certificate(hsmCertificatePem).fingerprint.replaceAll(':', '');
     const thumbprint = await switchTo(
-      { nextPrivateKeyUri: hsm.uri(TOKEN, 'next-key', { pin: '48151623' }), nextCertificate: hsmCertificatePem },
+      { next: { privateKeyUri: hsm.uri(TOKEN, 'next-key', { pin: '48151623' }), certificate: hsmCertificatePem } },
       hsmCertificatePem,
     );
     expect(thumbprint).toBe(expected);
@@ -78,7 +78,10 @@ describe('the next pair takes every key source of the current pair', () => {
     const next = await createTestCredentials();
     const key = createPrivateKey(next.privateKeyPem);
     const nextSigner = { sign: async (input: Uint8Array) => sign('sha256', input, key) };
-    const thumbprint = await switchTo({ nextSigner, nextCertificate: next.certificatePem }, next.certificatePem);
+    const thumbprint = await switchTo(
+      { next: { signer: nextSigner, certificate: next.certificatePem } },
+      next.certificatePem,
+    );
     expect(thumbprint).toBe(next.thumbprint);
   });
 
@@ -93,12 +96,13 @@ describe('the next pair takes every key source of the current pair', () => {
       await startupError({
         baseUrl: platform.url,
         machineId: 'machine',
-        privateKey: current.privateKeyPem,
-        certificate: current.certificatePem,
-        nextSigner: { sign: async (input: Uint8Array) => sign('sha256', input, key) },
-        nextCertificate: next.certificatePem,
+        key: { privateKey: current.privateKeyPem, certificate: current.certificatePem },
+        next: {
+          signer: { sign: async (input: Uint8Array) => sign('sha256', input, key) },
+          certificate: next.certificatePem,
+        },
       }),
     );
-    expect(lines.join('\n')).toMatch(/^nextSigner: test signature: /m);
+    expect(lines.join('\n')).toMatch(/^next\.signer: test signature: /m);
   });
 });

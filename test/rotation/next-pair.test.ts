@@ -25,7 +25,7 @@ async function startWithNext(module: Partial<PlatformAuthOptions> = {}) {
   const next = await createTestCredentials();
   const logger = new RecordingLogger();
   const f = await start({
-    module: { logger, nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem, ...module },
+    module: { logger, next: { privateKey: next.privateKeyPem, certificate: next.certificatePem }, ...module },
   });
   return { f, next, logger };
 }
@@ -103,13 +103,13 @@ describe('the next pair: switching inside the exchange', () => {
     ['a platform clock an hour ahead', (f: PlatformFixture) => f.platform.setClockOffset(3_600_000), 'expired'],
   ] as const)('does not try the next pair after a refusal for %s', async (_, arrange, rule) => {
     const next = await createTestCredentials();
-    const f = await start({ module: { nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem } });
+    const f = await start({ module: { next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } } });
     const overrides = arrange(f);
     if (overrides) {
       // A wrong machineId: a second fixture configured with it, on the same platform.
       await f.close();
       const g = await start({
-        module: { nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem, ...overrides },
+        module: { next: { privateKey: next.privateKeyPem, certificate: next.certificatePem }, ...overrides },
       });
       await expect(g.tokens.getAccessToken()).rejects.toMatchObject({ oauthError: 'invalid_client' });
       expect(requests(g).map((r) => r.iss)).not.toContain(next.thumbprint);
@@ -135,7 +135,7 @@ describe('the next pair: switching inside the exchange', () => {
 
   it('keeps the current pair when the next one is refused as well, reporting the current refusal', async () => {
     const [unregistered, next] = await Promise.all([createTestCredentials(), createTestCredentials()]);
-    const { f } = await startWithNext({ nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem });
+    const { f } = await startWithNext({ next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } });
     const current = f.integration.thumbprint;
     f.platform.replaceCertificate(f.integration.machineId, unregistered.certificatePem);
     const error = await f.tokens.getAccessToken().catch((e: unknown) => e);
@@ -159,8 +159,7 @@ describe('the next pair at start-up', () => {
   const base = () => ({
     baseUrl: 'https://platform.example',
     machineId: 'machine',
-    privateKey: current.privateKeyPem,
-    certificate: current.certificatePem,
+    key: { privateKey: current.privateKeyPem, certificate: current.certificatePem },
   });
 
   it('is checked like the current pair, with problems named by the next options and variables', async () => {
@@ -176,11 +175,11 @@ describe('the next pair at start-up', () => {
 
     // Under the deprecated flat name, a problem of the next pair is named as the caller wrote it.
     const keyOnly = await loadPlatformAuthConfig(
-      { ...base(), nextPrivateKey: next.privateKeyPem, nextCertificate: current.certificatePem },
+      { ...base(), next: { privateKey: next.privateKeyPem, certificate: current.certificatePem } },
       Date.now(),
     ).catch((e: unknown) => e);
     expect((keyOnly as { problems: { setting: string }[] }).problems.map((p) => p.setting)).toContain(
-      'nextCertificate (PLATFORM_NEXT_CERTIFICATE)',
+      'next.certificate (PLATFORM_NEXT_CERTIFICATE)',
     );
     const certificateMissing = await loadPlatformAuthConfig(
       { ...base(), next: { privateKey: next.privateKeyPem } },

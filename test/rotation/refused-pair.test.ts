@@ -81,7 +81,7 @@ describe('a pair the platform refused as not registered stays refused', () => {
     expect(credentials.reload.state).toBe('rejected');
     expect(credentials.reload.problems?.join('\n')).toMatch(
       new RegExp(
-        `^certificatePath \\(PLATFORM_CERTIFICATE_PATH\\): .*refused as not registered.*${a.thumbprint.slice(0, 8)}`,
+        `^key\\.certificatePath \\(PLATFORM_CERTIFICATE_PATH\\): .*refused as not registered.*${a.thumbprint.slice(0, 8)}`,
         'm',
       ),
     );
@@ -118,7 +118,7 @@ describe('a pair the platform refused as not registered stays refused', () => {
     await oneReloadCheck(f);
     const credentials = f.tokens.status().credentials;
     expect(credentials).toMatchObject({ thumbprint: b.thumbprint, next: { thumbprint: c.thumbprint } });
-    expect(credentials.reload.problems?.join('\n')).toMatch(/^nextCertificatePath .*refused as not registered/m);
+    expect(credentials.reload.problems?.join('\n')).toMatch(/^next\.certificatePath .*refused as not registered/m);
   });
 
   it('rotateCredentials() with the refused pair is refused before any exchange; nothing changes', async () => {

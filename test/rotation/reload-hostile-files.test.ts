@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
 import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
+import { KeyPairReport } from '../../lib/credentials/key-pair.report.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import { credentialsLifecycle } from '../support/credentials-lifecycle.js';
@@ -81,7 +82,7 @@ describe('the credential reloader reads only regular files, capped in size, with
     expect(await r.reloader.check()).toBe('rejected');
     expect(r.holder.active.credentials.thumbprint).toBe(first.thumbprint);
     expect(r.reloader.status().problems?.join('\n')).toMatch(
-      /privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): .*tls\.key' is not a regular file \(a FIFO\)/,
+      /key.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): .*tls\.key' is not a regular file \(a FIFO\)/,
     );
     expect(writer.exitCode).toBeNull();
   });
@@ -96,7 +97,7 @@ describe('the credential reloader reads only regular files, capped in size, with
 
     expect(await r.reloader.check()).toBe('rejected');
     expect(r.reloader.status().problems?.join('\n')).toMatch(
-      /privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): .*tls\.key' holds 268435456 bytes; a key or certificate file is at most 65536/,
+      /key.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): .*tls\.key' holds 268435456 bytes; a key or certificate file is at most 65536/,
     );
     expect(r.logger.messages('error').join('\n')).not.toMatch(/PEM text/);
   });
@@ -111,10 +112,14 @@ describe('start-up reads key and certificate files by the same rules', () => {
     expect(spawnSync('mkfifo', [keyPath]).status).toBe(0);
     const report = new ConfigReport();
     expect(
-      loadCredentials({ privateKeyPath: keyPath, certificate: credentials.certificatePem }, Date.now(), report),
+      loadCredentials(
+        { privateKeyPath: keyPath, certificate: credentials.certificatePem },
+        Date.now(),
+        new KeyPairReport(report, 'key'),
+      ),
     ).toBe(undefined);
     expect(report.problems.map((p) => `${p.setting}: ${p.message}`).join('\n')).toMatch(
-      /privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): private key file '.*tls\.key' is not a regular file \(a FIFO\)/,
+      /key.privateKeyPath \(PLATFORM_PRIVATE_KEY_PATH\): private key file '.*tls\.key' is not a regular file \(a FIFO\)/,
     );
   });
 });

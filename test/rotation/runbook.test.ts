@@ -72,10 +72,8 @@ describe('the rotation runbook of docs/operations.md, every step on the emulator
         PlatformAuthModule.forRoot({
           baseUrl: platform.url,
           machineId,
-          privateKeyPath: env.PLATFORM_PRIVATE_KEY_PATH,
-          certificatePath: env.PLATFORM_CERTIFICATE_PATH,
-          nextPrivateKeyPath: next.privateKeyPath,
-          nextCertificatePath: next.certificatePath,
+          key: { privateKeyPath: env.PLATFORM_PRIVATE_KEY_PATH, certificatePath: env.PLATFORM_CERTIFICATE_PATH },
+          next: { privateKeyPath: next.privateKeyPath, certificatePath: next.certificatePath },
           credentialsReloadIntervalMs: 1_000,
         }),
       ],

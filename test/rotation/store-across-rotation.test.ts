@@ -14,11 +14,11 @@ const PAST_EXPIRY_MS = 3_601_000;
 describe('the shared store across a certificate rotation', () => {
   it('a replica started with the promoted files shares the token the fleet got with the next pair', async () => {
     const next = await createTestCredentials();
-    const store = await startStorePlatform(track, { tokenStoreUrl: redis().url });
+    const store = await startStorePlatform(track, { url: redis().url });
     const { platform, integration, clock, shared } = store;
     const running = await storeReplica(
       track,
-      { ...shared, nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem },
+      { ...shared, next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } },
       clock,
     );
     await running.tokens.getAccessToken();
@@ -48,12 +48,12 @@ describe('the shared store across a certificate rotation', () => {
 
   it('a replica without the next pair, refused as not registered, does not hold back the replicas that have it', async () => {
     const next = await createTestCredentials();
-    const store = await startStorePlatform(track, { tokenStoreUrl: redis().url });
+    const store = await startStorePlatform(track, { url: redis().url });
     const { platform, integration, clock, shared } = store;
     const outdated = await storeReplica(track, shared, clock);
     const prepared = await storeReplica(
       track,
-      { ...shared, nextPrivateKey: next.privateKeyPem, nextCertificate: next.certificatePem },
+      { ...shared, next: { privateKey: next.privateKeyPem, certificate: next.certificatePem } },
       clock,
     );
     expect(await outdated.tokens.getAccessToken()).toBe(await prepared.tokens.getAccessToken());

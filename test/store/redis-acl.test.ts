@@ -51,13 +51,13 @@ const redis = useRedisServer({
 const track = useCleanup();
 
 /** The store's default key prefix, which the ACL user's key pattern covers; each test has its own integration. */
-const DEFAULT_PREFIX = { tokenStoreKeyPrefix: 'platform-auth:' };
+const DEFAULT_PREFIX = { keyPrefix: 'platform-auth:' };
 
 describe('Redis with an ACL user of least privilege (+get +set +del +eval on platform-auth:*)', () => {
   it('a fleet of 3 processes with the user in the URL makes 1 exchange cold and 1 per renewal', async () => {
     const setup = await startStorePlatform(track, {
       ...DEFAULT_PREFIX,
-      tokenStoreUrl: `redis://platform-auth:${STORE_PASSWORD}@127.0.0.1:${redis().port}`,
+      url: `redis://platform-auth:${STORE_PASSWORD}@127.0.0.1:${redis().port}`,
     });
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
@@ -109,9 +109,9 @@ describe('Redis with an ACL user of least privilege (+get +set +del +eval on pla
     const wrong = `wrong-${randomBytes(6).toString('hex')}`;
     const { shared, clock } = await startStorePlatform(track, {
       ...DEFAULT_PREFIX,
-      tokenStoreUrl: redis().url,
-      tokenStoreUsername: 'platform-auth',
-      tokenStorePassword: wrong,
+      url: redis().url,
+      username: 'platform-auth',
+      password: wrong,
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
@@ -123,7 +123,7 @@ describe('Redis with an ACL user of least privilege (+get +set +del +eval on pla
   it('a user without +eval: degraded with NOPERM; calls still succeed', async () => {
     const { shared, clock } = await startStorePlatform(track, {
       ...DEFAULT_PREFIX,
-      tokenStoreUrl: `redis://no-eval:${WEAK_PASSWORD}@127.0.0.1:${redis().port}`,
+      url: `redis://no-eval:${WEAK_PASSWORD}@127.0.0.1:${redis().port}`,
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));

@@ -21,14 +21,14 @@ const track = useCleanup();
 
 describe('Redis Cluster (3 masters)', () => {
   it('a fleet of 3 processes given the seed nodes makes 1 exchange cold and 1 per renewal', async () => {
-    const setup = await startStorePlatform(track, { tokenStoreClusterNodes: cluster().urls });
+    const setup = await startStorePlatform(track, { clusterNodes: cluster().urls });
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
     expect((await fleet.logs()).filter((line) => line.level !== 'log')).toEqual([]);
   });
 
   it("loses no call while the slot's owner is down, names the error, and shares again once it is back", async () => {
-    const setup = await startStorePlatform(track, { tokenStoreClusterNodes: cluster().urls });
+    const setup = await startStorePlatform(track, { clusterNodes: cluster().urls });
     const { platform, shared, clock } = setup;
     const fleet = await startStoreFleet(track, setup, 2, 2);
     tokensOf(await fleet.getAll());
@@ -86,10 +86,10 @@ describe('Redis Cluster (3 masters)', () => {
       );
     }
     const { shared, clock, platform } = await startStorePlatform(track, {
-      tokenStoreClusterNodes: cluster().urls,
-      tokenStoreUsername: 'platform-auth',
-      tokenStorePassword: password,
-      tokenStoreKeyPrefix: 'platform-auth:',
+      clusterNodes: cluster().urls,
+      username: 'platform-auth',
+      password: password,
+      keyPrefix: 'platform-auth:',
     });
     const a = await storeReplica(track, shared, clock);
     const b = await storeReplica(track, shared, clock);
@@ -99,7 +99,7 @@ describe('Redis Cluster (3 masters)', () => {
   });
 
   it('a standalone URL to a node that does not own the slot: degraded with MOVED', async () => {
-    const { shared, clock } = await startStorePlatform(track, { tokenStoreClusterNodes: cluster().urls });
+    const { shared, clock } = await startStorePlatform(track, { clusterNodes: cluster().urls });
     await (await storeReplica(track, shared, clock)).tokens.getAccessToken();
     const owner = await cluster().ownerOf(storeOf(shared).keyPrefix!);
     const other = cluster().nodes.find((node) => node !== owner)!;

@@ -19,8 +19,7 @@ const sentinel = useRedisSentinel();
 const track = useCleanup();
 
 const sentinelOptions = () => ({
-  tokenStoreSentinelNodes: [sentinel().sentinel.address],
-  tokenStoreSentinelMaster: SENTINEL_MASTER,
+  sentinel: { nodes: [sentinel().sentinel.address], masterName: SENTINEL_MASTER },
 });
 
 // The last test fails the master over: the ones before it need the set-up as it started.
@@ -54,9 +53,9 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
     }
     const { shared, clock, platform } = await startStorePlatform(track, {
       ...sentinelOptions(),
-      tokenStoreUsername: 'platform-auth',
-      tokenStorePassword: password,
-      tokenStoreKeyPrefix: 'platform-auth:',
+      username: 'platform-auth',
+      password: password,
+      keyPrefix: 'platform-auth:',
     });
     const a = await storeReplica(track, shared, clock);
     const b = await storeReplica(track, shared, clock);
@@ -66,7 +65,7 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
   });
 
   it('a standalone URL to the replica: degraded with READONLY', async () => {
-    const { shared, clock } = await startStorePlatform(track, { tokenStoreUrl: sentinel().replica.url });
+    const { shared, clock } = await startStorePlatform(track, { url: sentinel().replica.url });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
     expect(tokens.status().sharedStore).toMatchObject({ state: 'degraded', problem: 'READONLY' });

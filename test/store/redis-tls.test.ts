@@ -48,14 +48,14 @@ afterAll(async () => {
 
 describe('Redis over TLS with a private CA', () => {
   it('a fleet of 3 processes trusting the CA makes 1 exchange cold and 1 per renewal', async () => {
-    const setup = await startStorePlatform(track, { tokenStoreUrl: tls.url, tokenStoreTlsCaPath: ca.caPath });
+    const setup = await startStorePlatform(track, { url: tls.url, tls: { caPath: ca.caPath } });
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
     expect((await fleet.logs()).filter((line) => line.level !== 'log')).toEqual([]);
   });
 
   it('without the CA: degraded, the warning names the TLS code, never the URL; calls still succeed', async () => {
-    const { shared, clock, platform } = await startStorePlatform(track, { tokenStoreUrl: tls.url });
+    const { shared, clock, platform } = await startStorePlatform(track, { url: tls.url });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));
     expect(platform.counters.exchanges.total).toBe(1);
@@ -72,10 +72,8 @@ describe('Redis over TLS with a private CA', () => {
 describe('Redis with mutual TLS', () => {
   it('a fleet presenting a client certificate makes 1 exchange cold and 1 per renewal', async () => {
     const setup = await startStorePlatform(track, {
-      tokenStoreUrl: mutual.url,
-      tokenStoreTlsCaPath: ca.caPath,
-      tokenStoreTlsCertPath: ca.client.certPath,
-      tokenStoreTlsKeyPath: ca.client.keyPath,
+      url: mutual.url,
+      tls: { caPath: ca.caPath, certPath: ca.client.certPath, keyPath: ca.client.keyPath },
     });
     const fleet = await startStoreFleet(track, setup, 3, 2);
     await expectOneExchangePerLifetime(fleet, setup.platform);
@@ -83,8 +81,8 @@ describe('Redis with mutual TLS', () => {
 
   it('without a client certificate: degraded, named by a TLS or connection code; calls still succeed', async () => {
     const { shared, clock } = await startStorePlatform(track, {
-      tokenStoreUrl: mutual.url,
-      tokenStoreTlsCaPath: ca.caPath,
+      url: mutual.url,
+      tls: { caPath: ca.caPath },
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     expect(await tokens.getAccessToken()).toEqual(expect.any(String));

@@ -51,7 +51,7 @@ async function lockOutcomes(run: () => Promise<unknown>): Promise<StoreLockOutco
 
 describe('stored entries are size-bounded on read', () => {
   it('a 4 MB value planted under the token key is a miss that Redis never sends, shown as an unreadable entry', async () => {
-    const setup = await startStorePlatform(track, { tokenStoreUrl: redis().url });
+    const setup = await startStorePlatform(track, { url: redis().url });
     const { shared, clock, platform } = setup;
     await (await storeReplica(track, shared, clock)).tokens.getAccessToken();
     const key = await tokenKey(setup);
@@ -91,9 +91,11 @@ describe('stored entries are size-bounded on read', () => {
 describe('the lock', () => {
   it('publishes store:lock acquired for the replica that exchanges and waited for the one that used its token', async () => {
     const { shared, clock, platform } = await startStorePlatform(track, {
-      tokenStoreUrl: redis().url,
+      url: redis().url,
       // Leases and waits far above any stall of a busy machine: the gate below decides the order, not a timer.
-      tokenStoreTiming: { operationTimeoutMs: 60_000, lockTtlMs: 120_000, waitTimeoutMs: 240_000 },
+      operationTimeoutMs: 60_000,
+      lockTtlMs: 120_000,
+      waitTimeoutMs: 240_000,
     });
     const proxy = track(await startHoldingProxy(platform.url));
     const viaProxy = { ...shared, baseUrl: proxy.url, audience: platform.audience };
@@ -117,8 +119,10 @@ describe('the lock', () => {
 
   it('a lock held past its lease shows as lock-held (and store:lock timeout) until the lock works again', async () => {
     const { shared, clock } = await startStorePlatform(track, {
-      tokenStoreUrl: redis().url,
-      tokenStoreTiming: { operationTimeoutMs: 1_000, lockTtlMs: 100, waitTimeoutMs: 300 },
+      url: redis().url,
+      operationTimeoutMs: 1_000,
+      lockTtlMs: 100,
+      waitTimeoutMs: 300,
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
     await tokens.getAccessToken();

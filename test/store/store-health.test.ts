@@ -15,7 +15,7 @@ const track = useCleanup();
 describe('the health indicator while the store cannot be used', () => {
   it('stays up (the app still calls the platform) and reports the store degraded, with the reason', async () => {
     const { shared, clock } = await startStorePlatform(track, {
-      tokenStoreUrl: `redis://:s3cret-pass@127.0.0.1:${await freePort()}`,
+      url: `redis://:s3cret-pass@127.0.0.1:${await freePort()}`,
     });
 
     @Controller()

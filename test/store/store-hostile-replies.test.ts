@@ -101,8 +101,8 @@ describe('a hostile Redis server', () => {
   it('that answers every read with 64 MB costs a replica one reply: the store is left alone, the call gets a token', async () => {
     const hostile = track(await hostileRedis(HOSTILE_BULK));
     const { shared, clock, platform } = await startStorePlatform(track, {
-      tokenStoreUrl: hostile.url,
-      tokenStoreTiming: timing,
+      url: hostile.url,
+      ...timing,
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
 
@@ -123,8 +123,8 @@ describe('a hostile Redis server', () => {
   ])('that answers a read with %s ends the wait at once', async (_kind, reply) => {
     const hostile = track(await hostileRedis(Buffer.from(reply)));
     const { shared, clock, platform } = await startStorePlatform(track, {
-      tokenStoreUrl: hostile.url,
-      tokenStoreTiming: timing,
+      url: hostile.url,
+      ...timing,
     });
     const { tokens, logger } = await storeReplica(track, shared, clock);
 

@@ -43,9 +43,9 @@ function dumpsOf(value: unknown): string[] {
   return [
     inspect(value, { depth: Infinity, showHidden: true, getters: true }),
     JSON.stringify(value) ?? '',
-    String((value as { tokenStorePassword?: unknown } | undefined)?.tokenStorePassword),
-    String((value as { tokenStoreEncryptionKey?: unknown } | undefined)?.tokenStoreEncryptionKey),
-    String((value as { tokenStoreUrl?: unknown } | undefined)?.tokenStoreUrl),
+    String((value as { tokenStore?: { password?: unknown } } | undefined)?.tokenStore?.password),
+    String((value as { tokenStore?: { encryptionKey?: unknown } } | undefined)?.tokenStore?.encryptionKey),
+    String((value as { tokenStore?: { url?: unknown } } | undefined)?.tokenStore?.url),
   ];
 }
 
@@ -68,8 +68,7 @@ describe('the store password and encryption key after start-up', () => {
       ...integration.moduleOptions,
       clock,
       logger,
-      tokenStoreUrl: `redis://:${PASSWORD}@127.0.0.1:${redis().port}`,
-      tokenStoreEncryptionKey: key.toString('base64'),
+      tokenStore: { url: `redis://:${PASSWORD}@127.0.0.1:${redis().port}`, encryptionKey: key.toString('base64') },
     };
     const moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forRoot(options)] }).compile();
     const tokens = await started(moduleRef);
@@ -117,11 +116,11 @@ describe('the store password and encryption key after start-up', () => {
         expectNone(dump, secrets, 'the options provider');
       const config = moduleRef.get(ConfigService);
       for (const dump of dumpsOf(config.get('platformAuth'))) expectNone(dump, secrets, "ConfigService 'platformAuth'");
-      expectNone(String(config.get('platformAuth.tokenStoreUrl')), secrets, 'ConfigService tokenStoreUrl');
+      expectNone(String(config.get('platformAuth.tokenStore.url')), secrets, 'ConfigService tokenStore.url');
       expectNone(
-        String(config.get('platformAuth.tokenStoreEncryptionKey')),
+        String(config.get('platformAuth.tokenStore.encryptionKey')),
         secrets,
-        'ConfigService tokenStoreEncryptionKey',
+        'ConfigService tokenStore.encryptionKey',
       );
     } finally {
       restoreEnv(saved);

@@ -7,8 +7,6 @@ import {
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
-import { PLATFORM_AUTH_OPTIONS, type OptionRow } from '../../lib/options/options.table.js';
-import { ownAt, setAt } from '../../lib/options/own-options.util.js';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
 import type { Closable } from './cleanup.js';
@@ -28,7 +26,7 @@ export const QUICK_STORE_TIMING = { operationTimeoutMs: 1_000, lockTtlMs: 3_000,
 /** An emulator on a fake clock, and options for replicas that share its tokens through `store` (the Redis settings). */
 export async function startStorePlatform(
   track: <T extends Closable>(resource: T) => T,
-  store: Partial<PlatformAuthOptions>,
+  store: TokenStoreOptions,
 ): Promise<StorePlatform> {
   const clock = new FakeClock(Date.now());
   const platform = track(await PlatformEmulator.start({ now: () => clock.now() }));
@@ -39,21 +37,11 @@ export async function startStorePlatform(
       encryptionKey: randomBytes(32).toString('base64'),
       keyPrefix: `t-${randomBytes(4).toString('hex')}:`,
       ...QUICK_STORE_TIMING,
-      ...currentStoreShape(store),
+      ...store,
     },
     exchange: { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 1_000, maxTotalMs: 5_000 } },
   };
   return { clock, platform, integration, shared };
-}
-
-/** Store settings written under their flat names (`tokenStoreUrl`, …) in the `tokenStore` group (`url`, …). */
-function currentStoreShape(flat: Partial<PlatformAuthOptions>): TokenStoreOptions {
-  const store: Record<string, unknown> = {};
-  for (const [name, row] of Object.entries<OptionRow>(PLATFORM_AUTH_OPTIONS)) {
-    const value = row.alias === undefined ? undefined : ownAt(flat, row.alias);
-    if (name.startsWith('tokenStore.') && value !== undefined) setAt(store, name.slice('tokenStore.'.length), value);
-  }
-  return store;
 }
 
 /** The store settings of `options`. */

@@ -40,11 +40,10 @@ export function createProvider(
     {
       baseUrl,
       machineId: 'hardening-machine',
-      privateKey: credentials.privateKeyPem,
-      certificate: credentials.certificatePem,
       // A runtime wired here and then booted counts exchanges from zero like every other harness.
       startupCheck: 'off',
       ...overrides,
+      key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem, ...overrides.key },
       exchange: {
         timeoutMs: 500,
         retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2_000, maxTotalMs: 10_000 },

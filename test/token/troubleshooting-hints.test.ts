@@ -39,7 +39,7 @@ async function failureWith(
 
 describe('troubleshooting: each documented cause gets its own hint', () => {
   it('invalid certificate: a key that is not the registered one, claiming the registered thumbprint', async () => {
-    const error = await failureWith({ certificate: undefined, thumbprint: integration.thumbprint }, stranger);
+    const error = await failureWith({ key: { certificate: undefined }, thumbprint: integration.thumbprint }, stranger);
     expect(error.oauthError).toBe('invalid_client');
     expect(error.hint).toMatch(/^Invalid certificate/);
   });

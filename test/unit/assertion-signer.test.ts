@@ -17,8 +17,7 @@ function signer(clock = new FakeClock(NOW), lifetime?: number, clockMarginSecond
     {
       baseUrl: 'https://platform.example.com',
       machineId: 'a1b2c3d4-machine',
-      privateKey: credentials.privateKeyPem,
-      certificate: credentials.certificatePem,
+      key: { privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem },
       assertionLifetimeSeconds: lifetime,
       clockMarginSeconds,
     },

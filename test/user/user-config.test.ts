@@ -62,7 +62,7 @@ describe('start-up validation of user sign-in', () => {
       /is required with clientAuthentication client_secret_basic/,
     ],
     ['a client secret a public client would ignore', { clientSecret: 'a-secret-Wq8' }, /clientAuthentication is none/],
-    ['a key without private_key_jwt', { privateKeyPath: '/etc/key.pem' }, /used by private_key_jwt only/],
+    ['a key without private_key_jwt', { key: { privateKeyPath: '/etc/key.pem' } }, /used by private_key_jwt only/],
     ['private_key_jwt without a key', { clientAuthentication: 'private_key_jwt' as const }, /privateKey/],
     ['a path beside discovery', { discovery: true, tokenPath: '/token' }, /not used with discovery/],
     ['discovery that is not a boolean', { discovery: 'yes' as never }, /true or false/],
@@ -75,8 +75,8 @@ describe('start-up validation of user sign-in', () => {
 
   it('refuses a private_key_jwt key that does not parse, naming the setting and never the text', async () => {
     const text = '-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n';
-    const error = await startUp({ clientAuthentication: 'private_key_jwt', privateKey: text });
-    expect(error.problems[0].setting).toBe('privateKey (PLATFORM_USER_PRIVATE_KEY)');
+    const error = await startUp({ clientAuthentication: 'private_key_jwt', key: { privateKey: text } });
+    expect(error.problems[0].setting).toBe('key.privateKey (PLATFORM_USER_PRIVATE_KEY)');
     expectNoSecrets(error, ['bm90IGEga2V5']);
   });
 

@@ -43,30 +43,7 @@ describe("user sign-in's private_key_jwt takes a KeySource", () => {
     }
   });
 
-  it('still reads the flat names, with one warning naming each new one', async () => {
-    const config = await resolveUserAuthOptions(
-      options({ privateKey: credentials.privateKeyPem, certificate: credentials.certificatePem }),
-      Date.now(),
-    );
-    try {
-      expect(config.clientKey?.source).toBe('pem');
-      expect(config.warnings.map((warning) => `${warning.setting}: ${warning.message}`)).toEqual([
-        'privateKey, certificate: deprecated option names, still read this release: use key.privateKey for privateKey, key.certificate for certificate',
-      ]);
-    } finally {
-      await config.clientKey?.close();
-    }
-  });
-
-  it('refuses a key under both names, and names a missing key by its current name and variable', async () => {
-    const both = await problemsOf({
-      privateKey: credentials.privateKeyPem,
-      key: { privateKey: credentials.privateKeyPem },
-    });
-    expect(both.problems.map((p) => `${p.option}: ${p.message}`)).toContainEqual(
-      'key.privateKey: is set together with privateKey, its deprecated name: one setting, set it once (key.privateKey)',
-    );
-    expect(JSON.stringify(both)).not.toContain('PRIVATE KEY-----');
+  it('names a missing key by its option and variable', async () => {
     const missing = await problemsOf({});
     expect(missing.problems.map((p) => p.setting)).toContainEqual('key.privateKey (PLATFORM_USER_PRIVATE_KEY)');
   });

@@ -182,7 +182,7 @@ describe('client authentication at the token and revocation endpoints', () => {
   it.each([
     ['client_secret_basic', { clientId: 'basic-app', clientSecret: CLIENT_SECRET }],
     ['client_secret_post', { clientId: 'post-app', clientSecret: CLIENT_SECRET }],
-    ['private_key_jwt', { clientId: 'jwt-app', privateKey: PRIVATE_KEY_PEM }],
+    ['private_key_jwt', { clientId: 'jwt-app', key: { privateKey: PRIVATE_KEY_PEM } }],
   ] as const)('%s: signs in, refreshes and logs out', async (method, settings) => {
     const auth = await startModule({ clientAuthentication: method, ...settings });
     const signedIn = await (await signIn(auth)).tokens();
@@ -199,14 +199,16 @@ describe('client authentication at the token and revocation endpoints', () => {
     const auth = await startModule({
       clientAuthentication: 'private_key_jwt',
       clientId: 'kms-app',
-      signer: {
-        name: 'TestKms',
-        sign: (input) => {
-          signed.push(input.length);
-          return Promise.resolve(new Uint8Array(sign('sha256', input, key)));
+      key: {
+        signer: {
+          name: 'TestKms',
+          sign: (input) => {
+            signed.push(input.length);
+            return Promise.resolve(new Uint8Array(sign('sha256', input, key)));
+          },
         },
+        certificate: kms.certificatePem,
       },
-      certificate: kms.certificatePem,
     });
     const atStartUp = signed.length;
     expect(atStartUp).toBeGreaterThan(0); // the start-up test signature
@@ -221,10 +223,12 @@ describe('client authentication at the token and revocation endpoints', () => {
       startModule({
         clientAuthentication: 'private_key_jwt',
         clientId: 'kms-app',
-        signer: { name: 'TestKms', sign: (input) => Promise.resolve(new Uint8Array(sign('sha256', input, other))) },
-        certificate: kms.certificatePem,
+        key: {
+          signer: { name: 'TestKms', sign: (input) => Promise.resolve(new Uint8Array(sign('sha256', input, other))) },
+          certificate: kms.certificatePem,
+        },
       }),
-    ).rejects.toThrow(/signer: test signature: .*TestKms/);
+    ).rejects.toThrow(/key\.signer: test signature: .*TestKms/);
   });
 
   it('a wrong client secret is invalid_client with what to check, and names no secret', async () => {
@@ -245,7 +249,7 @@ describe('client authentication at the token and revocation endpoints', () => {
     const auth = await startModule({
       clientAuthentication: 'private_key_jwt',
       clientId: 'jwt-app',
-      privateKey: other.export({ format: 'pem', type: 'pkcs8' }).toString(),
+      key: { privateKey: other.export({ format: 'pem', type: 'pkcs8' }).toString() },
     });
     const error = await failureOf((await signIn(auth)).tokens());
     expect(error.oauthError).toBe('invalid_client');

@@ -1,5 +1,5 @@
 import type { ConfigReport } from '../../options/config.report.js';
-import type { FlatPlatformAuthOptions } from '../../options/flat-options.interface.js';
+import type { ReadPlatformAuthOptions } from '../../options/options.read.js';
 import { optionDefault } from '../../options/options.table.js';
 import { rateLimitShape, type RateLimitShape } from './rate-limit.schedule.js';
 
@@ -15,7 +15,7 @@ export interface ResolvedRateLimit {
  * kept per replica, and the report says so.
  */
 export function resolveRateLimitOptions(
-  options: FlatPlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   report: ConfigReport,
 ): ResolvedRateLimit | undefined {
   const given = options.rateLimit;
@@ -47,7 +47,7 @@ export function resolveRateLimitOptions(
       `must be a finite number of milliseconds, at least 0, got ${describe(maxWaitMs)}`,
     );
   if (report.problems.length > problemsBefore) return undefined;
-  if (options.tokenStore !== undefined)
+  if (options.tokenStore?.instance !== undefined)
     report.warn(
       'rateLimit',
       'is kept per replica: the replicas share a limit through tokenStore.url or tokenStore.client (Redis), not through a TokenStore instance',

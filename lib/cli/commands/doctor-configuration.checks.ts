@@ -4,7 +4,8 @@ import { ConfigReport, settingName } from '../../options/config.report.js';
 import { openCredentials, type LoadedCredentials } from '../../credentials/credentials.loader.js';
 import { normalizePem } from '../../credentials/pem.util.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
-import type { PlatformAuthOptions } from '../../options/platform-auth-options.interface.js';
+import type { ReadPlatformAuthOptions } from '../../options/options.read.js';
+import { KeyPairReport, pairSources } from '../../credentials/key-pair.report.js';
 import type { ConfigProblem } from '../../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { describeCertificate, validityText } from '../certificate-info.util.js';
@@ -16,12 +17,12 @@ import type { CheckResult, CheckStatus } from '../cli.command.js';
 const GROUPS = {
   key: {
     label: 'Private key',
-    options: ['privateKey', 'privateKeyPath', 'privateKeyPassphrase', 'privateKeyUri', 'signer'],
+    options: ['key.privateKey', 'key.privateKeyPath', 'key.passphrase', 'key.privateKeyUri', 'key.signer'],
     fix: 'point PLATFORM_PRIVATE_KEY_PATH at the RSA-2048 PEM key whose certificate is registered, or PLATFORM_PRIVATE_KEY_URI at the key in its PKCS#11 token (or run platform-auth keygen and register the new certificate)',
   },
   certificate: {
     label: 'Certificate',
-    options: ['certificate', 'certificatePath'],
+    options: ['key.certificate', 'key.certificatePath'],
     fix: 'point PLATFORM_CERTIFICATE_PATH at the publickey.cer registered on the system integration and made from this key; when it has expired, run platform-auth keygen and register the new one',
   },
   thumbprint: {
@@ -54,11 +55,12 @@ export interface Findings {
 }
 
 export async function loadCredentialsOnTheirOwn(
-  options: PlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   now: number,
 ): Promise<{ loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] }> {
   const report = new ConfigReport();
-  return { loaded: await openCredentials(options, now, report), warnings: report.warnings };
+  const loaded = await openCredentials(pairSources(options, 'key')!, now, new KeyPairReport(report, 'key'));
+  return { loaded, warnings: report.warnings };
 }
 
 export function byGroup(findings: readonly ConfigProblem[]): Record<GroupName | 'other', ConfigProblem[]> {
@@ -104,7 +106,7 @@ function findingLines(id: string, group: GroupName, findings: Findings): { faile
 }
 
 export function configurationChecks(
-  options: PlatformAuthOptions,
+  options: ReadPlatformAuthOptions,
   config: ResolvedPlatformAuthConfig | undefined,
   credentials: LoadedCredentials | undefined,
   findings: Findings,
@@ -114,11 +116,11 @@ export function configurationChecks(
   const key = findingLines('private-key', 'key', findings);
   if (!key.failed) {
     const source = settingName(
-      options.privateKeyUri !== undefined
-        ? 'privateKeyUri'
-        : options.privateKeyPath !== undefined
-          ? 'privateKeyPath'
-          : 'privateKey',
+      options.key?.privateKeyUri !== undefined
+        ? 'key.privateKeyUri'
+        : options.key?.privateKeyPath !== undefined
+          ? 'key.privateKeyPath'
+          : 'key.privateKey',
     );
     const key = credentials?.key;
     const detail =
@@ -130,10 +132,10 @@ export function configurationChecks(
   checks.push(...key.lines);
 
   const certificateSource =
-    options.certificatePath !== undefined
-      ? 'certificatePath'
-      : options.certificate !== undefined
-        ? 'certificate'
+    options.key?.certificatePath !== undefined
+      ? 'key.certificatePath'
+      : options.key?.certificate !== undefined
+        ? 'key.certificate'
         : undefined;
   const certificate = findingLines('certificate', 'certificate', findings);
   const x509 =
@@ -241,10 +243,10 @@ export function configurationChecks(
 }
 
 /** Display only: the library already found this certificate fine but, failing elsewhere, returned no credentials. */
-function readConfiguredCertificate(options: PlatformAuthOptions): X509Certificate | undefined {
+function readConfiguredCertificate(options: ReadPlatformAuthOptions): X509Certificate | undefined {
   try {
-    const text =
-      options.certificatePath !== undefined ? readFileSync(options.certificatePath, 'utf8') : options.certificate;
+    const { certificate, certificatePath } = options.key ?? {};
+    const text = certificatePath !== undefined ? readFileSync(certificatePath, 'utf8') : certificate;
     return text === undefined ? undefined : new X509Certificate(normalizePem(text));
   } catch {
     return undefined;

@@ -198,11 +198,11 @@ function nextPairCheck(
   now: number,
 ): CheckResult | undefined {
   const given = [
-    options.nextPrivateKey,
-    options.nextPrivateKeyPath,
-    options.nextPrivateKeyUri,
-    options.nextCertificate,
-    options.nextCertificatePath,
+    options.next?.privateKey,
+    options.next?.privateKeyPath,
+    options.next?.privateKeyUri,
+    options.next?.certificate,
+    options.next?.certificatePath,
   ].some((value) => value !== undefined);
   if (!given) return undefined;
   if (problems.length > 0) {
