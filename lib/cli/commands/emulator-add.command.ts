@@ -30,7 +30,7 @@ export const emulatorAddCommand: Command = {
     },
     tenant: {
       type: 'boolean',
-      description: "print the tenant's settings (PlatformTenantOptions) as JSON instead of PLATFORM_* variables",
+      description: "print the tenant's settings (PlatformAuthOptions) as JSON instead of PLATFORM_* variables",
     },
     ...EMULATOR_ADDRESS_OPTIONS,
   },
@@ -108,7 +108,7 @@ async function run(context: CommandContext): Promise<number> {
   out.print();
   out.print(key.note);
   if (settings.tenant) {
-    out.print(`The tenant's settings (PlatformTenantOptions), for forTenants' resolve to return:`);
+    out.print(`The tenant's settings (PlatformAuthOptions), for forTenants' resolve to return:`);
     out.print();
     out.print(JSON.stringify(settings.tenant, null, 2));
     return 0;

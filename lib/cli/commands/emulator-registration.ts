@@ -39,7 +39,7 @@ export interface Registration {
   readonly certificatePem: string;
   readonly certificatePath?: string;
   readonly env: Record<string, string>;
-  /** For a tenant: its settings as `forTenants`' resolve returns them (`PlatformTenantOptions`); `env` is empty. */
+  /** For a tenant: its settings as `forTenants`' resolve returns them (`PlatformAuthOptions`); `env` is empty. */
   readonly tenant?: Record<string, unknown>;
   readonly notes: readonly string[];
 }
