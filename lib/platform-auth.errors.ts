@@ -8,6 +8,8 @@ const PLATFORM_AUTH_ERROR = Symbol.for('nestjs-platform-auth.error');
  */
 export abstract class PlatformAuthError extends Error {
   abstract readonly code: string;
+  /** Set when the error is about a tenant of a `forTenants` registry: its id. */
+  declare readonly tenantId?: string;
 
   /**
    * `instanceof` holds for an error of the same class from the package's other build (ES module or CommonJS) too,

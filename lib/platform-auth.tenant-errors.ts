@@ -7,7 +7,7 @@ export { describeTenant } from './util/tenant-text.util.js';
 export class UnknownTenantError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_UNKNOWN_TENANT';
 
-  constructor(readonly tenantId: string) {
+  constructor(override readonly tenantId: string) {
     super(
       `Unknown tenant ${describeTenant(tenantId)}: the resolver of PlatformAuthModule.forTenants has no settings for it`,
     );
@@ -19,7 +19,7 @@ export class PlatformTenantConfigError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_TENANT_CONFIG';
 
   constructor(
-    readonly tenantId: string,
+    override readonly tenantId: string,
     readonly problems: readonly ConfigProblem[],
   ) {
     const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
@@ -33,7 +33,7 @@ export class TenantResolveTimeoutError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_TENANT_RESOLVE_TIMEOUT';
 
   constructor(
-    readonly tenantId: string,
+    override readonly tenantId: string,
     readonly timeoutMs: number,
   ) {
     super(
@@ -55,7 +55,7 @@ export class TenantResolutionError extends PlatformAuthError {
   readonly timedOut: boolean;
 
   constructor(
-    readonly tenantId: string,
+    override readonly tenantId: string,
     readonly retryAt: Date,
     cause: unknown,
     /** The back-off as it was when the failure was recorded, on the registry's clock: a client's `Retry-After`. */
@@ -79,7 +79,7 @@ export class TenantReleasedError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_TENANT_RELEASED';
 
   constructor(
-    readonly tenantId: string,
+    override readonly tenantId: string,
     readonly reason: 'evicted' | 'shutdown',
   ) {
     super(
