@@ -36,10 +36,7 @@ export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/
 export { TokenProvider } from './token/token.provider.js';
 export { AssertionSigner } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
-export type {
-  PlatformAuthOptions,
-  PlatformAuthSigner,
-} from './options/platform-auth-options.interface.js';
+export type { PlatformAuthOptions, PlatformAuthSigner } from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, type PlatformAuthDiagnosticsEvent } from './telemetry/telemetry.events.js';
 export {

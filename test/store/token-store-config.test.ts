@@ -6,11 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  PlatformAuthConfigError,
-  RedisTokenStore,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';

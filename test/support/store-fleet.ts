@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { expect } from 'vitest';
-import {
-  PlatformAuthModule,
-  TokenProvider,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthModule, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
