@@ -1,6 +1,6 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { detachedRequest, leavingError } from './redaction.util.js';
-import { isRedirectStatus, redirectDropsBody } from './redirect.rules.js';
+import { isRedirectStatus, RedirectChain, redirectDropsBody } from './redirect.rules.js';
 import { parseUrl, requestProtocol } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
 
@@ -31,8 +31,8 @@ export function discard(response: AxiosResponse): void {
 
 /**
  * One send of the axios path, redirects followed: each request sent is a copy of the caller's config (a "hop") with
- * the header, `maxRedirects: 0` and every status accepted, so the library sees each redirect itself. The token goes
- * only to allowed origins, and never again once a hop left them.
+ * the header, `maxRedirects: 0` and every status accepted, so the library sees each redirect itself. Which hops carry
+ * the token is `RedirectChain`'s rule.
  */
 export class AxiosHops {
   constructor(
@@ -49,7 +49,7 @@ export class AxiosHops {
   ): Promise<Outcome> {
     const limit = config.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     let hop = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
-    let carried = true;
+    const chain = new RedirectChain((url) => this.policy.isAllowed(url));
     let crossed = false;
     let url: URL | undefined;
     for (let redirects = 0; ; redirects += 1) {
@@ -59,6 +59,7 @@ export class AxiosHops {
       } catch (error) {
         throw leavingError(error, config, tokens);
       }
+      const carried = chain.carries;
       if (limit === 0 || !isRedirectStatus(response.status)) return { response, carried };
       const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
       if (typeof location !== 'string') return { response, carried };
@@ -79,12 +80,12 @@ export class AxiosHops {
         );
       }
       discard(response);
-      carried &&= this.policy.isAllowed(next);
+      const carries = chain.follow(next);
       crossed ||= next.origin !== from.origin;
       const headers = this.redirectHeaders(config, hop, response, from, next, { keepsBody, crossed, method });
       hop = this.hop(
         config,
-        this.headersFor(headers, carried ? token : undefined),
+        this.headersFor(headers, carries ? token : undefined),
         {
           url: next.href,
           baseURL: undefined,

@@ -1,6 +1,6 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
-import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
+import { isRedirectStatus, RedirectChain, redirectDropsBody } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { discardBody, FetchCall } from './fetch-call.js';
@@ -28,6 +28,8 @@ export interface FetchSent {
   readonly response: Response;
   /** The URL that answered: the last hop's (text: the first, allowed, not parsed). */
   readonly url: URL | string;
+  /** Whether the hop that answered carried the token: only then can a 401 be blamed on it, or a delay be ours. */
+  readonly carried: boolean;
 }
 
 /**
@@ -158,7 +160,7 @@ export class PlatformFetch {
     const firstSend = sending.then((response) =>
       isRedirectStatus(response.status)
         ? this.redirected(text, NO_INIT, token, response)
-        : { response, url: text as URL | string },
+        : { response, url: text as URL | string, carried: true },
     );
     return continueCall(this.#policy, call, token, firstSend);
   }
@@ -187,7 +189,9 @@ export class PlatformFetch {
             redirect: 'manual' as const,
           };
     return fetch(start, sent).then((response) =>
-      isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, url: start },
+      isRedirectStatus(response.status)
+        ? this.redirected(start, init, token, response)
+        : { response, url: start, carried: true },
     );
   }
 
@@ -204,15 +208,19 @@ export class PlatformFetch {
     return init;
   }
 
-  /** The rest of `follow` once `first`, the answer to `start`, is a redirect: each hop decided on its own URL. */
+  /**
+   * The rest of `follow` once `first`, the answer to `start`, is a redirect: the token on each hop the chain's rule
+   * gives it to (`RedirectChain`).
+   */
   private async redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
+    const chain = new RedirectChain((url) => this.#policy.isAllowed(url));
     let url = typeof start === 'string' ? new URL(start) : start;
     let request: RequestInit = init;
     let response = first;
     for (let hop = 0; ; hop++) {
       const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
-      if (location === null || mode === 'manual') return { response, url };
+      if (location === null || mode === 'manual') return { response, url, carried: chain.carries };
       discardBody(response);
       if (mode === 'error')
         throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
@@ -221,12 +229,12 @@ export class PlatformFetch {
       if (redirectDropsBody(response.status, method)) {
         request = { ...request, method: 'GET', body: undefined, headers: withoutBodyHeaders(request.headers) };
       } else if (!this.#policy.isReplayable(request.body)) {
-        return { response, url };
+        return { response, url, carried: chain.carries };
       }
       const next = new URL(location, url);
       if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
       url = next;
-      const headers = this.#policy.isAllowed(url)
+      const headers = chain.follow(url)
         ? withAuthorization(request.headers, this.#policy.bearer(token))
         : request.headers;
       response = await fetch(url, { ...request, headers, redirect: 'manual' });
