@@ -1,11 +1,12 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
-import { isRedirectStatus, RedirectChain, redirectDropsBody } from '../redirect.rules.js';
+import { isRedirectStatus } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { discardBody, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { continueCall, runCall } from './policy-call.js';
+import { followRedirects, type HopClient } from './redirect-follow.js';
 import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
@@ -208,37 +209,73 @@ export class PlatformFetch {
     return init;
   }
 
-  /**
-   * The rest of `follow` once `first`, the answer to `start`, is a redirect: the token on each hop the chain's rule
-   * gives it to (`RedirectChain`).
-   */
-  private async redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
+  /** The rest of `follow` once `first`, the answer to `start`, is a redirect: as `followRedirects` follows them. */
+  private redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
-    const chain = new RedirectChain((url) => this.#policy.isAllowed(url));
-    let url = typeof start === 'string' ? new URL(start) : start;
-    let request: RequestInit = init;
-    let response = first;
-    for (let hop = 0; ; hop++) {
-      const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
-      if (location === null || mode === 'manual') return { response, url, carried: chain.carries };
-      discardBody(response);
-      if (mode === 'error')
-        throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
-      if (hop === MAX_REDIRECTS) throw new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
-      const method = (request.method ?? 'GET').toUpperCase();
-      if (redirectDropsBody(response.status, method)) {
-        request = { ...request, method: 'GET', body: undefined, headers: withoutBodyHeaders(request.headers) };
-      } else if (!this.#policy.isReplayable(request.body)) {
-        return { response, url, carried: chain.carries };
-      }
-      const next = new URL(location, url);
-      if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
-      url = next;
-      const headers = chain.follow(url)
-        ? withAuthorization(request.headers, this.#policy.bearer(token))
-        : request.headers;
-      response = await fetch(url, { ...request, headers, redirect: 'manual' });
+    const url = typeof start === 'string' ? new URL(start) : start;
+    if (mode === 'error' && first.headers.has('location')) {
+      discardBody(first);
+      return Promise.reject(
+        new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`),
+      );
     }
+    const policy = this.#policy;
+    const limit = mode === 'manual' ? 0 : MAX_REDIRECTS;
+    return followRedirects(new FetchHopClient(policy), (next) => policy.isAllowed(next), {
+      request: init,
+      url,
+      token,
+      first,
+      limit,
+    });
+  }
+}
+
+/** `fetch` as `followRedirects` sees it: each hop a `fetch` of its own with `redirect: 'manual'`. */
+class FetchHopClient implements HopClient<RequestInit, Response> {
+  constructor(private readonly policy: BearerPolicy) {}
+
+  send(request: RequestInit, url: URL, token: string | undefined): Promise<Response> {
+    const headers =
+      token === undefined ? request.headers : withAuthorization(request.headers, this.policy.bearer(token));
+    return fetch(url, { ...request, headers, redirect: 'manual' });
+  }
+
+  status(response: Response): number {
+    return response.status;
+  }
+
+  location(response: Response): string | undefined {
+    return response.headers.get('location') ?? undefined;
+  }
+
+  discard(response: Response): void {
+    discardBody(response);
+  }
+
+  method(request: RequestInit): string {
+    return request.method ?? 'GET';
+  }
+
+  replayable(request: RequestInit): boolean {
+    return this.policy.isReplayable(request.body);
+  }
+
+  /** As fetch's own redirects: a dropped body takes its `Content-*` headers, another origin gets no cookies. */
+  next(request: RequestInit, hop: { from: URL; to: URL; dropsBody: boolean }): RequestInit {
+    let next = request;
+    if (hop.dropsBody) next = { ...next, method: 'GET', body: undefined, headers: withoutBodyHeaders(next.headers) };
+    if (hop.to.origin !== hop.from.origin) next = { ...next, headers: withoutOriginHeaders(next.headers) };
+    return next;
+  }
+
+  tooMany(): TypeError {
+    return new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
+  }
+
+  /** What fetch fails with for a `Location` that is not a URL. */
+  badLocation(response: Response): TypeError {
+    return new TypeError(`PlatformFetch: a redirect's Location is not a URL (HTTP ${response.status})`);
   }
 }
 
