@@ -32,7 +32,7 @@ export function guardedRedirect(
   return kept;
 }
 
-/** The handler of a request to a foreign origin: every callback passed on, its redirects guarded. */
+/** The handler of a request to a foreign origin: every callback passed on as it came, but its redirects guarded. */
 export class ForeignHopHandler implements LegacyHandler {
   constructor(
     private readonly policy: BearerPolicy,
@@ -42,6 +42,14 @@ export class ForeignHopHandler implements LegacyHandler {
 
   onConnect(abort: (reason?: Error) => void, context?: unknown): void {
     this.handler.onConnect?.(abort, context);
+  }
+
+  onBodySent(chunk: unknown): void {
+    this.handler.onBodySent?.(chunk);
+  }
+
+  onRequestSent(): void {
+    this.handler.onRequestSent?.();
   }
 
   onResponseStarted(): void {
