@@ -1,9 +1,10 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { detachedConfig } from './error-detach.js';
 import { detachedRequest, leavingError } from './redaction.util.js';
-import { isRedirectStatus, redirectDropsBody } from './redirect.rules.js';
-import { parseUrl, requestProtocol } from './request-target.util.js';
+import { isRedirectStatus } from './redirect.rules.js';
+import { isNonReplayable, parseUrl, requestProtocol } from './request-target.util.js';
 import type { BearerPolicy } from './transport/bearer.policy.js';
+import { followRedirects, type HopClient } from './transport/redirect-follow.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;
@@ -32,8 +33,8 @@ export function discard(response: AxiosResponse): void {
 
 /**
  * One send of the axios path, redirects followed: each request sent is a copy of the caller's config (a "hop") with
- * the header, `maxRedirects: 0` and every status accepted, so the library sees each redirect itself. The token goes
- * only to allowed origins, and never again once a hop left them.
+ * the header, `maxRedirects: 0` and every status accepted, so the library sees each redirect itself. Which hops carry
+ * the token is `RedirectChain`'s rule.
  */
 export class AxiosHops {
   constructor(
@@ -48,55 +49,41 @@ export class AxiosHops {
     token: string,
     tokens: readonly string[],
   ): Promise<Outcome> {
+    const request = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
+    const first = await send(adapter, request, config, tokens);
+    if (!isRedirectStatus(first.status)) return { response: first, carried: true };
+    const url = parseUrl(axios.getUri(config));
+    if (!url) return { response: first, carried: true };
     const limit = config.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-    let hop = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
-    let carried = true;
-    let crossed = false;
-    let url: URL | undefined;
-    for (let redirects = 0; ; redirects += 1) {
-      let response: AxiosResponse;
-      try {
-        response = await adapter(hop);
-      } catch (error) {
-        throw leavingError(error, config, tokens);
-      }
-      if (limit === 0 || !isRedirectStatus(response.status)) return { response, carried };
-      const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
-      if (typeof location !== 'string') return { response, carried };
-      const method = (hop.method ?? 'get').toUpperCase();
-      const keepsBody = !redirectDropsBody(response.status, method);
-      // A stream is gone once sent: the redirect goes back to the caller, as with `maxRedirects: 0`.
-      if (keepsBody && !this.policy.isReplayable(hop.data)) return { response, carried };
-      const from = url ?? parseUrl(axios.getUri(config));
-      const next = from && parseUrl(location, from);
-      if (!from || !next) return { response, carried };
-      if (redirects >= limit) {
-        discard(response);
-        throw new AxiosError(
-          'Maximum number of redirects exceeded',
-          'ERR_FR_TOO_MANY_REDIRECTS',
-          detachedConfig(config),
-          detachedRequest(response.request),
-        );
-      }
-      discard(response);
-      carried &&= this.policy.isAllowed(next);
-      crossed ||= next.origin !== from.origin;
-      const headers = this.redirectHeaders(config, hop, response, from, next, { keepsBody, crossed, method });
-      hop = this.hop(
-        config,
-        this.headersFor(headers, carried ? token : undefined),
-        {
-          url: next.href,
-          baseURL: undefined,
-          params: undefined,
-          method: keepsBody ? hop.method : 'get',
-          data: keepsBody ? (hop.data as unknown) : undefined,
-        },
-        next.protocol,
-      );
-      url = next;
-    }
+    const client = new AxiosHopClient(this, adapter, config, tokens);
+    return followRedirects(client, (next) => this.policy.isAllowed(next), { request, url, token, first, limit });
+  }
+
+  /** The request of the hop from `hop`'s URL to `to`, its headers before the token (`headersFor` adds it). */
+  nextHop(
+    config: InternalAxiosRequestConfig,
+    hop: InternalAxiosRequestConfig,
+    how: { from: URL; to: URL; dropsBody: boolean; crossed: boolean; response: AxiosResponse },
+  ): InternalAxiosRequestConfig {
+    const method = (hop.method ?? 'get').toUpperCase();
+    const keepsBody = !how.dropsBody;
+    const headers = this.redirectHeaders(config, hop, how.response, how.from, how.to, {
+      keepsBody,
+      crossed: how.crossed,
+      method,
+    });
+    return this.hop(
+      config,
+      headers,
+      {
+        url: how.to.href,
+        baseURL: undefined,
+        params: undefined,
+        method: keepsBody ? hop.method : 'get',
+        data: keepsBody ? (hop.data as unknown) : undefined,
+      },
+      how.to.protocol,
+    );
   }
 
   /**
@@ -142,7 +129,7 @@ export class AxiosHops {
     return new AxiosHeaders(options.headers as Record<string, string>);
   }
 
-  private headersFor(from: AxiosHeaders, token: string | undefined): AxiosHeaders {
+  headersFor(from: AxiosHeaders, token: string | undefined): AxiosHeaders {
     const headers = new AxiosHeaders(from);
     if (token === undefined) headers.delete('Authorization');
     else headers.set('Authorization', `Bearer ${token}`);
@@ -171,5 +158,75 @@ export class AxiosHops {
 
   private firstProtocol(config: InternalAxiosRequestConfig): string | undefined {
     return this.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
+  }
+}
+
+/** One hop of the axios path through the adapter; what reaches the caller from a failed hop carries no token. */
+function send(
+  adapter: Adapter,
+  hop: InternalAxiosRequestConfig,
+  config: InternalAxiosRequestConfig,
+  tokens: readonly string[],
+): Promise<AxiosResponse> {
+  return adapter(hop).catch((error: unknown) => {
+    throw leavingError(error, config, tokens);
+  });
+}
+
+/** The axios path as `followRedirects` sees it: hops are copies of the caller's config. */
+class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosResponse> {
+  constructor(
+    private readonly hops: AxiosHops,
+    private readonly adapter: Adapter,
+    private readonly config: InternalAxiosRequestConfig,
+    private readonly tokens: readonly string[],
+  ) {}
+
+  send(request: InternalAxiosRequestConfig, _url: URL, token: string | undefined): Promise<AxiosResponse> {
+    request.headers = this.hops.headersFor(request.headers, token);
+    return send(this.adapter, request, this.config, this.tokens);
+  }
+
+  status(response: AxiosResponse): number {
+    return response.status;
+  }
+
+  location(response: AxiosResponse): string | undefined {
+    const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
+    return typeof location === 'string' ? location : undefined;
+  }
+
+  discard(response: AxiosResponse): void {
+    discard(response);
+  }
+
+  method(request: InternalAxiosRequestConfig): string {
+    return request.method ?? 'get';
+  }
+
+  replayable(request: InternalAxiosRequestConfig): boolean {
+    return !isNonReplayable(request.data);
+  }
+
+  next(
+    request: InternalAxiosRequestConfig,
+    hop: { from: URL; to: URL; dropsBody: boolean; crossed: boolean; response: AxiosResponse },
+  ): InternalAxiosRequestConfig {
+    return this.hops.nextHop(this.config, request, hop);
+  }
+
+  /** follow-redirects' own error for a chain over `maxRedirects`, as axios gives it. */
+  tooMany(response: AxiosResponse): AxiosError {
+    return new AxiosError(
+      'Maximum number of redirects exceeded',
+      'ERR_FR_TOO_MANY_REDIRECTS',
+      detachedConfig(this.config),
+      detachedRequest(response.request),
+    );
+  }
+
+  /** A `Location` that is not a URL: the redirect is the answer, as follow-redirects would leave it. */
+  badLocation(): undefined {
+    return undefined;
   }
 }

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { http as mswHttp, HttpResponse } from 'msw';
 import { describe, expect, it } from 'vitest';
 import { TokenExchangeError } from 'nestjs-platform-auth';
-import { usePlatformFixtures } from '../support/platform-fixture.js';
+import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 import { useLoopbackServers } from '../support/loopback-server.js';
 import { expectNoSecrets } from '../support/leak-check.js';
 import { useMswServer } from '../support/msw-server.js';
@@ -105,6 +106,106 @@ describe.each(TRANSPORTS)('$name', ({ client, throughMsw }) => {
     for (const seen of foreign.requests) expect(seen.authorization).toBeUndefined();
     expect(foreign.requests.length).toBeLessThanOrEqual(1);
     expect(f.platform.counters.exchanges.accepted).toBe(1);
+  });
+
+  describe('a redirect chain: a hop carries the token only while every hop before it was at an allowed origin', () => {
+    /** The platform's next API answer: a redirect to `location`. */
+    const redirectOnce = (f: PlatformFixture, location: string, status = 302) =>
+      f.platform.injectFault({ kind: 'status', status, headers: { location } }, 'api');
+    /** A foreign origin that sends every request on to `location`. */
+    const bouncer = (location: string, status = 302) =>
+      server((_req: IncomingMessage, res: ServerResponse) => res.writeHead(status, { location }).end());
+    /** What a call that met no token on the hop back can end with: the platform's 401, or a redirect not followed. */
+    const UNAUTHENTICATED_OR_UNFOLLOWED = [302, 303, 401];
+    /**
+     * The platform path a chain comes back to: another URL than the first hop's, which undici's redirect interceptor
+     * would take for a loop.
+     */
+    const BACK = '/api/billing?hop=back';
+
+    it('allowed → allowed: the token on both hops', async () => {
+      const f = await start();
+      const call = client.bind(f);
+      redirectOnce(f, `${f.url}${BACK}`);
+      const status = statusOf(await call({ url: '/api/billing' }));
+      // undici's request without the redirect interceptor hands the redirect back.
+      expect([200, 302]).toContain(status);
+      if (status === 200) expect(f.platform.counters.apiCalls).toMatchObject({ total: 2, ok: 1, unauthorized: 0 });
+    });
+
+    it('allowed → foreign → allowed: no token on the hop back, and its 401 is not renewed', async () => {
+      const f = await start();
+      const foreign = await bouncer(`${f.url}${BACK}`);
+      const call = client.bind(f);
+      redirectOnce(f, `${foreign.url}/bounce`);
+      expect(UNAUTHENTICATED_OR_UNFOLLOWED).toContain(statusOf(await call({ url: '/api/billing' })));
+      expect(foreign.requests.map((seen) => seen.authorization)).not.toContain(expect.stringMatching(/bearer/i));
+      expect(f.platform.counters.apiCalls.ok).toBe(0);
+      expect(f.platform.counters.exchanges.accepted).toBe(1);
+    });
+
+    it('foreign → allowed: a call that starts elsewhere gets no token on the platform', async () => {
+      const f = await start();
+      const foreign = await bouncer(`${f.url}${BACK}`);
+      const call = client.bind(f);
+      // Through MSW, fetch's own redirect to the platform is not intercepted and fails: as good as no token.
+      const outcome = await call({ url: `${foreign.url}/bounce` });
+      if (!('error' in outcome) || !throughMsw) expect(UNAUTHENTICATED_OR_UNFOLLOWED).toContain(statusOf(outcome));
+      expect(f.platform.counters.apiCalls.ok).toBe(0);
+    });
+
+    it('a 303 back to an allowed origin after leaving carries no token', async () => {
+      const f = await start();
+      const foreign = await bouncer(`${f.url}${BACK}`, 303);
+      const call = client.bind(f);
+      redirectOnce(f, `${foreign.url}/bounce`, 307);
+      const outcome = await call({ url: '/api/messages', method: 'POST', body: 'json' });
+      expect([...UNAUTHENTICATED_OR_UNFOLLOWED, 307]).toContain(statusOf(outcome));
+      expect(f.platform.counters.apiCalls.ok).toBe(0);
+      expect(f.platform.counters.exchanges.accepted).toBe(1);
+    });
+
+    it('a hop whose URL has userinfo gets no token, even on an allowed origin', async () => {
+      const f = await start();
+      const call = client.bind(f);
+      const withUserinfo = new URL(BACK, f.url);
+      withUserinfo.username = 'someone';
+      withUserinfo.password = 'theirs';
+      redirectOnce(f, withUserinfo.href);
+      // fetch refuses to follow to a URL with credentials: an error is as good as no token.
+      const outcome = await call({ url: '/api/billing' });
+      if (!('error' in outcome)) expect(UNAUTHENTICATED_OR_UNFOLLOWED).toContain(outcome.status);
+      expect(f.platform.counters.apiCalls.ok).toBe(0);
+      expect(f.platform.counters.exchanges.accepted).toBe(1);
+    });
+
+    it("the caller's own Authorization is not moved to a foreign hop", async () => {
+      const f = await start();
+      const foreign = await server();
+      const call = client.bind(f);
+      redirectOnce(f, `${foreign.url}/landing`);
+      await call({ url: '/api/billing', headers: { authorization: 'Basic Y2FsbGVyOm93bg==' } });
+      for (const seen of foreign.requests) expect(seen.authorization).toBeUndefined();
+    });
+
+    if (throughMsw)
+      it('https → http on the same host is another origin: no token on the downgraded hop', async () => {
+        const f = await start();
+        const call = client.bind(f);
+        const downgraded: (string | null)[] = [];
+        const clear = new URL('/api/billing', f.url);
+        clear.protocol = 'http:';
+        msw!.use(
+          mswHttp.all(`${clear.origin}/*`, ({ request }) => {
+            downgraded.push(request.headers.get('authorization'));
+            return HttpResponse.json({ ok: true });
+          }),
+        );
+        redirectOnce(f, clear.href);
+        await call({ url: '/api/billing' });
+        expect(downgraded.length).toBeLessThanOrEqual(1);
+        for (const seen of downgraded) expect(seen).toBeNull();
+      });
   });
 
   it('a transient 503 at the token endpoint is retried within the exchange', async () => {

@@ -1,5 +1,4 @@
 import type { BearerPolicy } from './bearer.policy.js';
-import { parseUrl } from '../request-target.util.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
 import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
 import type { PolicyCall } from './policy-call.js';
@@ -60,19 +59,14 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     return response.status;
   }
 
-  renewable({ response, url }: FetchSent): boolean {
-    // The status first: a URL that is still text is parsed for a 401 only.
-    if (response.status !== 401) return false;
-    return this.policy.mayRenewAfter(
-      401,
-      typeof url === 'string' ? parseUrl(url) : url,
-      this.policy.isReplayable(this.init.body),
-    );
+  /** A 401 to a hop that carried the token: a chain that left the allowed origins sends it to none after that. */
+  renewable({ response, carried }: FetchSent): boolean {
+    return response.status === 401 && carried && this.policy.isReplayable(this.init.body);
   }
 
-  /** `Retry-After` of an answer from an allowed origin only: a redirect target elsewhere holds nothing of ours. */
-  retryAfter({ response, url }: FetchSent): unknown {
-    if (typeof url !== 'string' && !this.policy.isAllowed(url)) return undefined;
+  /** `Retry-After` of an answer to a hop that carried the token only: a chain that left holds nothing of ours. */
+  retryAfter({ response, carried }: FetchSent): unknown {
+    if (!carried) return undefined;
     return response.headers.get('retry-after') ?? undefined;
   }
 

@@ -1,11 +1,12 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
-import { isRedirectStatus, redirectDropsBody } from '../redirect.rules.js';
+import { isRedirectStatus } from '../redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { discardBody, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { continueCall, runCall } from './policy-call.js';
+import { followRedirects, type HopClient } from './redirect-follow.js';
 import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
@@ -28,6 +29,8 @@ export interface FetchSent {
   readonly response: Response;
   /** The URL that answered: the last hop's (text: the first, allowed, not parsed). */
   readonly url: URL | string;
+  /** Whether the hop that answered carried the token: only then can a 401 be blamed on it, or a delay be ours. */
+  readonly carried: boolean;
 }
 
 /**
@@ -158,7 +161,7 @@ export class PlatformFetch {
     const firstSend = sending.then((response) =>
       isRedirectStatus(response.status)
         ? this.redirected(text, NO_INIT, token, response)
-        : { response, url: text as URL | string },
+        : { response, url: text as URL | string, carried: true },
     );
     return continueCall(this.#policy, call, token, firstSend);
   }
@@ -187,7 +190,9 @@ export class PlatformFetch {
             redirect: 'manual' as const,
           };
     return fetch(start, sent).then((response) =>
-      isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, url: start },
+      isRedirectStatus(response.status)
+        ? this.redirected(start, init, token, response)
+        : { response, url: start, carried: true },
     );
   }
 
@@ -204,33 +209,73 @@ export class PlatformFetch {
     return init;
   }
 
-  /** The rest of `follow` once `first`, the answer to `start`, is a redirect: each hop decided on its own URL. */
-  private async redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
+  /** The rest of `follow` once `first`, the answer to `start`, is a redirect: as `followRedirects` follows them. */
+  private redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
     const mode = init.redirect ?? 'follow';
-    let url = typeof start === 'string' ? new URL(start) : start;
-    let request: RequestInit = init;
-    let response = first;
-    for (let hop = 0; ; hop++) {
-      const location = isRedirectStatus(response.status) ? response.headers.get('location') : null;
-      if (location === null || mode === 'manual') return { response, url };
-      discardBody(response);
-      if (mode === 'error')
-        throw new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`);
-      if (hop === MAX_REDIRECTS) throw new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
-      const method = (request.method ?? 'GET').toUpperCase();
-      if (redirectDropsBody(response.status, method)) {
-        request = { ...request, method: 'GET', body: undefined, headers: withoutBodyHeaders(request.headers) };
-      } else if (!this.#policy.isReplayable(request.body)) {
-        return { response, url };
-      }
-      const next = new URL(location, url);
-      if (next.origin !== url.origin) request = { ...request, headers: withoutOriginHeaders(request.headers) };
-      url = next;
-      const headers = this.#policy.isAllowed(url)
-        ? withAuthorization(request.headers, this.#policy.bearer(token))
-        : request.headers;
-      response = await fetch(url, { ...request, headers, redirect: 'manual' });
+    const url = typeof start === 'string' ? new URL(start) : start;
+    if (mode === 'error' && first.headers.has('location')) {
+      discardBody(first);
+      return Promise.reject(
+        new TypeError(`PlatformFetch: ${url.origin} redirected a request made with redirect: 'error'`),
+      );
     }
+    const policy = this.#policy;
+    const limit = mode === 'manual' ? 0 : MAX_REDIRECTS;
+    return followRedirects(new FetchHopClient(policy), (next) => policy.isAllowed(next), {
+      request: init,
+      url,
+      token,
+      first,
+      limit,
+    });
+  }
+}
+
+/** `fetch` as `followRedirects` sees it: each hop a `fetch` of its own with `redirect: 'manual'`. */
+class FetchHopClient implements HopClient<RequestInit, Response> {
+  constructor(private readonly policy: BearerPolicy) {}
+
+  send(request: RequestInit, url: URL, token: string | undefined): Promise<Response> {
+    const headers =
+      token === undefined ? request.headers : withAuthorization(request.headers, this.policy.bearer(token));
+    return fetch(url, { ...request, headers, redirect: 'manual' });
+  }
+
+  status(response: Response): number {
+    return response.status;
+  }
+
+  location(response: Response): string | undefined {
+    return response.headers.get('location') ?? undefined;
+  }
+
+  discard(response: Response): void {
+    discardBody(response);
+  }
+
+  method(request: RequestInit): string {
+    return request.method ?? 'GET';
+  }
+
+  replayable(request: RequestInit): boolean {
+    return this.policy.isReplayable(request.body);
+  }
+
+  /** As fetch's own redirects: a dropped body takes its `Content-*` headers, another origin gets no cookies. */
+  next(request: RequestInit, hop: { from: URL; to: URL; dropsBody: boolean }): RequestInit {
+    let next = request;
+    if (hop.dropsBody) next = { ...next, method: 'GET', body: undefined, headers: withoutBodyHeaders(next.headers) };
+    if (hop.to.origin !== hop.from.origin) next = { ...next, headers: withoutOriginHeaders(next.headers) };
+    return next;
+  }
+
+  tooMany(): TypeError {
+    return new TypeError(`PlatformFetch: more than ${MAX_REDIRECTS} redirects`);
+  }
+
+  /** What fetch fails with for a `Location` that is not a URL. */
+  badLocation(response: Response): TypeError {
+    return new TypeError(`PlatformFetch: a redirect's Location is not a URL (HTTP ${response.status})`);
   }
 }
 

@@ -36,6 +36,8 @@ export interface LegacyHandler {
   onComplete?(rawTrailers: RawHeaders | null): void;
   onError?(error: Error): void;
   onUpgrade?(statusCode: number, rawHeaders: RawHeaders, socket: unknown): void;
+  onBodySent?(chunk: unknown): void;
+  onRequestSent?(): void;
 }
 
 /**

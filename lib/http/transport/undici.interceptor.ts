@@ -2,6 +2,7 @@ import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
 import type { BearerPolicy } from './bearer.policy.js';
 import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
+import { ForeignHopHandler, guardedRedirect } from './undici-redirect-guard.js';
 import {
   findHeaders,
   headerValue,
@@ -46,8 +47,10 @@ export type AnyDispatch = (options: DispatchOptions, handler: Handler | LegacyHa
 /**
  * The bearer rules as an undici interceptor: the token on requests to allowed origins that carry no `Authorization`
  * of their own, after a 401 one re-send with a fresh token, and re-sends after transient failures as the retry
- * policy says, for a body undici can send again. Every hop of a redirect that passes through it is decided on its
- * own origin.
+ * policy says, for a body undici can send again. A client that follows redirects (undici's redirect interceptor,
+ * global `fetch`) asks for each hop as a request of its own: a redirect that would lead it back to an allowed origin
+ * after its chain left them reaches it without its `Location` (`guardedRedirect`), so no hop after leaving gets the
+ * token.
  */
 export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
   const interceptor = (next: AnyDispatch) => bearerDispatch(policy, next);
@@ -61,7 +64,8 @@ export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
  */
 export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
   return (options, handler) => {
-    if (!policy.isAllowedOrigin(options.origin)) return next(options, handler);
+    if (!policy.isAllowedOrigin(options.origin))
+      return next(options, new ForeignHopHandler(policy, options, asLegacy(handler)));
     const keyHeader = policy.retry.keyHeader(options.method);
     const found = findHeaders(options.headers, 'authorization', PLATFORM_AUTH_RETRY_HEADER, keyHeader);
     if (found & HAS_AUTHORIZATION) return next(options, handler);
@@ -175,7 +179,8 @@ class BearerCall implements LegacyHandler {
     this.forwarded = true;
     this.answered?.resolve({ status: statusCode });
     this.answered = undefined;
-    return this.handler.onHeaders?.(statusCode, rawHeaders, resume, statusText);
+    const headers = guardedRedirect(this.policy, statusCode, rawHeaders, this.options, true);
+    return this.handler.onHeaders?.(statusCode, headers, resume, statusText);
   }
 
   onData(chunk: Buffer): boolean | void {
