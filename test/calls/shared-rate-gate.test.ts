@@ -17,17 +17,23 @@ afterEach(async () => {
 });
 
 /** One "replica": its own clock, its own connection to the test's redis-server, one bucket per test. */
-function replica(server: RedisServer, keyBase: string, shape: RateLimitShape, maxWaitMs: number) {
+function replica(
+  server: RedisServer,
+  keyBase: string,
+  shape: RateLimitShape,
+  maxWaitMs: number,
+  operationTimeoutMs = 10_000,
+) {
   const clock = new FakeClock(Date.now());
   const connection = resolveRedisConnection({ url: server.url }, new ConfigReport(undefined))!;
-  // Bounds far above any answer a busy machine gives: these tests are about the bucket, not the store's timeouts.
-  const channel = new OwnedRedisChannel(connection, 10_000, 10_000);
+  // By default, bounds far above any answer a busy machine gives: most tests are about the bucket, not the timeouts.
+  const channel = new OwnedRedisChannel(connection, operationTimeoutMs, operationTimeoutMs);
   const logger = new CapturingLogger();
   const modes: string[] = [];
   const waits: number[] = [];
   const gate = new SharedRateGate(
     shape,
-    { send: channel.send, keyBase, operationTimeoutMs: 10_000 },
+    { send: channel.send, keyBase, operationTimeoutMs },
     clock,
     { integration: 'billing', maxWaitMs },
     { waited: (ms) => waits.push(ms), modeChanged: (mode) => modes.push(mode) },
@@ -88,14 +94,13 @@ describe('the rate limit a fleet shares through Redis', () => {
     expect((error as RateLimitWaitError).waitMs).toBeLessThanOrEqual(30_000);
   });
 
-  it('at close, requests still queued on a share given up when Redis came back fail with the shutdown error', async () => {
+  it('at close, requests that moved from the share back to the shared bucket fail with the shutdown error', async () => {
     const one = replica(redis(), freshBase(), rateLimitShape(1), 60_000);
     one.gate.start();
     await one.gate.acquire();
     await redis().kill();
     let queued: Promise<unknown>[];
     try {
-      // One a second on its share: turns at 1 s, 2 s, … 5 s from now.
       queued = Array.from({ length: 5 }, () =>
         one.gate.acquire().then(
           () => 'went',
@@ -106,17 +111,13 @@ describe('the rate limit a fleet shares through Redis', () => {
     } finally {
       await redis().launch();
     }
+    // The next probe finds the store back: the five leave the share and wait, behind the fleet's hold, on shared turns.
     one.clock.advance(1_000);
-    // Past the probe interval a request asks the store again, which answers: the share is given up with four queued.
-    const later = one.gate.acquire().then(
-      () => 'went',
-      (error: unknown) => error,
-    );
     await expect.poll(() => one.modes).toEqual(['fallback', 'shared']);
+    await expect.poll(() => one.clock.pendingSleeps).toBe(5);
+    expect(one.gate.status()).toMatchObject({ mode: 'shared', waiting: 5 });
     one.gate.close();
-    const outcomes = await Promise.all([...queued, later]);
-    expect(outcomes[0]).toBe('went');
-    for (const outcome of outcomes.slice(1, 5))
+    for (const outcome of await Promise.all(queued))
       expect(outcome).toMatchObject({ name: 'TokenExchangeError', reason: 'aborted' });
     expect(one.clock.pendingSleeps).toBe(0);
   });
@@ -134,8 +135,8 @@ describe('the rate limit a fleet shares through Redis', () => {
 
     await redis().kill();
     try {
-      // Its share: five a second, paced from the start (what the fleet sent just before is unknown to it), so
-      // the first request on it waits one interval instead of opening a burst on top of the fleet's.
+      // Its share: five a second. It opens two windows (2.2 s) after the switch: the other replica may still send
+      // shared turns for a window, and the window before that may have been full.
       const first = one.gate.acquire();
       await expect.poll(() => one.clock.pendingSleeps).toBe(1);
       expect(one.gate.status()).toMatchObject({
@@ -146,26 +147,85 @@ describe('the rate limit a fleet shares through Redis', () => {
       });
       expect(one.modes).toEqual(['fallback']);
       expect(one.logger.messages('warn')).toEqual([expect.stringContaining('5 requests/s (1/2 of 10)')]);
-      expect(one.clock.sleeps.at(-1)).toBe(200);
-      one.clock.advance(200);
+      expect(one.clock.sleeps.at(-1)).toBe(2_200);
+      one.clock.advance(2_200);
       await first;
     } finally {
       await redis().launch();
     }
-    one.clock.advance(1_000);
-    await one.gate.acquire();
-    expect(one.gate.status()).toMatchObject({ mode: 'shared' });
+    one.clock.advance(550);
+    await expect.poll(() => one.modes).toEqual(['fallback', 'shared']);
     expect(one.gate.status().problem).toBeUndefined();
-    expect(one.modes).toEqual(['fallback', 'shared']);
     expect(one.logger.messages('log')).toEqual([expect.stringContaining('share one limit again')]);
-    // The bucket never saw the request sent on the share 1 s ago: the fleet waits until it has left the window.
-    // Its next request follows that hold on its connection, and waits what is left of it: 100 ms at most.
-    const next = one.gate.acquire();
+    // The first replica back holds the fleet for a probe interval and a window (1.65 s, on the store's clock): the
+    // other replicas may still send on their shares until they have probed. The other one waits for it too.
+    const next = two.gate.acquire();
+    await expect.poll(() => two.clock.pendingSleeps).toBe(1);
+    const wait = two.clock.sleeps.at(-1)!;
+    expect(wait).toBeGreaterThan(1_000);
+    expect(wait).toBeLessThanOrEqual(1_650);
+    two.clock.advance(wait);
+    await next;
+  });
+});
+
+describe('the switch between the shared bucket and the share, planned again', () => {
+  it('moves the requests sleeping on shared turns to the share, in arrival order, paced from two windows on', async () => {
+    const one = replica(redis(), freshBase(), rateLimitShape(10), 10_000);
+    one.gate.start();
+    // The burst goes at once; the next three sleep on shared turns a window ahead.
+    await Promise.all(Array.from({ length: 10 }, () => one.gate.acquire()));
+    const went: number[] = [];
+    const sleeping = [0, 1, 2].map((i) => one.gate.acquire().then(() => went.push(i)));
+    await expect.poll(() => one.clock.pendingSleeps).toBe(3);
+    await redis().kill();
+    try {
+      // Half a window on, the probe of a replica with sleepers finds the store gone.
+      one.clock.advance(550);
+      await expect.poll(() => one.modes).toEqual(['fallback']);
+      const switchedAt = one.clock.now();
+      await expect.poll(() => one.clock.pendingSleeps).toBe(1);
+      expect(one.gate.status()).toMatchObject({ mode: 'fallback', waiting: 3 });
+      // Their shared turns (at 1.1 s) pass without a send: the share opens 2.2 s after the switch.
+      one.clock.set(switchedAt + 2_199);
+      await Promise.resolve();
+      expect(went).toEqual([]);
+      one.clock.set(switchedAt + 2_200);
+      await expect.poll(() => went).toEqual([0]);
+      // Then one per interval (100 ms), no burst.
+      one.clock.advance(99);
+      await Promise.resolve();
+      expect(went).toEqual([0]);
+      one.clock.advance(1);
+      await expect.poll(() => went).toEqual([0, 1]);
+      one.clock.advance(100);
+      await Promise.all(sleeping);
+      expect(went).toEqual([0, 1, 2]);
+    } finally {
+      await redis().launch();
+    }
+  });
+
+  it('does not send a shared turn the store has not confirmed within a window: it moves to the share', async () => {
+    // A store that stops answering: a probe then fails after its bound (200 ms of real time).
+    const one = replica(redis(), freshBase(), rateLimitShape(10), 10_000, 200);
+    await Promise.all(Array.from({ length: 10 }, () => one.gate.acquire()));
+    let went = false;
+    const next = one.gate.acquire().then(() => (went = true));
     await expect.poll(() => one.clock.pendingSleeps).toBe(1);
-    const wait = one.clock.sleeps.at(-1)!;
-    expect(wait).toBeGreaterThan(0);
-    expect(wait).toBeLessThanOrEqual(100);
-    one.clock.advance(wait);
+    redis().pause();
+    try {
+      // Its turn (about a window ahead, on the store's clock) comes more than a window after the store last answered
+      // it: the store may be gone, and the other replicas open their shares counting on this one sending no shared
+      // turn later than that.
+      one.clock.advance(1_101);
+      await expect.poll(() => one.modes).toEqual(['fallback']);
+      expect(went).toBe(false);
+      expect(one.gate.status()).toMatchObject({ mode: 'fallback', waiting: 1 });
+    } finally {
+      redis().resume();
+    }
+    one.clock.advance(2_200);
     await next;
   });
 });

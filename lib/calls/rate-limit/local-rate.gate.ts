@@ -103,19 +103,20 @@ export class LocalRateGate implements CallGate {
     this.pump();
   }
 
-  /** Paces from now on without a burst first (see {@link RateLimitSchedule.spend}). */
-  spendBurst(): void {
-    this.schedule.spend(this.clock.now());
+  /** Opens at `atMs`, then paces without a burst (see {@link RateLimitSchedule.openAt}). */
+  openAt(atMs: number): void {
+    this.schedule.openAt(atMs);
+    this.pump();
   }
 
-  /** When the last request this gate let go went, epoch ms on the clock; `undefined` before the first. */
-  get lastTurn(): number | undefined {
-    return this.schedule.lastTurn;
-  }
-
-  /** The last moment a hold keeps requests back, epoch ms on the clock. */
-  get heldUntil(): number {
-    return this.schedule.heldUntil;
+  /**
+   * Every queued request leaves the queue, in arrival order, rejected with `reason`: the caller plans them again
+   * elsewhere. The gate stays usable.
+   */
+  release(reason: Error): void {
+    this.pumping?.abort();
+    this.pumping = undefined;
+    for (const waiter of this.queue.splice(0)) waiter.fail(reason);
   }
 
   private remove(waiter: Waiter): void {

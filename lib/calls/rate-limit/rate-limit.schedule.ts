@@ -69,21 +69,13 @@ export class RateLimitSchedule {
     this.holdUntilMs = Math.max(this.holdUntilMs, untilMs);
   }
 
-  get heldUntil(): number {
-    return this.holdUntilMs;
-  }
-
-  /** When the last request taken went, or `undefined` before the first. */
-  get lastTurn(): number | undefined {
-    return this.granted.at(-1);
-  }
-
   /**
-   * The burst counts as used at `nowMs`: the next request goes one interval later, and one per interval after that.
-   * For a schedule that takes over from another one whose recent requests it cannot see.
+   * Nothing goes before `atMs`, and from then one request per interval, without a burst: for a schedule that takes
+   * over from another one whose recent requests it cannot see.
    */
-  spend(nowMs: number): void {
-    this.tat = Math.max(this.tat, nowMs + this.shape.burst * (1_000 / this.shape.requestsPerSecond));
+  openAt(atMs: number): void {
+    this.hold(atMs);
+    this.tat = Math.max(this.tat, atMs + (this.shape.burst - 1) * (1_000 / this.shape.requestsPerSecond));
   }
 
   /** The times `count` requests queued now would go at, on a copy of the state. */
