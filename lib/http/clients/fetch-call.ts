@@ -1,7 +1,7 @@
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
 import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
-import type { PolicyCall } from './policy-call.js';
+import type { PolicyCall } from '../engine/policy-call.js';
 
 type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<FetchSent>;
 

@@ -1,11 +1,11 @@
 import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
-import { waitSignal } from './call-cancel.js';
-import { detachedConfig } from './error-detach.js';
-import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
-import { resolveRequestUrl } from './request-target.util.js';
-import type { BearerPolicy } from './transport/bearer.policy.js';
-import { runCall, type PolicyCall } from './transport/policy-call.js';
+import { waitSignal } from '../call-cancel.js';
+import { detachedConfig } from '../error-detach.js';
+import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from '../redaction.util.js';
+import { resolveRequestUrl } from '../request-target.util.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { runCall, type PolicyCall } from '../engine/policy-call.js';
 
 /** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
 export interface SendRules {

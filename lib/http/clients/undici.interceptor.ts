@@ -1,6 +1,6 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRetriableStatus } from '../../calls/retry.policy.js';
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
 import { ForeignHopHandler, guardedRedirect } from './undici-redirect-guard.js';
 import {
