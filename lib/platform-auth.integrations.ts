@@ -1,7 +1,7 @@
 import { Inject, type Abstract } from '@nestjs/common';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
-import { PlatformFetch } from './http/transport/platform-fetch.js';
+import { PlatformFetch } from './http/clients/platform-fetch.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { sharedToken } from './platform-auth.constants.js';
 import { AssertionSigner } from './token/assertion.signer.js';

@@ -34,7 +34,7 @@ import {
 } from './platform-auth.startup-problems.js';
 import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
-import { PlatformFetch } from './http/transport/platform-fetch.js';
+import { PlatformFetch } from './http/clients/platform-fetch.js';
 import { TokenProvider } from './token/token.provider.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';

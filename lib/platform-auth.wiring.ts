@@ -18,10 +18,10 @@ import { TokenStoreHost } from './store/token-store.host.js';
 import { createRateLimitGate, type RateLimitGate } from './calls/rate-limit/rate-limit.gate.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
-import { BearerPolicy } from './http/transport/bearer.policy.js';
+import { BearerPolicy } from './http/engine/bearer.policy.js';
 import { OPEN_GATE } from './calls/call-gate.js';
 import { CallRetryPolicy } from './calls/retry.policy.js';
-import { PlatformFetch } from './http/transport/platform-fetch.js';
+import { PlatformFetch } from './http/clients/platform-fetch.js';
 import { startupLine } from './platform-auth.startup-line.js';
 
 export interface PlatformAuthWiringInput {

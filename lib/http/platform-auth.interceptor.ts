@@ -5,11 +5,11 @@ import {
   type AxiosInstance,
   type InternalAxiosRequestConfig,
 } from 'axios';
-import { AuthorizedSend } from './authorized-send.js';
+import { AuthorizedSend } from './clients/authorized-send.js';
 import { CallCancel, waitSignal } from './call-cancel.js';
 import { REDACTED_BEARER } from './redaction.util.js';
 import { isAbsoluteUrl, resolveRequestUrl, urlText } from './request-target.util.js';
-import type { BearerPolicy } from './transport/bearer.policy.js';
+import type { BearerPolicy } from './engine/bearer.policy.js';
 
 /** Caches keyed by request options stop growing here: a few shared values are the point, not every one-off. */
 const CACHE_LIMIT = 64;

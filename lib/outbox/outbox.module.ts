@@ -1,6 +1,6 @@
 import { Module, type ConfigurableModuleAsyncOptions, type DynamicModule, type Provider } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { PlatformFetch } from '../http/transport/platform-fetch.js';
+import type { PlatformFetch } from '../http/clients/platform-fetch.js';
 import { PLATFORM_OUTBOX } from '../platform-auth.constants.js';
 import { getPlatformFetchToken } from '../platform-auth.integrations.js';
 import { configurableModule } from '../platform-auth.module-helpers.js';

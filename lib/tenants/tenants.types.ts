@@ -1,6 +1,6 @@
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { PlatformHttpService } from '../http/platform-http.service.js';
-import type { PlatformFetch } from '../http/transport/platform-fetch.js';
+import type { PlatformFetch } from '../http/clients/platform-fetch.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenState } from '../token/token-status.types.js';
 

@@ -130,6 +130,18 @@ describe('the import graph of lib/', () => {
     expect(upward).toEqual([]);
   });
 
+  it('keeps the call engine free of its clients: http/engine/ imports nothing from http/clients/, not even a type', () => {
+    const engine = files.filter((file) => relative(lib, file).startsWith('http/engine/'));
+    expect(engine.length).toBeGreaterThan(3);
+    const clients = join(lib, 'http/clients');
+    const inward = engine.flatMap((file) =>
+      runtimeImports(file, true)
+        .filter((target) => target.startsWith(`${clients}/`))
+        .map((target) => `${relative(lib, file)} -> ${relative(lib, target)}`),
+    );
+    expect(inward).toEqual([]);
+  });
+
   it('lets options/ import nothing above it, not even a type: every layer reads the options', () => {
     const options = files.filter((file) => layerOf(file).name === 'options');
     expect(options.length).toBeGreaterThan(5);

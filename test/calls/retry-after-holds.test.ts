@@ -8,8 +8,8 @@ import { rateLimitShape } from '../../lib/calls/rate-limit/rate-limit.schedule.j
 import { SharedRateGate } from '../../lib/calls/rate-limit/shared-rate.gate.js';
 import { CallRetryPolicy } from '../../lib/calls/retry.policy.js';
 import { PlatformAuthInterceptor } from '../../lib/http/platform-auth.interceptor.js';
-import { BearerPolicy } from '../../lib/http/transport/bearer.policy.js';
-import { PlatformFetch } from '../../lib/http/transport/platform-fetch.js';
+import { BearerPolicy } from '../../lib/http/engine/bearer.policy.js';
+import { PlatformFetch } from '../../lib/http/clients/platform-fetch.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { resolveRedisConnection } from '../../lib/store/redis-connection.options.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';

@@ -209,6 +209,24 @@ describe.each(CLIENTS)('$name', (client) => {
     expect(events.map((event) => event.event)).toEqual(['call:retry', 'call:retry-budget-exhausted']);
   });
 
+  it('a re-send after a 401 that loses its connection is sent again with the fresh token', async () => {
+    const sentTokens: (string | undefined)[] = [];
+    const origin = await server((req: IncomingMessage, res: ServerResponse) => {
+      sentTokens.push(req.headers.authorization);
+      if (sentTokens.length === 1) res.writeHead(401).end();
+      else if (sentTokens.length === 2) res.socket?.resetAndDestroy();
+      else res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    const f = await start({ module: { allowedOrigins: [origin.url] } });
+    const call = client.bind(f);
+    await f.tokens.getAccessToken();
+    expect(statusOf(await call({ url: `${origin.url}/billing` }))).toBe(200);
+    expect(sentTokens).toHaveLength(3);
+    expect(sentTokens[1]).not.toBe(sentTokens[0]);
+    expect(sentTokens[2]).toBe(sentTokens[1]);
+    expect(f.platform.counters.exchanges.accepted).toBe(2);
+  });
+
   it('a streamed body is never re-sent', async () => {
     const f = await start();
     const call = client.bind(f);

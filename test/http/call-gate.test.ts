@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { CallGate } from '../../lib/calls/call-gate.js';
 import { CallRetryPolicy } from '../../lib/calls/retry.policy.js';
 import { PlatformAuthInterceptor } from '../../lib/http/platform-auth.interceptor.js';
-import { BearerPolicy } from '../../lib/http/transport/bearer.policy.js';
-import { PlatformFetch } from '../../lib/http/transport/platform-fetch.js';
+import { BearerPolicy } from '../../lib/http/engine/bearer.policy.js';
+import { PlatformFetch } from '../../lib/http/clients/platform-fetch.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { withAuthorization } from '../../lib/http/transport/fetch-headers.util.js';
-import { recordWith, withHeader } from '../../lib/http/transport/undici-headers.util.js';
+import { withAuthorization } from '../../lib/http/clients/fetch-headers.util.js';
+import { recordWith, withHeader } from '../../lib/http/clients/undici-headers.util.js';
 
 /** A header record as the global fetch hands it to a dispatcher. */
 const fetchHeaders = () => ({ accept: '*/*', 'accept-language': '*', 'user-agent': 'node' });

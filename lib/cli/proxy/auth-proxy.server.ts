@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PlatformAuthError, TokenExchangeError } from '../../platform-auth.errors.js';
-import type { PlatformFetchInit } from '../../http/transport/platform-fetch.js';
+import type { PlatformFetchInit } from '../../http/clients/platform-fetch.js';
 import {
   REFUSED_METHODS,
   forwardedRequestHeaders,

@@ -1,4 +1,4 @@
-import { isRedirectStatus, RedirectChain, redirectDropsBody } from '../redirect.rules.js';
+import { isRedirectStatus, RedirectChain, redirectDropsBody } from './redirect.rules.js';
 
 /**
  * What a client does for the redirects it follows itself, one hop at a time: send one hop, report what came back,

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
 import type { Handler, LegacyHandler } from './undici-handlers.js';
 import {
   bearerDispatch,

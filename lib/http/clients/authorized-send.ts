@@ -1,11 +1,12 @@
 import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
-import { waitSignal } from './call-cancel.js';
-import { detachedConfig } from './error-detach.js';
-import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from './redaction.util.js';
-import { resolveRequestUrl } from './request-target.util.js';
-import type { BearerPolicy } from './transport/bearer.policy.js';
-import { runCall, type PolicyCall } from './transport/policy-call.js';
+import { waitSignal } from '../call-cancel.js';
+import { detachedConfig } from '../error-detach.js';
+import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from '../redaction.util.js';
+import { resolveRequestUrl } from '../request-target.util.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { CallPlan, type CallFacts } from '../engine/call-plan.js';
+import { runCall, type PolicyCall } from '../engine/policy-call.js';
 
 /** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
 export interface SendRules {
@@ -54,38 +55,33 @@ export class AuthorizedSend {
  * One call through the adapter. Its idempotency key goes into the caller's config, so every hop and re-send carries
  * it, and so does a config the caller sends again (`error.config`).
  */
-class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
+class AxiosCall implements PolicyCall<Outcome, AxiosResponse>, CallFacts {
+  readonly plan: CallPlan;
   /** Every token this call sent, so that none shows in what reaches the caller. */
   private readonly tokens: string[] = [];
-  private readonly carriesKey: boolean;
 
   constructor(
-    private readonly policy: BearerPolicy,
+    policy: BearerPolicy,
     private readonly hops: AxiosHops,
     private readonly adapter: Adapter,
     private readonly config: InternalAxiosRequestConfig,
   ) {
     policy.retry.countCall();
-    const method = config.method ?? 'get';
-    const keyHeader = policy.retry.keyHeader(method);
-    const own = keyHeader !== undefined && config.headers.has(keyHeader);
-    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(method);
-    if (key !== undefined) config.headers.set(keyHeader, key);
-    this.carriesKey = own || key !== undefined;
+    this.plan = new CallPlan(policy, this, (header) => config.headers.has(header));
+    const key = this.plan.key;
+    if (key !== undefined) config.headers.set(key.header, key.value);
   }
 
   get method(): string {
     return (this.config.method ?? 'get').toUpperCase();
   }
 
-  get eligible(): boolean {
-    const { config } = this;
-    return this.policy.retry.allows(
-      this.method,
-      this.carriesKey,
-      config.retry === false,
-      this.policy.isReplayable(config.data),
-    );
+  get optedOut(): boolean {
+    return this.config.retry === false;
+  }
+
+  get body(): unknown {
+    return this.config.data as unknown;
   }
 
   /**
@@ -114,8 +110,8 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse> {
    * `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
    * token again, so a 401 from an allowed hop after that is not the token's fault.
    */
-  renewable({ response, carried }: Outcome): boolean {
-    return response.status === 401 && carried && this.policy.isReplayable(this.config.data);
+  carried({ carried }: Outcome): boolean {
+    return carried;
   }
 
   /** `Retry-After` of an answer from an allowed origin only: a chain that left them holds nothing of ours. */

@@ -1,10 +1,10 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import { detachedConfig } from './error-detach.js';
-import { detachedRequest, leavingError } from './redaction.util.js';
-import { isRedirectStatus } from './redirect.rules.js';
-import { isNonReplayable, parseUrl, requestProtocol } from './request-target.util.js';
-import type { BearerPolicy } from './transport/bearer.policy.js';
-import { followRedirects, type HopClient } from './transport/redirect-follow.js';
+import { detachedConfig } from '../error-detach.js';
+import { detachedRequest, leavingError } from '../redaction.util.js';
+import { isRedirectStatus } from '../engine/redirect.rules.js';
+import { isNonReplayable, parseUrl, requestProtocol } from '../request-target.util.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { followRedirects, type HopClient } from '../engine/redirect-follow.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;

@@ -1,7 +1,8 @@
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { CallPlan, type CallFacts } from '../engine/call-plan.js';
+import type { PolicyCall } from '../engine/policy-call.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
 import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
-import type { PolicyCall } from './policy-call.js';
 
 type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<FetchSent>;
 
@@ -10,36 +11,32 @@ type Follow = (start: URL | string, init: RequestInit, token: string) => Promise
  * idempotency key is added to a copy of `init` once, so every re-send carries the same one; the caller's `init` is
  * never changed (it is often a shared constant).
  */
-export class FetchCall implements PolicyCall<FetchSent, Response> {
+export class FetchCall implements PolicyCall<FetchSent, Response>, CallFacts {
+  readonly plan: CallPlan;
   private readonly init: PlatformFetchInit;
-  private readonly carriesKey: boolean;
 
   constructor(
-    private readonly policy: BearerPolicy,
+    policy: BearerPolicy,
     private readonly start: URL | string,
     init: PlatformFetchInit,
     private readonly follow: Follow,
   ) {
-    const method = init.method ?? 'GET';
-    const keyHeader = policy.retry.keyHeader(method);
-    const own = keyHeader !== undefined && hasHeader(init.headers, keyHeader);
-    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(method);
-    this.init = key === undefined ? init : { ...init, headers: withHeader(init.headers, keyHeader!, key) };
-    this.carriesKey = own || key !== undefined;
+    this.init = init;
+    this.plan = new CallPlan(policy, this, (header) => hasHeader(init.headers, header));
+    const key = this.plan.key;
+    if (key !== undefined) this.init = { ...init, headers: withHeader(init.headers, key.header, key.value) };
   }
 
   get method(): string {
     return (this.init.method ?? 'GET').toUpperCase();
   }
 
-  get eligible(): boolean {
-    const { init } = this;
-    return this.policy.retry.allows(
-      this.method,
-      this.carriesKey,
-      init.retry === false,
-      this.policy.isReplayable(init.body),
-    );
+  get optedOut(): boolean {
+    return this.init.retry === false;
+  }
+
+  get body(): unknown {
+    return this.init.body;
   }
 
   get signal(): AbortSignal | undefined {
@@ -59,9 +56,9 @@ export class FetchCall implements PolicyCall<FetchSent, Response> {
     return response.status;
   }
 
-  /** A 401 to a hop that carried the token: a chain that left the allowed origins sends it to none after that. */
-  renewable({ response, carried }: FetchSent): boolean {
-    return response.status === 401 && carried && this.policy.isReplayable(this.init.body);
+  /** A chain that left the allowed origins sends the token to none after that. */
+  carried({ carried }: FetchSent): boolean {
+    return carried;
   }
 
   /** `Retry-After` of an answer to a hop that carried the token only: a chain that left holds nothing of ours. */

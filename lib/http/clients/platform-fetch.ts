@@ -1,12 +1,12 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
-import { isRetriableStatus } from '../../calls/retry.policy.js';
-import { isRedirectStatus } from '../redirect.rules.js';
+import { isRedirectStatus } from '../engine/redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { asksPlan } from '../engine/call-plan.js';
 import { discardBody, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
-import { continueCall, runCall } from './policy-call.js';
-import { followRedirects, type HopClient } from './redirect-follow.js';
+import { continueCall, runCall } from '../engine/policy-call.js';
+import { followRedirects, type HopClient } from '../engine/redirect-follow.js';
 import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
@@ -281,5 +281,5 @@ class FetchHopClient implements HopClient<RequestInit, Response> {
 
 /** An answer the policy has nothing to do with: not a redirect to follow, a 401 to renew after, or a retriable status. */
 function isPlainAnswer(status: number): boolean {
-  return status !== 401 && !isRedirectStatus(status) && !isRetriableStatus(status);
+  return !isRedirectStatus(status) && !asksPlan(status);
 }

@@ -9,8 +9,9 @@ const ORIGIN_CACHE_LIMIT = 64;
 
 /**
  * The bearer rules every client of the library follows, whatever sends the bytes (fetch, an undici dispatcher):
- * which requests get the token, which token, and when a 401 earns one renewal and one re-send. The client decides
- * how to set a header and how to send again; what to decide is here, once.
+ * which requests get the token, which token, and the one renewal a 401 earns (which 401 does, and which answer is
+ * re-sent, each call's `CallPlan` decides). The client decides how to set a header and how to send again; what to
+ * decide is here, once.
  */
 export class BearerPolicy {
   /** Per origin text as a dispatcher gives it (`http://host:port`): whether it is allowed. */
@@ -73,14 +74,6 @@ export class BearerPolicy {
   /** A body a client can send again: not a stream, not an async iterable. */
   isReplayable(body: unknown): boolean {
     return !isNonReplayable(body);
-  }
-
-  /**
-   * After a response to a request that carried `sent`: a 401 from an allowed origin, for a body that can be sent
-   * again, is blamed on the token. A 403 never is: another token would be refused the same way.
-   */
-  mayRenewAfter(status: number, respondedFrom: URL | string | undefined, replayable: boolean): boolean {
-    return status === 401 && replayable && this.isAllowedOrigin(respondedFrom);
   }
 
   /**

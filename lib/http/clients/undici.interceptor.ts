@@ -1,6 +1,5 @@
-import { OPEN_GATE } from '../../calls/call-gate.js';
-import { isRetriableStatus } from '../../calls/retry.policy.js';
-import type { BearerPolicy } from './bearer.policy.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { asksPlan, CallPlan, FINISH, gateTurn, RENEW, type CallFacts, type CallStep } from '../engine/call-plan.js';
 import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
 import { ForeignHopHandler, guardedRedirect } from './undici-redirect-guard.js';
 import {
@@ -85,26 +84,24 @@ const HAS_AUTHORIZATION = 1;
 const HAS_OPT_OUT = 2;
 const HAS_KEY = 4;
 
-/** What becomes of a response the handler downstream does not see: read to its end, then this. */
-type Dropped = { then: 'renew' } | { then: 'retry'; delayMs: number } | { then: 'fail'; error: Error };
-
 /**
  * One call through the interceptor, in undici's older handler kind both ways. The handler downstream sees one
  * request and one response: a response dropped for a re-send (a 401, a transient failure) is read to its end, and
  * the abort it was given reaches whichever attempt is current, or stops the next one.
  */
-class BearerCall implements LegacyHandler {
+class BearerCall implements LegacyHandler, CallFacts {
   private readonly options: DispatchOptions;
-  private readonly optedOut: boolean;
-  private readonly carriesKey: boolean;
+  readonly optedOut: boolean;
+  /** No signal of the caller's: undici's abort reaches the call through `onConnect`. */
+  readonly signal = undefined;
+  private readonly plan: CallPlan;
   // Every field is set in the constructor, even to `undefined`: one shape for every call, from start to end.
   private abortCurrent: ((reason?: Error) => void) | undefined = undefined;
   private abortedWith: Error | undefined = undefined;
   private started = false;
   private forwarded = false;
-  private renewed = false;
-  private attempt = 1;
-  private dropped: Dropped | undefined = undefined;
+  /** What becomes of a response the handler downstream does not see: read to its end, then this step. */
+  private dropped: CallStep | undefined = undefined;
   private sent = '';
   /** Settles the observer's `reauthenticate` when the re-sent attempt answers. */
   private answered: { resolve(value: { status: number }): void; reject(error: Error): void } | undefined = undefined;
@@ -122,27 +119,33 @@ class BearerCall implements LegacyHandler {
     let headers = options.headers;
     const optOut = found & HAS_OPT_OUT ? headerValue(headers, PLATFORM_AUTH_RETRY_HEADER) : undefined;
     if (found & HAS_OPT_OUT) headers = withoutHeader(headers, PLATFORM_AUTH_RETRY_HEADER);
-    const own = (found & HAS_KEY) !== 0;
-    const key = keyHeader === undefined || own ? undefined : policy.retry.newKey(options.method);
-    if (key !== undefined) headers = withHeader(headers, keyHeader!, key);
-    this.options = headers === options.headers ? options : { ...options, headers };
+    this.options = options;
     this.optedOut = String(optOut) === 'false';
-    this.carriesKey = own || key !== undefined;
+    this.plan = new CallPlan(policy, this, () => (found & HAS_KEY) !== 0, keyHeader);
+    const key = this.plan.key;
+    if (key !== undefined) headers = withHeader(headers, key.header, key.value);
+    if (headers !== options.headers) this.options = { ...options, headers };
   }
 
-  /** Whether the retry policy allows re-sending this call; asked only once something failed. */
-  private get eligible(): boolean {
-    const { policy, options } = this;
-    const replayable = policy.isReplayable(options.body);
-    return policy.retry.allows(options.method.toUpperCase(), this.carriesKey, this.optedOut, replayable);
+  get method(): string {
+    return this.options.method.toUpperCase();
+  }
+
+  get body(): unknown {
+    return this.options.body;
+  }
+
+  url(): string {
+    const { origin, path } = this.options;
+    return `${String(origin)}${(path ?? '').split('?', 1)[0]}`;
   }
 
   /** Sends with `token` after the gate's turn; `true` while a turn is awaited, as undici's dispatch returns. */
   send(token: string): boolean {
     this.sent = token;
-    const gate = this.policy.gate;
-    if (gate === OPEN_GATE) return this.dispatch();
-    gate.acquire(undefined).then(
+    const turn = gateTurn(this.policy, this);
+    if (turn === undefined) return this.dispatch();
+    turn.then(
       () => this.dispatch(),
       (error: Error) => this.fail(error),
     );
@@ -173,9 +176,14 @@ class BearerCall implements LegacyHandler {
   }
 
   onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void, statusText?: string): boolean | void {
-    // A plain answer is forwarded without asking what to drop.
-    if (statusCode !== 401 && !isRetriableStatus(statusCode)) this.dropped = undefined;
-    else if ((this.dropped = this.dropFor(statusCode, rawHeaders))) return true;
+    // A plain answer is forwarded without asking the plan.
+    if (!asksPlan(statusCode)) this.dropped = undefined;
+    else {
+      // The dispatch went to an allowed origin (`bearerDispatch`) with the token: the answer is from a hop that carried it.
+      const step = this.plan.onAnswer(statusCode, true, () => rawHeaderValue(rawHeaders, 'retry-after'));
+      this.dropped = step === FINISH ? undefined : step;
+      if (this.dropped) return true;
+    }
     this.forwarded = true;
     this.answered?.resolve({ status: statusCode });
     this.answered = undefined;
@@ -190,10 +198,8 @@ class BearerCall implements LegacyHandler {
   onComplete(rawTrailers: RawHeaders | null): void {
     const dropped = this.dropped;
     this.dropped = undefined;
-    if (!dropped) this.handler.onComplete?.(rawTrailers);
-    else if (dropped.then === 'fail') this.fail(dropped.error);
-    else if (dropped.then === 'retry') this.retryAfter(dropped.delayMs);
-    else this.renew();
+    if (dropped === undefined) this.handler.onComplete?.(rawTrailers);
+    else this.take(dropped);
   }
 
   onError(error: Error): void {
@@ -202,9 +208,7 @@ class BearerCall implements LegacyHandler {
       this.handler.onError?.(error);
       return;
     }
-    const delay = this.eligible ? this.policy.retry.afterFailure(error, this.attempt, undefined) : undefined;
-    if (delay === undefined) this.fail(error);
-    else this.retryAfter(delay);
+    this.take(this.plan.onError(error, undefined));
   }
 
   /** What the handler downstream aborts with: the current attempt, and no re-send after it. */
@@ -213,27 +217,15 @@ class BearerCall implements LegacyHandler {
     this.abortCurrent?.(reason);
   };
 
-  /** What to do instead of forwarding a response with `status` (a 401 or a retriable one); `undefined`: forward it. */
-  private dropFor(status: number, rawHeaders: RawHeaders): Dropped | undefined {
-    const { policy, options } = this;
-    if (!this.renewed && policy.mayRenewAfter(status, options.origin, policy.isReplayable(options.body)))
-      return { then: 'renew' };
-    if (!isRetriableStatus(status)) return undefined;
-    try {
-      const delayMs = policy.retry.afterAnswer(status, rawHeaderValue(rawHeaders, 'retry-after'), this.attempt, {
-        eligible: this.eligible,
-        gate: policy.gate,
-        method: options.method.toUpperCase(),
-        url: `${String(options.origin)}${(options.path ?? '').split('?', 1)[0]}`,
-      });
-      return delayMs === undefined ? undefined : { then: 'retry', delayMs };
-    } catch (error) {
-      return { then: 'fail', error: error as Error };
-    }
+  /** Takes a step of the plan: every step but `FINISH` (forwarding the answer, done in `onHeaders`). */
+  private take(step: CallStep): void {
+    if (step === RENEW) this.renew();
+    else if (step === FINISH) return;
+    else if ('fail' in step) this.fail(step.fail as Error);
+    else this.retryAfter(step.resendAfterMs);
   }
 
   private renew(): void {
-    this.renewed = true;
     this.policy
       .renew(
         this.sent,
@@ -247,7 +239,6 @@ class BearerCall implements LegacyHandler {
   }
 
   private retryAfter(delayMs: number): void {
-    this.attempt += 1;
     this.policy.retry.wait(delayMs, undefined).then(
       () => this.resend(this.sent),
       (error: Error) => this.fail(error),

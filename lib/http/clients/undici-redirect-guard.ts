@@ -1,5 +1,5 @@
-import { isRedirectStatus, mustNotFollow } from '../redirect.rules.js';
-import type { BearerPolicy } from './bearer.policy.js';
+import { isRedirectStatus, mustNotFollow } from '../engine/redirect.rules.js';
+import type { BearerPolicy } from '../engine/bearer.policy.js';
 import type { LegacyHandler } from './undici-handlers.js';
 import { rawHeaderValue, type RawHeaders } from './undici-headers.util.js';
 
