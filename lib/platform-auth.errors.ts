@@ -1,3 +1,5 @@
+import { isTransientAnswer } from './util/transient.rules.js';
+
 /** Brands the errors of this package, whichever of its builds defined them (see `PlatformAuthError`). */
 const PLATFORM_AUTH_ERROR = Symbol.for('nestjs-platform-auth.error');
 
@@ -214,12 +216,12 @@ export class TokenExchangeError extends PlatformAuthError implements TokenExchan
 }
 
 /**
- * The one rule for which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request
- * timeout). Every other 4xx is a refusal of this service's request, which repeating cannot fix. The exchange client
- * applies it to each answer; from there the verdict travels as `transient`.
+ * Which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request timeout), as
+ * `isTransientAnswer` decides for every sender. Every other 4xx is a refusal of this service's request, which
+ * repeating cannot fix. The exchange client applies it to each answer; from there the verdict travels as `transient`.
  */
 export function isTransientStatus(status: number): boolean {
-  return status >= 500 || status === 429 || status === 408;
+  return isTransientAnswer(status, 'exchange');
 }
 
 /**

@@ -8,6 +8,7 @@ import type { CallGate } from './call-gate.js';
 import { PlatformUnavailableError } from './calls.errors.js';
 import { RetryBudget } from './retry.budget.js';
 import { eitherSignal } from '../util/abort.util.js';
+import { isTransientAnswer } from '../util/transient.rules.js';
 
 /** Methods whose repetition changes nothing more than the first send did (RFC 9110 §9.2.2), so a re-send is safe. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
@@ -32,9 +33,9 @@ const REASONS: Readonly<Record<number, RetryReason>> = {
   504: 'gateway_timeout',
 };
 
-/** An answer a re-send may fix: 429 (with `Retry-After`, see `afterAnswer`), 502, 503, 504. */
+/** An answer a re-send may fix: 429 (with `Retry-After`, see `afterAnswer`), 502, 503, 504, as `isTransientAnswer` decides. */
 export function isRetriableStatus(status: number): boolean {
-  return status === 429 || (status >= 502 && status <= 504);
+  return isTransientAnswer(status, 'calls');
 }
 
 /**

@@ -1,6 +1,7 @@
 import { constants, createHash, publicDecrypt, verify, type KeyObject } from 'node:crypto';
 import { AssertionKeyError, AssertionSignatureError, type SignatureFault } from '../platform-auth.errors.js';
 import type { AssertionKey } from './assertion-key.interface.js';
+import { boundedBy } from '../util/bounded.util.js';
 
 /** What a wrong signature most likely is, in words that say what to change. */
 export interface SignatureVerdict {
@@ -146,23 +147,14 @@ export async function checkedSignature(
   produce: () => Promise<unknown>,
 ): Promise<Uint8Array> {
   const source = key.source === 'pkcs11' ? 'pkcs11' : 'signer';
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new AssertionKeyError(
-            `${keyPhrase(key)} did not sign within ${SIGNATURE_TIMEOUT_MS / 1000} s; nothing was sent to the platform`,
-            { keySource: source, key: key.name, reason: 'timeout' },
-          ),
-        ),
-      SIGNATURE_TIMEOUT_MS,
+  const late = () =>
+    new AssertionKeyError(
+      `${keyPhrase(key)} did not sign within ${SIGNATURE_TIMEOUT_MS / 1000} s; nothing was sent to the platform`,
+      { keySource: source, key: key.name, reason: 'timeout' },
     );
-    timer.unref();
-  });
   let signature: unknown;
   try {
-    signature = await Promise.race([produce(), timeout]);
+    signature = await boundedBy(produce(), SIGNATURE_TIMEOUT_MS, late);
   } catch (error) {
     if (error instanceof AssertionKeyError) throw error;
     const detail = errorName(error);
@@ -172,8 +164,6 @@ export async function checkedSignature(
       reason: 'failed',
       detail,
     });
-  } finally {
-    clearTimeout(timer);
   }
   const verdict = checkRs256Signature(key.publicKey, input, signature);
   if (!verdict) return signature as Uint8Array;

@@ -25,3 +25,5 @@ export type {
 } from './outbox.types.js';
 // The base of the errors above, from the main entry point, so this one is complete on its own.
 export { PlatformAuthError } from '../platform-auth.errors.js';
+// The type of the `clock` option, as the testing entry point gives it.
+export type { Clock } from '../platform-auth.clock.js';

@@ -1,6 +1,7 @@
 import { PlatformAuthError, TokenExchangeError } from '../platform-auth.errors.js';
 import { PlatformTenantConfigError, UnknownTenantError } from '../tenants/tenants.errors.js';
 import { parseRetryAfter } from '../token/retry-after.util.js';
+import { isTransientAnswer } from '../util/transient.rules.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { boundedReason, describeCause, exchangeReason } from './outbox.reasons.js';
 import type { StoredMessage } from './outbox.types.js';
@@ -20,9 +21,9 @@ export type AttemptVerdict =
 /** `fetch` as the integration's or tenant's `PlatformFetch` offers it. */
 export type SendFetch = (input: string, init: RequestInit) => Promise<Response>;
 
-/** Statuses that will not change on a re-send; 401, 408 and 429 are the 4xx that may. */
+/** 4xx that will not change on a re-send (`isTransientAnswer`: 401, 408 and 429 are the 4xx that may). */
 function isRefusal(status: number): boolean {
-  return status >= 400 && status < 500 && status !== 401 && status !== 408 && status !== 429;
+  return status >= 400 && status < 500 && !isTransientAnswer(status, 'outbox');
 }
 
 /** Only what names the failure: an error code of the platform's form, never free text that could echo the body. */

@@ -15,7 +15,22 @@ export function jobIdOf(message: Pick<StoredMessage, 'integration' | 'tenant'>, 
       : message.integration !== undefined
         ? `integration\0${message.integration}`
         : 'default';
-  return `${createHash('sha256').update(owner).digest('hex').slice(0, 16)}.${key}`;
+  return `${ownerHash(owner)}.${key}`;
+}
+
+/** How many owners' hashes are kept: a process with more tenants than this starts over, never grows without end. */
+const OWNERS_KEPT = 1_024;
+const owners = new Map<string, string>();
+
+/** The owner's hash, computed once per owner rather than once per message. */
+function ownerHash(owner: string): string {
+  let hash = owners.get(owner);
+  if (hash === undefined) {
+    if (owners.size >= OWNERS_KEPT) owners.clear();
+    hash = createHash('sha256').update(owner).digest('hex').slice(0, 16);
+    owners.set(owner, hash);
+  }
+  return hash;
 }
 
 /** JSON with object keys in order, so a body rebuilt with its keys in another order is the same request. */

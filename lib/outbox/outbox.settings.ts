@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../platform-auth.clock.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { HEADER_NAME, storedHeaderNames } from './outbox.message.js';
 import type { OutboxBodyCodec, OutboxConnection, PlatformOutboxOptions } from './outbox.types.js';
@@ -13,6 +14,7 @@ export interface OutboxSettings {
   readonly enqueueTimeoutMs: number;
   readonly keepSentMs: number;
   readonly bodyCodec?: OutboxBodyCodec;
+  readonly clock: Clock;
   readonly delivery: DeliverySettings;
 }
 
@@ -44,6 +46,9 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
   const codec = options.bodyCodec;
   if (codec !== undefined && (typeof codec?.encode !== 'function' || typeof codec.decode !== 'function'))
     problems.push('bodyCodec must have encode(body) and decode(stored) functions');
+  const clock = options.clock ?? systemClock;
+  if (typeof clock?.now !== 'function' || typeof clock.sleep !== 'function')
+    problems.push('clock must have now() and sleep(ms) functions');
   let storedHeaders: ReadonlySet<string> = new Set();
   try {
     storedHeaders = storedHeaderNames(options.storedHeaders);
@@ -68,6 +73,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     maxStalledCount: integer('worker.maxStalledCount', workerOptions.maxStalledCount, attempts, 0, 1_000),
     ...(options.reconcile && { reconcile: options.reconcile }),
     ...(codec && { bodyCodec: codec }),
+    clock,
   };
   const settings: OutboxSettings = {
     ...(options.connection !== undefined && { connection: options.connection }),
@@ -78,6 +84,7 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}): Outb
     enqueueTimeoutMs: integer('enqueueTimeoutMs', options.enqueueTimeoutMs, 5_000, 1, 600_000),
     keepSentMs: integer('keepSentMs', options.keepSentMs, 86_400_000, 1_000, 365 * 86_400_000),
     ...(codec && { bodyCodec: codec }),
+    clock,
     delivery,
   };
   if (problems.length > 0) {

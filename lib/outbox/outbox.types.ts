@@ -1,3 +1,4 @@
+import type { Clock } from '../platform-auth.clock.js';
 /** A Redis client instance BullMQ accepts as it is (node-redis 5/6, ioredis): the application keeps it and closes it. */
 export interface OutboxRedisClient {
   duplicate(...args: never[]): unknown;
@@ -141,6 +142,11 @@ export interface PlatformOutboxOptions {
   readonly keepSentMs?: number;
   readonly reconcile?: OutboxReconcile;
   readonly bodyCodec?: OutboxBodyCodec;
+  /**
+   * The time source of the outbox (the age of jobs in `status()`, `Retry-After` dates, its bounds on Redis); default
+   * the system clock. Tests pass the `FakeClock` their integration has.
+   */
+  readonly clock?: Clock;
 }
 
 /** `status()`: counts by state, the queue's depth and the age of its oldest job. */

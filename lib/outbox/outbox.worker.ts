@@ -1,4 +1,5 @@
 import type { ConnectionOptions, Job } from 'bullmq';
+import type { Clock } from '../platform-auth.clock.js';
 import { outboxJob } from './outbox.bull.js';
 import type { BullMq, OutboxBullWorker } from './outbox.connection.js';
 import { PlatformOutboxError } from './outbox.errors.js';
@@ -38,6 +39,7 @@ export interface DeliverySettings {
   readonly maxStalledCount: number;
   readonly reconcile?: OutboxReconcile;
   readonly bodyCodec?: OutboxBodyCodec;
+  readonly clock: Clock;
 }
 
 /**
@@ -111,7 +113,7 @@ export function startWorker(
       const key = { header: settings.keyHeader, value: checked.key };
       verdict =
         answer === 'send'
-          ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, Date.now)
+          ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, () => settings.clock.now())
           : // A hook that failed leaves the question open: neither sent nor given up, and asked again next time.
             { kind: 'transient', reason: 'reconcile failed', ambiguous: true };
     } catch (error) {

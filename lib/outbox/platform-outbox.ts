@@ -17,6 +17,7 @@ import {
 } from './outbox.connection.js';
 import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
+import { boundedBy } from '../util/bounded.util.js';
 import { RefusalTally } from './outbox.refusals.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { assertSameRequest } from './outbox.identity.js';
@@ -132,17 +133,21 @@ export class PlatformOutbox
         ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
         : checked;
     if (stored !== checked) checkSealedSize(stored);
-    await this.bounded(
-      this.queue().add('message', stored, {
-        jobId: id,
-        attempts,
-        backoff: { type: 'outbox' },
-        removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
-        removeOnFail: false,
-      }),
+    const queue = this.queue();
+    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
+    const held = await this.bounded(
+      (async () => {
+        await queue.add('message', stored, {
+          jobId: id,
+          attempts,
+          backoff: { type: 'outbox' },
+          removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
+          removeOnFail: false,
+        });
+        // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
+        return queue.getJob(id);
+      })(),
     );
-    // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
-    const held = await this.bounded(this.queue().getJob(id));
     if (held) assertSameRequest(held.data, checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
@@ -198,7 +203,7 @@ export class PlatformOutbox
       failed,
       deadLettered: counts.failed - failed,
       depth: waiting + counts.delayed + counts.active,
-      oldestAgeMs: Number.isFinite(oldest) ? Math.max(0, Date.now() - oldest) : 0,
+      oldestAgeMs: Number.isFinite(oldest) ? Math.max(0, this.#settings.clock.now() - oldest) : 0,
       workers: this.#worker !== undefined,
     };
   }
@@ -231,11 +236,8 @@ export class PlatformOutbox
 
   /** Redis out of reach is an error after `enqueueTimeoutMs`, not a caller waiting for as long as the outage lasts. */
   private bounded<T>(operation: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(this.unanswered()), this.#settings.enqueueTimeoutMs);
-    });
-    return Promise.race([operation, timeout]).finally(() => clearTimeout(timer));
+    const { enqueueTimeoutMs, clock } = this.#settings;
+    return boundedBy(operation, enqueueTimeoutMs, () => this.unanswered(), clock);
   }
 
   /** The error of a call Redis did not answer in time: why, when the outbox knows Redis is out of reach. */
@@ -269,7 +271,7 @@ export class PlatformOutbox
         this.emit('retried', 'retried', targetOf(job), { id: job.id, attempt: job.attemptsMade, reason, delayMs }),
       failed: (job, reason) => {
         // Redis out of reach now: the refusal is then counted as a dead letter until it is retried.
-        this.#tally?.add(job.id, Date.now()).catch(() => undefined);
+        this.#tally?.add(job.id, this.#settings.clock.now()).catch(() => undefined);
         this.emit('failed', 'failed', targetOf(job), { id: job.id, reason });
       },
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
