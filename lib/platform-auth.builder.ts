@@ -10,19 +10,21 @@ import { integrationHash } from './telemetry/telemetry.events.js';
 import { wirePlatformAuth, type PlatformAuthRuntime } from './platform-auth.wiring.js';
 
 /**
- * Whose settings are checked. An application's (`forRoot`, the command line) are named by option and environment
- * variable; a tenant's by option only, in an error naming the tenant: the `PLATFORM_*` variable beside it would
- * point at the environment, not at the resolver that gave them.
+ * Whose settings are checked. An application's (`forRoot`, the command line) come from its code or its environment:
+ * they are named by option and environment variable, and the environment (the process's unless given) is checked
+ * for mistyped or switched-off `PLATFORM_*` variables. A tenant's come from the registry's resolver: they are named
+ * by option only, in an error naming the tenant, and no environment is checked, since its variables say nothing
+ * about the tenant's settings.
  */
-export type SettingsOwner = { readonly integration: string } | { readonly tenantId: string };
+export type SettingsOwner =
+  | { readonly integration: string; readonly env?: Readonly<Record<string, string | undefined>> }
+  | { readonly tenantId: string };
 
 export interface IntegrationLoadInput {
   readonly options: PlatformAuthOptions;
   readonly owner: SettingsOwner;
   /** The injected clock's time: certificates are checked against it. */
   readonly nowMs: number;
-  /** The environment checked for mistyped `PLATFORM_*` variables; the process's unless given. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -58,10 +60,10 @@ export interface IntegrationStartInput {
  * {@link startIntegration}, or close it (`credentials.key.close()`).
  */
 export async function loadIntegration(input: IntegrationLoadInput): Promise<ResolvedPlatformAuthConfig> {
-  const { options, owner, nowMs, env } = input;
-  if ('integration' in owner) return loadPlatformAuthConfig(options, nowMs, owner.integration, env);
+  const { options, owner, nowMs } = input;
+  if ('integration' in owner) return loadPlatformAuthConfig(options, nowMs, owner.integration, owner.env);
   try {
-    const config = await loadPlatformAuthConfig(options, nowMs, undefined, env);
+    const config = await loadPlatformAuthConfig(options, nowMs, undefined, {});
     return { ...config, warnings: byOption(config.warnings) };
   } catch (error) {
     if (!(error instanceof PlatformAuthConfigError)) throw error;

@@ -107,8 +107,8 @@ export async function resolveConfiguration(context: CommandContext, nowMs: numbe
   // The commands read single settings (which key source, which certificate file), with the text of every `Secret`.
   const options = readOptions(fromEnv, new ConfigReport(integration));
   try {
-    const owner = { integration: integration ?? DEFAULT_INTEGRATION };
-    return { options, config: await loadIntegration({ options: fromEnv, owner, nowMs, env }) };
+    const owner = { integration: integration ?? DEFAULT_INTEGRATION, env };
+    return { options, config: await loadIntegration({ options: fromEnv, owner, nowMs }) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;
