@@ -3,13 +3,8 @@ import { ConfigReport } from './options/config.report.js';
 import { readOptions, type ReadPlatformAuthOptions } from './options/options.read.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
-import {
-  loadCredentials,
-  openCredentials,
-  type CredentialSources,
-  type LoadedCredentials,
-} from './credentials/credentials.loader.js';
-import { loadNextCredentials, openNextCredentials } from './credentials/next-credentials.loader.js';
+import { openCredentials, type CredentialSources, type LoadedCredentials } from './credentials/credentials.loader.js';
+import { openNextCredentials } from './credentials/next-credentials.loader.js';
 import { KeyPairReport, pairSources } from './credentials/key-pair.report.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
 import { resolveRateLimitOptions, type ResolvedRateLimit } from './calls/rate-limit/rate-limit.options.js';
@@ -32,33 +27,12 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
 
 /**
  * Validates every option, loads the credentials and checks the store settings, into one report: a
- * `PlatformAuthConfigError` lists every problem at once. `nowMs` is the injected clock's time (certificate validity).
- * Synchronous, so for PEM keys only; the module and the CLI call {@link loadPlatformAuthConfig}, which also opens
- * a `pkcs11:` URI or a signer.
- */
-export function resolvePlatformAuthOptions(
-  input: PlatformAuthOptions,
-  nowMs: number,
-  integration?: string,
-): ResolvedPlatformAuthConfig {
-  const report = new ConfigReport(integration);
-  const options = readOptions(input, report);
-  const settings = resolveSettings(options, report);
-  const credentials = loadCredentials(pairSources(options, 'key')!, nowMs, new KeyPairReport(report, 'key'));
-  const nextSources = pairSources(options, 'next');
-  const next = nextSources && loadNextCredentials(nextSources, credentials, nowMs, report);
-  const tokenStore = resolveTokenStoreOptions(options, report);
-  const rateLimit = resolveRateLimitOptions(options, report);
-  report.throwIfProblems();
-  return { ...resolved(options, settings!, credentials!, tokenStore, report, next), rateLimit };
-}
-
-/**
- * Start-up's resolution for every key source: what {@link resolvePlatformAuthOptions} does, with the key opened
- * wherever it is (a PEM key, a PKCS#11 token, the application's signer) and proven by a test signature, its
- * problems in the same report. The module, the CLI and the tests resolve a configuration here, so they can never
- * disagree about one. The resolved configuration owns the opened key: close it (`credentials.key.close()`), or hand
- * it to the runtime, which closes it at shutdown.
+ * `PlatformAuthConfigError` lists every problem at once. The key is opened wherever it is (a PEM key, a PKCS#11
+ * token, the application's signer) and proven by a test signature, its problems in the same report. `nowMs` is the
+ * injected clock's time (certificate validity); `env` is checked for mistyped `PLATFORM_*` variables. Start-up reaches
+ * it through `loadIntegration` (`platform-auth.builder.ts`), so forRoot, a tenant and the CLI never disagree about a
+ * configuration. The resolved configuration owns the opened key: close it (`credentials.key.close()`), or hand it to
+ * the runtime, which closes it at shutdown.
  */
 export async function loadPlatformAuthConfig(
   input: PlatformAuthOptions,

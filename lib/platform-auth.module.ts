@@ -32,14 +32,13 @@ import {
   reporterProvider,
   type Reporter,
 } from './platform-auth.startup-problems.js';
-import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
+import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
+import { loadIntegration, startIntegration } from './platform-auth.builder.js';
 import { PlatformHttpService } from './http/platform-http.service.js';
 import { PlatformFetch } from './http/clients/platform-fetch.js';
 import { TokenProvider } from './token/token.provider.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
-import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
-import { integrationHash } from './telemetry/telemetry.events.js';
-import { PlatformAuthRuntime, wirePlatformAuth } from './platform-auth.wiring.js';
+import type { PlatformAuthRuntime } from './platform-auth.wiring.js';
 import { PlatformTenantsModule, type PlatformTenantsAsyncOptions } from './tenants/tenants.module.js';
 import type { PlatformTenantsOptions } from './tenants/tenants.types.js';
 
@@ -47,8 +46,8 @@ import type { PlatformTenantsOptions } from './tenants/tenants.types.js';
 export const PLATFORM_AUTH_RUNTIME = Symbol('PLATFORM_AUTH_RUNTIME');
 
 /**
- * Resolves the options (every problem at once, with the other modules' problems: see `StartupProblems`), forgets the
- * secrets they held, and has the composition root build the integration. The runtime's lifecycle hooks connect the
+ * Checks the options (every problem at once, with the other modules' problems: see `StartupProblems`), forgets the
+ * secrets they held, and builds the integration (`startIntegration`). The runtime's lifecycle hooks connect the
  * store, run the start-up check and shut it all down.
  */
 async function createRuntime(
@@ -61,7 +60,7 @@ async function createRuntime(
   const clock = options.clock ?? systemClock;
   let config: ResolvedPlatformAuthConfig;
   try {
-    config = await loadPlatformAuthConfig(options, clock.now(), integration);
+    config = await loadIntegration({ options, owner: { integration }, nowMs: clock.now() });
   } catch (error) {
     await problems.settle(reporter, error);
     throw error;
@@ -72,23 +71,7 @@ async function createRuntime(
     forgetCredentialText(options);
   }
   await problems.settle(reporter);
-  for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
-  try {
-    const telemetry = await PlatformAuthTelemetry.load(
-      {
-        integration: integrationHash(config.tokenUrl, config.machineId),
-        name: integration === DEFAULT_INTEGRATION ? undefined : integration,
-        serverAddress: new URL(config.tokenUrl).hostname,
-        logger,
-      },
-      clock,
-    );
-    return wirePlatformAuth({ config, integration, clock, logger, telemetry });
-  } catch (error) {
-    // No runtime will shut down: release the key's PKCS#11 sessions here.
-    await config.credentials.key.close();
-    throw error;
-  }
+  return startIntegration({ config, integration, clock, logger, telemetry: {} });
 }
 
 const fromRuntime = <T>(provide: unknown, pick: (runtime: PlatformAuthRuntime) => T): FactoryProvider<T> => ({

@@ -4,9 +4,10 @@ import { parseEnv } from 'node:util';
 import { readOptions, type ReadPlatformAuthOptions } from '../options/options.read.js';
 import { ConfigReport } from '../options/config.report.js';
 import { readPlatformAuthEnv } from '../options/platform-auth.config.js';
-import { integrationName } from '../options/integration-name.util.js';
+import { DEFAULT_INTEGRATION, integrationName } from '../options/integration-name.util.js';
 import { PlatformAuthConfigError, type ConfigProblem } from '../platform-auth.errors.js';
-import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
+import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
+import { loadIntegration } from '../platform-auth.builder.js';
 import {
   CommandFailure,
   UsageError,
@@ -95,7 +96,7 @@ export type Configuration =
 
 /**
  * Reads the variables and validates them exactly as the module does at start-up (`readPlatformAuthEnv`, then
- * `loadPlatformAuthConfig`), so the command line and an application can never disagree about a configuration. A
+ * `loadIntegration`), so the command line and an application can never disagree about a configuration. A
  * resolved configuration holds an open key (a PKCS#11 token's sessions): the runtime built from it closes it at
  * shutdown; a command that builds none closes `config.credentials.key` itself.
  */
@@ -106,7 +107,8 @@ export async function resolveConfiguration(context: CommandContext, nowMs: numbe
   // The commands read single settings (which key source, which certificate file), with the text of every `Secret`.
   const options = readOptions(fromEnv, new ConfigReport(integration));
   try {
-    return { options, config: await loadPlatformAuthConfig(fromEnv, nowMs, integration, env) };
+    const owner = { integration: integration ?? DEFAULT_INTEGRATION, env };
+    return { options, config: await loadIntegration({ options: fromEnv, owner, nowMs }) };
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
     throw error;

@@ -2,9 +2,9 @@ import type { LoggerService } from '@nestjs/common';
 import { systemClock } from '../platform-auth.clock.js';
 import { TokenExchangeError } from '../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.js';
-import { integrationHash } from '../telemetry/telemetry.events.js';
-import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
-import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
+import { startIntegration } from '../platform-auth.builder.js';
+import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import { offsetSeconds } from '../token/token-exchange.hints.js';
 
 export interface ExchangeSuccess {
@@ -29,45 +29,42 @@ export interface ExchangeFailure {
 export type ExchangeResult = ExchangeSuccess | ExchangeFailure;
 
 /**
- * The integration as the module builds it, for one command: the same composition root, the system clock, no shared
- * store (a diagnosis shows what this process does), telemetry on the diagnostics channel only, and one attempt per
- * exchange: a diagnosis should show what one request does, not hide a transient failure behind retries. Shut it down
- * with `onApplicationShutdown()`.
+ * The integration as the module builds it, for one command: the same builder, no shared store (a diagnosis shows
+ * what this process does), telemetry on the diagnostics channel only, and one attempt per exchange: a diagnosis
+ * should show what one request does, not hide a transient failure behind retries. The command reports the
+ * configuration's warnings itself (stdout belongs to `--json`). Shut it down with `onApplicationShutdown()`.
  */
-export function commandLineRuntime(config: ResolvedPlatformAuthConfig, logger: LoggerService): PlatformAuthRuntime {
-  return wirePlatformAuth({
-    config: { ...config, tokenStore: undefined, retry: { ...config.retry, maxAttempts: 1 } },
-    integration: 'default',
+export function commandLineRuntime(
+  config: ResolvedPlatformAuthConfig,
+  logger: LoggerService,
+): Promise<PlatformAuthRuntime> {
+  return startIntegration({
+    config: { ...config, tokenStore: undefined, retry: { ...config.retry, maxAttempts: 1 }, warnings: [] },
+    integration: DEFAULT_INTEGRATION,
     clock: systemClock,
     logger,
-    telemetry: PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), systemClock),
+    telemetry: { channelOnly: true },
   });
 }
 
 /**
- * The integration as an application runs it, for `proxy`: the same composition root with the configuration as it is
- * (its retry policy, and its rate limit and shared store when configured), telemetry on the diagnostics channel only.
- * Start it with `onModuleInit()`, shut it down with `onApplicationShutdown()`.
+ * The integration as an application runs it, for `proxy`: the same builder with the configuration as it is (its
+ * warnings logged, its retry policy, and its rate limit and shared store when configured), telemetry on the
+ * diagnostics channel only. Start it with `onModuleInit()`, shut it down with `onApplicationShutdown()`.
  */
 export function applicationRuntime(
   config: ResolvedPlatformAuthConfig,
   integration: string,
   logger: LoggerService,
-): PlatformAuthRuntime {
-  return wirePlatformAuth({
-    config,
-    integration,
-    clock: systemClock,
-    logger,
-    telemetry: PlatformAuthTelemetry.channelOnly(integrationHash(config.tokenUrl, config.machineId), systemClock),
-  });
+): Promise<PlatformAuthRuntime> {
+  return startIntegration({ config, integration, clock: systemClock, logger, telemetry: { channelOnly: true } });
 }
 
 /** One exchange through the module's own signer and token provider, with a single attempt. */
 export async function exchangeOnce(config: ResolvedPlatformAuthConfig): Promise<ExchangeResult> {
   const warnings: string[] = [];
   // Nest's console logger writes to stdout and would break --json: the provider's warnings go into the report.
-  const runtime = commandLineRuntime(config, warningCollector(warnings));
+  const runtime = await commandLineRuntime(config, warningCollector(warnings));
   const provider = runtime.tokens;
   const startedAt = performance.now();
   const requestedAt = Date.now();

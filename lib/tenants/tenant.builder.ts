@@ -1,12 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { PlatformAuthConfigError } from '../platform-auth.errors.js';
-import { loadPlatformAuthConfig } from '../platform-auth.configuration.js';
-import { PlatformAuthTelemetry } from '../telemetry/telemetry.service.js';
-import { integrationHash, TELEMETRY_ATTRIBUTES } from '../telemetry/telemetry.events.js';
-import { wirePlatformAuth, type PlatformAuthRuntime } from '../platform-auth.wiring.js';
+import { TELEMETRY_ATTRIBUTES } from '../telemetry/telemetry.events.js';
+import { loadIntegration, startIntegration } from '../platform-auth.builder.js';
+import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
-import { PlatformTenantConfigError } from './tenants.errors.js';
 import type { TenantStoreConnection } from './tenant-store.js';
 import type { PlatformTenantOptions } from './tenants.types.js';
 
@@ -50,49 +47,28 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * One tenant built as a `forRoot` integration is: every start-up check (all problems at once, in an error naming
- * the tenant), then the same composition root, started. The caller owns the runtime and stops it with
+ * One tenant built as a `forRoot` integration is (`loadIntegration`, `startIntegration`): every start-up check (all
+ * problems at once, in an error naming the tenant), the registry's store connection when the tenant names no Redis
+ * of its own, then the same composition root, started. The caller owns the runtime and stops it with
  * `onApplicationShutdown()`, which ends its timers, sockets, store connection and PKCS#11 sessions.
  */
 export async function buildTenant(input: TenantBuildInput): Promise<PlatformAuthRuntime> {
   const { tenantId, own, options, registry, telemetry: shown, storeConnection, clock, logger } = input;
-  let config;
-  try {
-    config = await loadPlatformAuthConfig(options, clock.now());
-  } catch (error) {
-    // Named by option only: the PLATFORM_* variable beside it would point at the environment, not the resolver.
-    if (error instanceof PlatformAuthConfigError) {
-      throw new PlatformTenantConfigError(
-        tenantId,
-        error.problems.map((problem) => ({ ...problem, setting: problem.option })),
-      );
-    }
-    throw error;
-  }
-  config = await storeConnection.adopt(config, own);
-  for (const warning of config.warnings) logger.warn(`Tenant settings: ${warning.option}: ${warning.message}`);
-  let runtime: PlatformAuthRuntime | undefined;
-  try {
-    const telemetry = await PlatformAuthTelemetry.load(
-      {
-        // The registry's, not the tenant's: attribute values must not grow with the number of tenants.
-        integration: integrationHash(registry, 'tenants'),
-        name: registry,
-        serverAddress: new URL(config.tokenUrl).hostname,
-        logger,
-        spanAttributes: shown.tenantIdInSpans ? { [TELEMETRY_ATTRIBUTES.tenantId]: tenantId } : undefined,
-        metricAttributes: shown.tenantIdInMetrics.has(tenantId)
-          ? { [TELEMETRY_ATTRIBUTES.tenantId]: tenantId }
-          : undefined,
-      },
-      clock,
-    );
-    runtime = wirePlatformAuth({ config, integration: registry, clock, logger, telemetry });
-    await runtime.onModuleInit();
-    return runtime;
-  } catch (error) {
-    if (runtime) await runtime.onApplicationShutdown();
-    else await config.credentials.key.close();
-    throw error;
-  }
+  const loaded = await loadIntegration({ options, owner: { tenantId }, nowMs: clock.now() });
+  const config = await storeConnection.adopt(loaded, own);
+  const attribute = { [TELEMETRY_ATTRIBUTES.tenantId]: tenantId };
+  return startIntegration({
+    config,
+    integration: registry,
+    clock,
+    logger,
+    // The registry's, not the tenant's: attribute values must not grow with the number of tenants.
+    telemetry: {
+      identity: { hashOf: [registry, 'tenants'], name: registry },
+      spanAttributes: shown.tenantIdInSpans ? attribute : undefined,
+      metricAttributes: shown.tenantIdInMetrics.has(tenantId) ? attribute : undefined,
+    },
+    start: true,
+    warningPrefix: 'Tenant settings: ',
+  });
 }

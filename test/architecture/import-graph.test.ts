@@ -31,6 +31,7 @@ const LAYERS: readonly Readonly<Record<string, readonly string[]>>[] = [
     composition: [
       'platform-auth.configuration.ts',
       'platform-auth.wiring.ts',
+      'platform-auth.builder.ts',
       'platform-auth.startup-line.ts',
       'platform-auth.module-helpers.ts',
       'platform-auth.module-definition.ts',

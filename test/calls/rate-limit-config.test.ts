@@ -12,7 +12,7 @@ import {
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import { FakeClock, createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { useRedisServer } from '../support/redis-server.js';
@@ -36,9 +36,9 @@ function options(extra: Partial<PlatformAuthOptions>): PlatformAuthOptions {
   };
 }
 
-function problemsOf(run: () => unknown): { option: string; message: string }[] {
+async function problemsOf(run: () => Promise<unknown>): Promise<{ option: string; message: string }[]> {
   try {
-    run();
+    await run();
   } catch (error) {
     expect(error).toBeInstanceOf(PlatformAuthConfigError);
     return [...(error as PlatformAuthConfigError).problems];
@@ -47,12 +47,9 @@ function problemsOf(run: () => unknown): { option: string; message: string }[] {
 }
 
 describe('the rateLimit option', () => {
-  it('reports every problem at once, each naming its setting', () => {
-    const problems = problemsOf(() =>
-      resolvePlatformAuthOptions(
-        options({ rateLimit: { requestsPerSecond: 0, burst: 2.5, maxWaitMs: -1 } }),
-        Date.now(),
-      ),
+  it('reports every problem at once, each naming its setting', async () => {
+    const problems = await problemsOf(() =>
+      loadPlatformAuthConfig(options({ rateLimit: { requestsPerSecond: 0, burst: 2.5, maxWaitMs: -1 } }), Date.now()),
     );
     expect(problems.map((p) => p.option).sort()).toEqual([
       'rateLimit.burst',
@@ -62,19 +59,21 @@ describe('the rateLimit option', () => {
     expect(problems.find((p) => p.option === 'rateLimit.requestsPerSecond')?.message).toContain('above 0');
   });
 
-  it('requires requestsPerSecond, and refuses a burst above one second’s worth or a limit that is not a number', () => {
+  it('requires requestsPerSecond, and refuses a burst above one second’s worth or a limit that is not a number', async () => {
     expect(
-      problemsOf(() => resolvePlatformAuthOptions(options({ rateLimit: { burst: 3 } as never }), Date.now())),
+      await problemsOf(() => loadPlatformAuthConfig(options({ rateLimit: { burst: 3 } as never }), Date.now())),
     ).toEqual([
       expect.objectContaining({ option: 'rateLimit.requestsPerSecond', message: expect.stringContaining('required') }),
     ]);
     expect(
-      problemsOf(() =>
-        resolvePlatformAuthOptions(options({ rateLimit: { requestsPerSecond: 5, burst: 6 } }), Date.now()),
+      await problemsOf(() =>
+        loadPlatformAuthConfig(options({ rateLimit: { requestsPerSecond: 5, burst: 6 } }), Date.now()),
       ),
     ).toEqual([expect.objectContaining({ option: 'rateLimit.burst', message: expect.stringContaining('1 to 5') })]);
     expect(
-      problemsOf(() => resolvePlatformAuthOptions(options({ rateLimit: { requestsPerSecond: Infinity } }), Date.now())),
+      await problemsOf(() =>
+        loadPlatformAuthConfig(options({ rateLimit: { requestsPerSecond: Infinity } }), Date.now()),
+      ),
     ).toEqual([expect.objectContaining({ option: 'rateLimit.requestsPerSecond' })]);
   });
 
@@ -83,7 +82,7 @@ describe('the rateLimit option', () => {
     const required = [
       expect.objectContaining({ option: 'rateLimit.requestsPerSecond', message: expect.stringContaining('required') }),
     ];
-    expect(problemsOf(() => resolvePlatformAuthOptions(empty, Date.now()))).toEqual(required);
+    expect(await problemsOf(() => loadPlatformAuthConfig(empty, Date.now()))).toEqual(required);
     for (const imported of [
       PlatformAuthModule.forRoot({ ...empty, logger: new CapturingLogger() }),
       PlatformAuthModule.forRootAsync({ useFactory: () => ({ ...empty, logger: new CapturingLogger() }) }),
@@ -112,8 +111,8 @@ describe('the rateLimit option', () => {
     });
   });
 
-  it('takes its defaults: one second’s worth of burst, 10 s of waiting at most', () => {
-    const config = resolvePlatformAuthOptions(options({ rateLimit: { requestsPerSecond: 20 } }), Date.now());
+  it('takes its defaults: one second’s worth of burst, 10 s of waiting at most', async () => {
+    const config = await loadPlatformAuthConfig(options({ rateLimit: { requestsPerSecond: 20 } }), Date.now());
     expect(config.rateLimit).toMatchObject({ maxWaitMs: 10_000, shape: { burst: 20, perWindow: 20, windowMs: 1_100 } });
   });
 
@@ -122,8 +121,8 @@ describe('the rateLimit option', () => {
     expect(env.rateLimit).toEqual({ requestsPerSecond: 0.5 });
   });
 
-  it('says that a limit beside a TokenStore instance is kept per replica', () => {
-    const config = resolvePlatformAuthOptions(
+  it('says that a limit beside a TokenStore instance is kept per replica', async () => {
+    const config = await loadPlatformAuthConfig(
       options({
         rateLimit: { requestsPerSecond: 5 },
         tokenStore: {

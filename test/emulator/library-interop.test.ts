@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssertionSigner } from '../../lib/token/assertion.signer.js';
 import { systemClock } from '../../lib/platform-auth.clock.js';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { wireForTest } from '../support/token-provider-harness.js';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { callApi, requestToken } from './emulator-test-kit.js';
@@ -13,7 +13,7 @@ let signer: AssertionSigner;
 beforeAll(async () => {
   platform = await PlatformEmulator.start();
   integration = await platform.createIntegration({ name: 'library interop' });
-  signer = wireForTest(resolvePlatformAuthOptions({ ...integration.moduleOptions }, Date.now()), systemClock).signer;
+  signer = wireForTest(await loadPlatformAuthConfig({ ...integration.moduleOptions }, Date.now()), systemClock).signer;
 });
 
 afterAll(() => platform.close());

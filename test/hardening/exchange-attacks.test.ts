@@ -40,7 +40,7 @@ afterEach(async () => {
 
 async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Promise<ProviderHarness> {
   server = await startScriptedTokenServer();
-  harness = createProvider(credentials, server.url, overrides);
+  harness = await createProvider(credentials, server.url, overrides);
   return harness;
 }
 

@@ -12,7 +12,7 @@ import {
 } from 'nestjs-platform-auth';
 import { createTestCredentials, PlatformEmulator, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { ConfigModule } from '@nestjs/config';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { expectNoSecrets as expectNoSecretsInOutput, runCli } from '../cli/cli-harness.js';
 import { pemFragments, tempDir } from '../support/credential-variants.js';
 import { expectNoSecrets } from '../support/leak-check.js';
@@ -51,10 +51,10 @@ function options(overrides: Partial<PlatformAuthOptions> = {}): PlatformAuthOpti
   };
 }
 
-function configError(input: PlatformAuthOptions): PlatformAuthConfigError {
+async function configError(input: PlatformAuthOptions): Promise<PlatformAuthConfigError> {
   let caught: unknown;
   try {
-    resolvePlatformAuthOptions(input, Date.now());
+    await loadPlatformAuthConfig(input, Date.now());
   } catch (error) {
     caught = error;
   }
@@ -63,9 +63,11 @@ function configError(input: PlatformAuthOptions): PlatformAuthConfigError {
 }
 
 describe('PEM text in a setting that is not a key or certificate is refused without an echo', () => {
-  it.each(['machineId', 'audience', 'thumbprint', 'exchange.path', 'baseUrl'] as const)('in %s', (option) => {
+  it.each(['machineId', 'audience', 'thumbprint', 'exchange.path', 'baseUrl'] as const)('in %s', async (option) => {
     for (const pem of [credentials.privateKeyPem, credentials.privateKeyPem.replace(/\n/g, '\\n')]) {
-      const error = configError(options(option === 'exchange.path' ? { exchange: { path: pem } } : { [option]: pem }));
+      const error = await configError(
+        options(option === 'exchange.path' ? { exchange: { path: pem } } : { [option]: pem }),
+      );
       expect(error.problems.map((p) => p.option)).toContain(option);
       expectNoSecrets(error, [credentials.privateKeyPem, ...pemFragments(credentials.privateKeyPem)]);
     }
@@ -179,16 +181,16 @@ describe('options are read as own properties only', () => {
 });
 
 describe('decision: a value in a *_PATH setting is quoted only when it looks like a path', () => {
-  it('a passphrase pasted into key.privateKeyPath is not repeated', () => {
-    const error = configError(options({ key: { privateKey: undefined, privateKeyPath: PASSPHRASE } }));
+  it('a passphrase pasted into key.privateKeyPath is not repeated', async () => {
+    const error = await configError(options({ key: { privateKey: undefined, privateKeyPath: PASSPHRASE } }));
     expect(error.problems).toEqual([expect.objectContaining({ option: 'key.privateKeyPath' })]);
     expect(error.message).toMatch(/no such file/);
     expectNoSecrets(error, [PASSPHRASE]);
   });
 
-  it('a missing file named by an absolute or relative path, or by a .pem name, is still quoted', () => {
+  it('a missing file named by an absolute or relative path, or by a .pem name, is still quoted', async () => {
     for (const path of ['/nonexistent/key.pem', './missing/key.pem', 'key-file.pem']) {
-      expect(configError(options({ key: { privateKey: undefined, privateKeyPath: path } })).message).toContain(
+      expect((await configError(options({ key: { privateKey: undefined, privateKeyPath: path } }))).message).toContain(
         `'${path}'`,
       );
     }

@@ -4,7 +4,7 @@ import { compactVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AssertionSigner } from 'nestjs-platform-auth';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../../lib/options/options.constants.js';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import {
   json,
@@ -23,11 +23,11 @@ describe('property: every assertion satisfies every assertion rule of the platfo
   it('for any clock value and any accepted lifetime', async () => {
     const publicKey = new X509Certificate(credentials.certificatePem).publicKey;
     const signers = new Map<number, { signer: AssertionSigner; clock: FakeClock }>();
-    const signerFor = (lifetime: number) => {
+    const signerFor = async (lifetime: number) => {
       let entry = signers.get(lifetime);
       if (!entry) {
         const clock = new FakeClock(0);
-        const config = resolvePlatformAuthOptions(
+        const config = await loadPlatformAuthConfig(
           {
             baseUrl: 'https://platform.example.com',
             machineId: 'machine-7',
@@ -47,7 +47,7 @@ describe('property: every assertion satisfies every assertion rule of the platfo
         fc.integer({ min: 0, max: 253_402_300_799_000 }), // up to 9999-12-31
         fc.integer({ min: 1, max: MAX_ASSERTION_LIFETIME_SECONDS }),
         async (nowMs, lifetime) => {
-          const { signer, clock } = signerFor(lifetime);
+          const { signer, clock } = await signerFor(lifetime);
           clock.set(nowMs);
           const jwt = await signer.createAssertion();
           const { payload, protectedHeader } = await compactVerify(jwt, publicKey, { algorithms: ['RS256'] });
@@ -122,7 +122,7 @@ describe('property: the provider never hands out an expired token and never runs
         server.replies = steps.map((s) => reply(s.reply));
         server.fallback = reply({ kind: 'token', expiresIn: 600 });
         server.maxConcurrent = 0;
-        const { tokens, destroy } = createProvider(
+        const { tokens, destroy } = await createProvider(
           credentials,
           server.url,
           { exchange: { failureBackoffMs: 500 } },

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, type TokenExchangeError } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { eventually } from '../support/eventually.js';
 import { startLoopbackServer } from '../support/loopback-server.js';
@@ -34,7 +34,7 @@ afterEach(async () => {
 async function setUp(overrides: Parameters<typeof createProvider>[2] = {}): Promise<ProviderHarness> {
   server = await startScriptedTokenServer();
   // A busy machine can take more than the harness's 500 ms to read a 10 MB answer; only the timeout tests set one.
-  harness = createProvider(credentials, server.url, {
+  harness = await createProvider(credentials, server.url, {
     ...overrides,
     exchange: { timeoutMs: 60_000, ...overrides.exchange },
   });
@@ -281,9 +281,9 @@ describe('redirects and refusals', () => {
     expect(error.oauthErrorDescription).toBe('cannot read [REDACTED]');
   });
 
-  it('an http:// base URL off loopback is refused at start-up', () => {
-    expect(() =>
-      resolvePlatformAuthOptions(
+  it('an http:// base URL off loopback is refused at start-up', async () => {
+    await expect(
+      loadPlatformAuthConfig(
         {
           baseUrl: 'http://platform.example.com',
           machineId: 'm',
@@ -291,6 +291,6 @@ describe('redirects and refusals', () => {
         },
         Date.now(),
       ),
-    ).toThrow(PlatformAuthConfigError);
+    ).rejects.toThrow(PlatformAuthConfigError);
   });
 });

@@ -11,7 +11,7 @@ import {
 import { PlatformEmulator, createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { unknownVariableWarnings } from '../../lib/options/env-variables.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { loadPlatformAuthConfig, resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { restoreEnv } from '../support/environment.js';
 
 let credentials: TestCredentials;
@@ -46,7 +46,7 @@ async function problems(env: Record<string, string>, integration?: string): Prom
 }
 
 describe("the variables of calls' retry policy, idempotency keys and rate limit", () => {
-  it('fill the settings of the default integration', () => {
+  it('fill the settings of the default integration', async () => {
     const options = readPlatformAuthEnv({
       ...baseEnv(),
       PLATFORM_CALL_RETRY_MAX_ATTEMPTS: '5',
@@ -60,7 +60,7 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
       PLATFORM_RATE_LIMIT_BURST: '5',
       PLATFORM_RATE_LIMIT_MAX_WAIT_MS: '2500',
     });
-    const config = resolvePlatformAuthOptions(options, Date.now());
+    const config = await loadPlatformAuthConfig(options, Date.now());
     expect(config.callRetry).toEqual({
       maxAttempts: 5,
       baseDelayMs: 50,
@@ -72,7 +72,7 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
     expect(config.rateLimit).toMatchObject({ maxWaitMs: 2500, shape: expect.objectContaining({ burst: 5 }) });
   });
 
-  it("fill a named integration's settings from its own variables, not the default's", () => {
+  it("fill a named integration's settings from its own variables, not the default's", async () => {
     const env = {
       ...baseEnv('PLATFORM_BILLING_'),
       PLATFORM_CALL_RETRY_MAX_ATTEMPTS: '9',
@@ -81,20 +81,20 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
       PLATFORM_BILLING_RATE_LIMIT_REQUESTS_PER_SECOND: '4',
       PLATFORM_BILLING_RATE_LIMIT_MAX_WAIT_MS: '750',
     };
-    const config = resolvePlatformAuthOptions(readPlatformAuthEnv(env, 'billing'), Date.now(), 'billing');
+    const config = await loadPlatformAuthConfig(readPlatformAuthEnv(env, 'billing'), Date.now(), 'billing');
     expect(config.callRetry.maxAttempts).toBe(2);
     expect(config.idempotencyKey).toEqual({ header: 'idempotency-key', methods: new Set(['POST']) });
     expect(config.rateLimit?.maxWaitMs).toBe(750);
   });
 
-  it('turn re-sends and keys off with false, and keys on with true', () => {
-    const off = resolvePlatformAuthOptions(
+  it('turn re-sends and keys off with false, and keys on with true', async () => {
+    const off = await loadPlatformAuthConfig(
       readPlatformAuthEnv({ ...baseEnv(), PLATFORM_CALL_RETRY: 'false', PLATFORM_IDEMPOTENCY_KEY: 'false' }),
       Date.now(),
     );
     expect(off.callRetry.maxAttempts).toBe(1);
     expect(off.idempotencyKey.methods.size).toBe(0);
-    const on = resolvePlatformAuthOptions(
+    const on = await loadPlatformAuthConfig(
       readPlatformAuthEnv({ ...baseEnv(), PLATFORM_IDEMPOTENCY_KEY: 'true', PLATFORM_CALL_RETRY: 'true' }),
       Date.now(),
     );

@@ -11,7 +11,7 @@ import {
 } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { startLoopbackServer } from '../support/loopback-server.js';
 
 let credentials: TestCredentials;
@@ -36,7 +36,7 @@ function baseEnv(): Record<string, string> {
 }
 
 describe('production options from the environment', () => {
-  it('parses numbers, booleans and comma lists into the options they fill', () => {
+  it('parses numbers, booleans and comma lists into the options they fill', async () => {
     const options = readPlatformAuthEnv({
       ...baseEnv(),
       PLATFORM_CORRECT_CLOCK_SKEW: 'true',
@@ -55,7 +55,7 @@ describe('production options from the environment', () => {
       refreshBeforeExpirySeconds: 30,
       allowedOrigins: ['https://files.example.com', 'https://cdn.example.com'],
     });
-    const config = resolvePlatformAuthOptions(options, Date.now());
+    const config = await loadPlatformAuthConfig(options, Date.now());
     expect([...config.allowedOrigins]).toEqual([
       'https://platform.example.com',
       'https://files.example.com',
@@ -95,13 +95,13 @@ describe('production options from the environment', () => {
     );
   });
 
-  it('refuses a base URL with a path, saying to remove it', () => {
+  it('refuses a base URL with a path, saying to remove it', async () => {
     const options = readPlatformAuthEnv({ ...baseEnv(), PLATFORM_BASE_URL: 'https://platform.example.com/api' });
-    expect(() => resolvePlatformAuthOptions(options, Date.now())).toThrow(
+    await expect(loadPlatformAuthConfig(options, Date.now())).rejects.toThrow(
       /baseUrl \(PLATFORM_BASE_URL\): has the path '\/api'; remove the path/,
     );
     const root = readPlatformAuthEnv({ ...baseEnv(), PLATFORM_BASE_URL: 'https://platform.example.com/' });
-    expect(resolvePlatformAuthOptions(root, Date.now()).tokenUrl).toBe(
+    expect((await loadPlatformAuthConfig(root, Date.now())).tokenUrl).toBe(
       'https://platform.example.com/loginservice/connect/token',
     );
   });

@@ -9,7 +9,7 @@ import {
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { MOVED_OPTIONS } from '../../lib/options/options.moved.js';
 import { PLATFORM_AUTH_OPTIONS } from '../../lib/options/options.table.js';
 import { forgetCredentialText, ownAt, ownOptions, setAt } from '../../lib/options/own-options.util.js';
@@ -31,9 +31,9 @@ function base(): PlatformAuthOptions {
   };
 }
 
-function problemsOf(options: PlatformAuthOptions): PlatformAuthConfigError {
+async function problemsOf(options: PlatformAuthOptions): Promise<PlatformAuthConfigError> {
   try {
-    resolvePlatformAuthOptions(options, Date.now());
+    await loadPlatformAuthConfig(options, Date.now());
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return error;
     throw error;
@@ -49,9 +49,9 @@ function at(path: string, value: unknown): Record<string, unknown> {
 }
 
 describe('the option shape', () => {
-  it('resolves key, exchange and tokenStore groups into the settings, with no warning', () => {
+  it('resolves key, exchange and tokenStore groups into the settings, with no warning', async () => {
     const store = { url: 'redis://127.0.0.1:6379', encryptionKey: randomBytes(32).toString('base64'), lockTtlMs: 7 };
-    const config = resolvePlatformAuthOptions(
+    const config = await loadPlatformAuthConfig(
       {
         ...base(),
         exchange: { path: '/oauth/token', timeoutMs: 1_234, encoding: 'base64', retry: { maxAttempts: 2 } },
@@ -70,23 +70,23 @@ describe('the option shape', () => {
     expect(config.warnings).toEqual([]);
   });
 
-  it('reads a TokenStore given as tokenStore as { instance }, and builds a store on a Redis client of yours', () => {
+  it('reads a TokenStore given as tokenStore as { instance }, and builds a store on a Redis client of yours', async () => {
     const encryptionKey = randomBytes(32).toString('base64');
     const instance = new RedisTokenStore({ url: 'redis://127.0.0.1:6379' });
-    const grouped = resolvePlatformAuthOptions({ ...base(), tokenStore: { instance, encryptionKey } }, Date.now());
+    const grouped = await loadPlatformAuthConfig({ ...base(), tokenStore: { instance, encryptionKey } }, Date.now());
     expect(grouped.tokenStore?.store).toBe(instance);
     const client = createClient({ url: 'redis://127.0.0.1:6379' });
-    const onClient = resolvePlatformAuthOptions({ ...base(), tokenStore: { client, encryptionKey } }, Date.now());
+    const onClient = await loadPlatformAuthConfig({ ...base(), tokenStore: { client, encryptionKey } }, Date.now());
     expect(onClient.tokenStore?.store).toBeInstanceOf(RedisTokenStore);
     expect(onClient.tokenStore?.connection).toBeUndefined();
-    const both = problemsOf({ ...base(), tokenStore: { client, instance, encryptionKey } });
+    const both = await problemsOf({ ...base(), tokenStore: { client, instance, encryptionKey } });
     expect(both.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([
       'tokenStore.client: is set together with tokenStore.instance; pass one store',
     ]);
   });
 
-  it('reads the top-level retry and idempotencyKey as the policy of calls, apart from exchange.retry', () => {
-    const config = resolvePlatformAuthOptions(
+  it('reads the top-level retry and idempotencyKey as the policy of calls, apart from exchange.retry', async () => {
+    const config = await loadPlatformAuthConfig(
       {
         ...base(),
         retry: { maxAttempts: 5, budgetPercent: 20 },
@@ -106,22 +106,22 @@ describe('the option shape', () => {
     expect(config.retry.maxAttempts).toBe(2);
   });
 
-  it('turns idempotency keys on with an empty group or true, and leaves them off without one or with false', () => {
+  it('turns idempotency keys on with an empty group or true, and leaves them off without one or with false', async () => {
     for (const idempotencyKey of [{}, true])
-      expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey }, Date.now()).idempotencyKey).toEqual({
+      expect((await loadPlatformAuthConfig({ ...base(), idempotencyKey }, Date.now())).idempotencyKey).toEqual({
         header: 'idempotency-key',
         methods: new Set(['POST']),
       });
     // Off, the header is still where a caller's own key is found.
     for (const idempotencyKey of [undefined, false])
-      expect(resolvePlatformAuthOptions({ ...base(), idempotencyKey }, Date.now()).idempotencyKey).toEqual({
+      expect((await loadPlatformAuthConfig({ ...base(), idempotencyKey }, Date.now())).idempotencyKey).toEqual({
         header: 'idempotency-key',
         methods: new Set(),
       });
   });
 
-  it("refuses the exchange's retry.maxTotalMs at the top level, naming its place, and a bad key header", () => {
-    const error = problemsOf({
+  it("refuses the exchange's retry.maxTotalMs at the top level, naming its place, and a bad key header", async () => {
+    const error = await problemsOf({
       ...base(),
       retry: { maxAttempts: 0, maxTotalMs: 1_000 } as PlatformAuthOptions['retry'],
       idempotencyKey: { header: 'Authorization' },
@@ -133,8 +133,8 @@ describe('the option shape', () => {
     ]);
   });
 
-  it('refuses a group that is not an object', () => {
-    const error = problemsOf({ ...base(), exchange: 5 } as unknown as PlatformAuthOptions);
+  it('refuses a group that is not an object', async () => {
+    const error = await problemsOf({ ...base(), exchange: 5 } as unknown as PlatformAuthOptions);
     expect(error.problems.map((p) => `${p.option}: ${p.message}`)).toEqual([
       'exchange: must be an object (its settings are the exchange.* options)',
     ]);
@@ -169,8 +169,8 @@ describe('the option shape', () => {
 describe('an option name of an earlier shape', () => {
   const moved = Object.entries(MOVED_OPTIONS);
 
-  it.each(moved)('%s is refused, naming %s', (old, now) => {
-    const error = problemsOf({ ...base(), ...at(old, 'value') });
+  it.each(moved)('%s is refused, naming %s', async (old, now) => {
+    const error = await problemsOf({ ...base(), ...at(old, 'value') });
     expect(error.problems.filter((p) => p.option === old)).toEqual([
       { option: old, setting: old, message: `moved to ${now}` },
     ]);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError } from 'nestjs-platform-auth';
 import { createTestCredentials } from 'nestjs-platform-auth/testing';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 import { eventually } from '../support/eventually.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -96,13 +96,10 @@ describe('PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS', () => {
       credentialsReloadIntervalMs: 60_000,
     });
     const bad = readPlatformAuthEnv({ ...env, PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS: 'often' });
-    const error = (() => {
-      try {
-        resolvePlatformAuthOptions(bad, Date.now());
-      } catch (e) {
-        return e;
-      }
-    })();
+    const error = await loadPlatformAuthConfig(bad, Date.now()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error instanceof PlatformAuthConfigError && error.problems.map((p) => p.setting)).toEqual([
       'credentialsReloadIntervalMs (PLATFORM_CREDENTIALS_RELOAD_INTERVAL_MS)',
     ]);

@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, getTokenProviderToken, type TokenProvider } from 'nestjs-platform-auth';
 import { PlatformEmulator, createTestCredentials } from 'nestjs-platform-auth/testing';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { startupLine } from '../../lib/platform-auth.startup-line.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
 
@@ -61,7 +61,7 @@ describe('the start-up line', () => {
 
   it('names a shared store without its URL, and a thumbprint without a certificate as such', async () => {
     const credentials = await createTestCredentials();
-    const config = resolvePlatformAuthOptions(
+    const config = await loadPlatformAuthConfig(
       {
         baseUrl: 'https://platform.example.com',
         machineId: 'machine',

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { reveal } from '../../lib/util/secret.util.js';
 
@@ -22,8 +22,8 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const __filename = fileURLToPath(import.meta.url);
 
-function resolve(options: Partial<PlatformAuthOptions>) {
-  return resolvePlatformAuthOptions(
+async function resolve(options: Partial<PlatformAuthOptions>) {
+  return await loadPlatformAuthConfig(
     {
       baseUrl: 'https://platform.example',
       machineId: 'machine',
@@ -35,13 +35,13 @@ function resolve(options: Partial<PlatformAuthOptions>) {
 }
 
 /** The configuration with `tokenStore` set to `store`. */
-function withStore(store: TokenStoreOptions) {
+async function withStore(store: TokenStoreOptions) {
   return resolve({ tokenStore: store });
 }
 
-function problemsOf(store: TokenStoreOptions): PlatformAuthConfigError {
+async function problemsOf(store: TokenStoreOptions): Promise<PlatformAuthConfigError> {
   try {
-    withStore(store);
+    await withStore(store);
   } catch (error) {
     if (error instanceof PlatformAuthConfigError) return error;
     throw error;
@@ -52,21 +52,22 @@ function problemsOf(store: TokenStoreOptions): PlatformAuthConfigError {
 const URL_WITH_PASSWORD = 'rediss://app:s3cret-pass@redis.internal:6380/0';
 
 describe('token store configuration', () => {
-  it('warns about redis:// with a password to a host off loopback, never quoting the URL', () => {
+  it('warns about redis:// with a password to a host off loopback, never quoting the URL', async () => {
     const key = randomBytes(32).toString('base64');
-    const warnings = withStore({ url: 'redis://app:s3cret-pass@redis.internal:6379', encryptionKey: key }).warnings;
+    const warnings = (await withStore({ url: 'redis://app:s3cret-pass@redis.internal:6379', encryptionKey: key }))
+      .warnings;
     expect(warnings.map((w) => w.setting)).toEqual(['tokenStore.url (PLATFORM_TOKEN_STORE_URL)']);
     expect(JSON.stringify(warnings)).not.toContain('s3cret-pass');
     for (const url of [URL_WITH_PASSWORD, 'redis://app:s3cret-pass@127.0.0.1:6379', 'redis://redis.internal:6379']) {
-      expect(withStore({ url, encryptionKey: key }).warnings).toEqual([]);
+      expect((await withStore({ url, encryptionKey: key })).warnings).toEqual([]);
     }
   });
 
-  it('without a store resolves no store at all (behaviour as before)', () => {
-    expect(resolve({}).tokenStore).toBeUndefined();
+  it('without a store resolves no store at all (behaviour as before)', async () => {
+    expect((await resolve({})).tokenStore).toBeUndefined();
   });
 
-  it('reads PLATFORM_TOKEN_STORE_URL and PLATFORM_TOKEN_STORE_ENCRYPTION_KEY (base64, hex, or a rotation list)', () => {
+  it('reads PLATFORM_TOKEN_STORE_URL and PLATFORM_TOKEN_STORE_ENCRYPTION_KEY (base64, hex, or a rotation list)', async () => {
     const current = randomBytes(32).toString('base64');
     const previous = randomBytes(32).toString('hex');
     const fromEnv = readPlatformAuthEnv({
@@ -74,7 +75,7 @@ describe('token store configuration', () => {
       PLATFORM_TOKEN_STORE_ENCRYPTION_KEY: `${current}, ${previous}`,
     });
     expect(fromEnv).toMatchObject({ tokenStore: { url: URL_WITH_PASSWORD } });
-    const store = resolve(fromEnv).tokenStore!;
+    const store = (await resolve(fromEnv)).tokenStore!;
     expect(store.connection).toMatchObject({
       mode: 'standalone',
       nodes: [{ host: 'redis.internal', port: 6380 }],
@@ -105,8 +106,8 @@ describe('token store configuration', () => {
     });
   });
 
-  it('refuses a URL without a key, naming the variable', () => {
-    const error = problemsOf({ url: 'redis://127.0.0.1:6379' });
+  it('refuses a URL without a key, naming the variable', async () => {
+    const error = await problemsOf({ url: 'redis://127.0.0.1:6379' });
     expect(error.problems).toEqual([
       expect.objectContaining({
         setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
@@ -124,8 +125,8 @@ describe('token store configuration', () => {
       `${randomBytes(32).toString('hex')},${randomBytes(8).toString('hex')}`,
       /^entry 2 /,
     ],
-  ])('refuses a key that is %s, never echoing it', (_, key, message) => {
-    const error = problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: key });
+  ])('refuses a key that is %s, never echoing it', async (_, key, message) => {
+    const error = await problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: key });
     expect(error.problems).toHaveLength(1);
     expect(error.problems[0].setting).toBe('tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)');
     expect(error.problems[0].message).toMatch(message);
@@ -136,9 +137,9 @@ describe('token store configuration', () => {
     }
   });
 
-  it('refuses a URL that is not redis:// or rediss:// without quoting it (it may hold a password)', () => {
+  it('refuses a URL that is not redis:// or rediss:// without quoting it (it may hold a password)', async () => {
     const url = 'https://app:s3cret-pass@redis.internal:6380';
-    const error = problemsOf({ url, encryptionKey: randomBytes(32).toString('base64') });
+    const error = await problemsOf({ url, encryptionKey: randomBytes(32).toString('base64') });
     expect(error.problems).toEqual([
       expect.objectContaining({
         setting: 'tokenStore.url (PLATFORM_TOKEN_STORE_URL)',
@@ -148,18 +149,18 @@ describe('token store configuration', () => {
     expect(JSON.stringify(error)).not.toContain('s3cret-pass');
   });
 
-  it('refuses both a store and a URL, an object that is not a TokenStore, and timings that are not positive', () => {
+  it('refuses both a store and a URL, an object that is not a TokenStore, and timings that are not positive', async () => {
     const key = randomBytes(32).toString('base64');
-    const both = problemsOf({
+    const both = await problemsOf({
       instance: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }),
       url: 'redis://127.0.0.1:6379',
       encryptionKey: key,
     });
     expect(both.problems.map((p) => p.setting)).toEqual(['tokenStore.url (PLATFORM_TOKEN_STORE_URL)']);
     expect(both.problems[0].message).toMatch(/^is set together with tokenStore.instance; .*not both/);
-    const notAStore = problemsOf({ instance: {} as never, encryptionKey: key });
+    const notAStore = await problemsOf({ instance: {} as never, encryptionKey: key });
     expect(notAStore.problems[0].message).toMatch(/must implement TokenStore/);
-    const timing = problemsOf({
+    const timing = await problemsOf({
       url: 'redis://127.0.0.1:6379',
       encryptionKey: key,
       lockTtlMs: 0,
@@ -168,14 +169,14 @@ describe('token store configuration', () => {
     expect(timing.problems.map((p) => p.setting)).toEqual(['tokenStore.lockTtlMs', 'tokenStore.waitTimeoutMs']);
   });
 
-  it('warns about a key with no store, and about a wait that cannot outlast the lock', () => {
-    expect(withStore({ encryptionKey: randomBytes(32).toString('base64') }).warnings).toEqual([
+  it('warns about a key with no store, and about a wait that cannot outlast the lock', async () => {
+    expect((await withStore({ encryptionKey: randomBytes(32).toString('base64') })).warnings).toEqual([
       expect.objectContaining({
         setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',
         message: 'is set, but no token store is configured',
       }),
     ]);
-    const short = withStore({
+    const short = await withStore({
       url: 'redis://127.0.0.1:6379',
       encryptionKey: randomBytes(32).toString('base64'),
       lockTtlMs: 5_000,
@@ -187,9 +188,10 @@ describe('token store configuration', () => {
 
 describe('Redis modes, credentials and TLS files', () => {
   const key = () => randomBytes(32).toString('base64');
-  const settings = (store: TokenStoreOptions) => withStore({ encryptionKey: key(), ...store }).tokenStore!.connection!;
+  const settings = async (store: TokenStoreOptions) =>
+    (await withStore({ encryptionKey: key(), ...store })).tokenStore!.connection!;
 
-  it('reads every mode and its settings from the environment alone', () => {
+  it('reads every mode and its settings from the environment alone', async () => {
     const env = readPlatformAuthEnv({
       PLATFORM_TOKEN_STORE_CLUSTER_NODES: 'rediss://10.0.0.1:6379, rediss://10.0.0.2:6379',
       PLATFORM_TOKEN_STORE_USERNAME: 'platform-auth',
@@ -208,7 +210,7 @@ describe('Redis modes, credentials and TLS files', () => {
       PLATFORM_TOKEN_STORE_SENTINEL_NODES: '10.0.0.1:26379,[::1]:26380',
       PLATFORM_TOKEN_STORE_SENTINEL_MASTER: 'mymaster',
     });
-    expect(settings(sentinel.tokenStore as TokenStoreOptions)).toEqual({
+    expect(await settings(sentinel.tokenStore as TokenStoreOptions)).toEqual({
       mode: 'sentinel',
       nodes: [
         { host: '10.0.0.1', port: 26379 },
@@ -221,11 +223,11 @@ describe('Redis modes, credentials and TLS files', () => {
     });
   });
 
-  it('resolves a cluster with TLS, and credentials given beside the URL override the URL', () => {
+  it('resolves a cluster with TLS, and credentials given beside the URL override the URL', async () => {
     const ca = join(dir, 'ca.pem');
     writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     expect(
-      settings({
+      await settings({
         clusterNodes: ['rediss://a.internal:7000', 'rediss://b.internal'],
         tls: { caPath: ca },
       }),
@@ -237,7 +239,7 @@ describe('Redis modes, credentials and TLS files', () => {
       ],
       tls: { caPath: ca },
     });
-    const standalone = settings({
+    const standalone = await settings({
       url: 'redis://url-user:url-pass@127.0.0.1:6379/2',
       username: 'acl-user',
       password: 'acl-pass',
@@ -307,18 +309,18 @@ describe('Redis modes, credentials and TLS files', () => {
       'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
       /is set together with tokenStore.instance/,
     ],
-  ])('refuses %s at start-up, naming the variables', (_, options, setting, message) => {
-    const error = problemsOf({ encryptionKey: key(), ...options });
+  ])('refuses %s at start-up, naming the variables', async (_, options, setting, message) => {
+    const error = await problemsOf({ encryptionKey: key(), ...options });
     expect(error.problems).toContainEqual(
       expect.objectContaining({ setting, message: expect.stringMatching(message) }),
     );
     expect(JSON.stringify(error)).not.toContain('s3cret-pass');
   });
 
-  it('reports every TLS problem at once, and a CA file that holds no certificate', () => {
+  it('reports every TLS problem at once, and a CA file that holds no certificate', async () => {
     const notPem = join(dir, 'not-pem.txt');
     writeFileSync(notPem, 'hello');
-    const error = problemsOf({
+    const error = await problemsOf({
       encryptionKey: key(),
       url: 'redis://127.0.0.1:6379',
       tls: { caPath: notPem, keyPath: notPem },
@@ -331,8 +333,8 @@ describe('Redis modes, credentials and TLS files', () => {
     ]);
   });
 
-  it('warns about Redis settings without a store', () => {
-    expect(withStore({ password: 's3cret-pass' }).warnings).toEqual([
+  it('warns about Redis settings without a store', async () => {
+    expect((await withStore({ password: 's3cret-pass' })).warnings).toEqual([
       expect.objectContaining({
         setting: 'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
         message: 'is set, but no token store is configured',
@@ -343,8 +345,8 @@ describe('Redis modes, credentials and TLS files', () => {
   it.each([
     ['all zero', Buffer.alloc(32).toString('base64')],
     ['a repeated pattern', Buffer.alloc(32, 'abcd').toString('hex')],
-  ])('refuses an encryption key that is %s', (_, weak) => {
-    const error = problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: weak });
+  ])('refuses an encryption key that is %s', async (_, weak) => {
+    const error = await problemsOf({ url: 'redis://127.0.0.1:6379', encryptionKey: weak });
     expect(error.problems).toEqual([
       expect.objectContaining({
         setting: 'tokenStore.encryptionKey (PLATFORM_TOKEN_STORE_ENCRYPTION_KEY)',

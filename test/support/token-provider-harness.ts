@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { LoggerService } from '@nestjs/common';
 import { TokenExchangeError, type Clock, type PlatformAuthOptions, type TokenProvider } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions, type ResolvedPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import { wirePlatformAuth, type PlatformAuthRuntime } from '../../lib/platform-auth.wiring.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
@@ -30,13 +30,13 @@ export function wireForTest(
 }
 
 /** A TokenProvider built by the composition root (no Nest container), on a fake clock, for tests that only need the provider. */
-export function createProvider(
+export async function createProvider(
   credentials: TestCredentials,
   baseUrl: string,
   overrides: Partial<PlatformAuthOptions> = {},
   clock = new FakeClock(Date.now(), { autoAdvance: true }),
-): ProviderHarness {
-  const config = resolvePlatformAuthOptions(
+): Promise<ProviderHarness> {
+  const config = await loadPlatformAuthConfig(
     {
       baseUrl,
       machineId: 'hardening-machine',

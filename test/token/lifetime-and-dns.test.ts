@@ -30,7 +30,7 @@ describe('a platform that issues short-lived tokens', () => {
 describe('a base URL whose host does not resolve', () => {
   it('is retried once at most, and the error names the host, never a secret', async () => {
     const credentials = await createTestCredentials();
-    const h = createProvider(credentials, 'https://platform-auth-test.invalid', {
+    const h = await createProvider(credentials, 'https://platform-auth-test.invalid', {
       exchange: {
         timeoutMs: 10_000,
         retry: { maxAttempts: 4, baseDelayMs: 10, maxDelayMs: 10, maxTotalMs: 20_000 },

@@ -24,7 +24,7 @@ async function failureWith(
   options: Partial<PlatformAuthOptions>,
   credentials: TestCredentials = integration,
 ): Promise<TokenExchangeError> {
-  const harness = createProvider(credentials, platform.url, { machineId: integration.machineId, ...options });
+  const harness = await createProvider(credentials, platform.url, { machineId: integration.machineId, ...options });
   try {
     const error = await harness.tokens.getAccessToken().then(
       () => undefined,

@@ -1,7 +1,7 @@
 import { createPublicKey, verify, X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AssertionSigner } from 'nestjs-platform-auth';
-import { resolvePlatformAuthOptions } from '../../lib/platform-auth.configuration.js';
+import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { wireForTest } from '../support/token-provider-harness.js';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 
@@ -12,8 +12,12 @@ beforeAll(async () => {
   credentials = await createTestCredentials({ now: NOW });
 });
 
-function signer(clock = new FakeClock(NOW), lifetime?: number, clockMarginSeconds?: number): AssertionSigner {
-  const config = resolvePlatformAuthOptions(
+async function signer(
+  clock = new FakeClock(NOW),
+  lifetime?: number,
+  clockMarginSeconds?: number,
+): Promise<AssertionSigner> {
+  const config = await loadPlatformAuthConfig(
     {
       baseUrl: 'https://platform.example.com',
       machineId: 'a1b2c3d4-machine',
@@ -32,7 +36,7 @@ function decodePart(part: string): Record<string, unknown> {
 
 describe('AssertionSigner.createAssertion', () => {
   it('produces header and claims exactly per the platform contract, signed RS256 verifiably with the certificate', async () => {
-    const jwt = await signer().createAssertion();
+    const jwt = await (await signer()).createAssertion();
     const parts = jwt.split('.');
     expect(parts).toHaveLength(3);
     const [header, payload, signature] = parts as [string, string, string];
@@ -64,7 +68,7 @@ describe('AssertionSigner.createAssertion', () => {
   });
 
   it('uses a new jti for every assertion', async () => {
-    const s = signer();
+    const s = await signer();
     const jtis = new Set<unknown>();
     for (let i = 0; i < 50; i += 1) jtis.add(decodePart((await s.createAssertion()).split('.')[1]).jti);
     expect(jtis.size).toBe(50);
@@ -72,7 +76,7 @@ describe('AssertionSigner.createAssertion', () => {
 
   it('takes time from the injected clock, in whole seconds, and honours a shorter lifetime', async () => {
     const clock = new FakeClock(NOW);
-    const s = signer(clock, 120);
+    const s = await signer(clock, 120);
     clock.advance(3_600_999);
     const claims = decodePart((await s.createAssertion()).split('.')[1]);
     const expected = Math.floor((NOW + 3_600_999) / 1000) - 60;
@@ -81,14 +85,14 @@ describe('AssertionSigner.createAssertion', () => {
 
   it('keeps the margin within half a short lifetime, and none when the margin is 0', async () => {
     const now = Math.floor(NOW / 1000);
-    const short = decodePart((await signer(new FakeClock(NOW), 30).createAssertion()).split('.')[1]);
+    const short = decodePart((await (await signer(new FakeClock(NOW), 30)).createAssertion()).split('.')[1]);
     expect(short).toMatchObject({ iat: now - 15, nbf: now - 15, exp: now + 15 });
-    const strict = decodePart((await signer(new FakeClock(NOW), undefined, 0).createAssertion()).split('.')[1]);
+    const strict = decodePart((await (await signer(new FakeClock(NOW), undefined, 0)).createAssertion()).split('.')[1]);
     expect(strict).toMatchObject({ iat: now, nbf: now, exp: now + 300 });
   });
 
   it('applies a clock offset when asked to (skew correction)', async () => {
-    const claims = decodePart((await signer().createAssertion({ clockOffsetMs: -600_000 })).split('.')[1]);
+    const claims = decodePart((await (await signer()).createAssertion({ clockOffsetMs: -600_000 })).split('.')[1]);
     expect(claims.iat).toBe(Math.floor(NOW / 1000) - 600 - 60);
   });
 });

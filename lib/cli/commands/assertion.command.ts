@@ -41,7 +41,7 @@ async function run(context: CommandContext): Promise<number> {
   if (!configuration) return 1;
   const { config, options } = configuration;
   // Configuration warnings are reported from `config.warnings`; signing itself logs nothing.
-  const runtime = commandLineRuntime(config, warningCollector([]));
+  const runtime = await commandLineRuntime(config, warningCollector([]));
   const jwt = await runtime.signer.createAssertion().finally(() => runtime.onApplicationShutdown());
   const header = decodeProtectedHeader(jwt);
   const claims = decodeJwt(jwt);

@@ -52,9 +52,8 @@ async function run(context: CommandContext): Promise<number> {
   if (!configuration) return 1;
   const { config } = configuration;
   const integration = stringOption(context, 'integration') ?? 'default';
-  for (const warning of config.warnings) out.error(`warning: ${warning.setting}: ${warning.message}`);
-  // The module's wiring, as an application runs it: its retry policy, rate limit and shared store when configured.
-  const runtime = applicationRuntime(config, integration, stderrLogger(out));
+  // The module's wiring, as an application runs it: its warnings, retry policy, rate limit and shared store.
+  const runtime = await applicationRuntime(config, integration, stderrLogger(out));
   let proxy: AuthProxy | undefined;
   try {
     await runtime.onModuleInit();
