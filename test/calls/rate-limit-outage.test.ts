@@ -1,9 +1,9 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
+import { ChildReplica } from '../support/child-replica.js';
 import { until, useRedisServer } from '../support/redis-server.js';
 
 /**
@@ -24,35 +24,22 @@ interface Counts {
   errors: string[];
 }
 
+/** A replica process: `PlatformAuthModule.forRoot` on the built package; an answer with `error` is a failure. */
 class Replica {
-  private nextId = 0;
-  private readonly pending = new Map<number, (result: unknown) => void>();
-
-  private constructor(readonly child: ChildProcess) {
-    child.on('message', (message: { id?: number; result?: unknown }) => {
-      if (message.id === undefined) return;
-      this.pending.get(message.id)?.(message.result);
-      this.pending.delete(message.id);
-    });
-  }
+  private constructor(private readonly process: ChildReplica) {}
 
   static async spawn(): Promise<Replica> {
-    const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
-      child.once('exit', (code) => reject(new Error(`replica process exited (${code}) while starting`)));
-    });
-    return new Replica(child);
+    return new Replica(await ChildReplica.spawn(CHILD));
   }
 
   async ask<T>(command: string, args: Record<string, unknown> = {}): Promise<T> {
-    const id = (this.nextId += 1);
-    const result = await new Promise<unknown>((resolve) => {
-      this.pending.set(id, resolve);
-      this.child.send({ id, command, ...args });
-    });
+    const result = await this.process.ask<unknown>(command, args);
     if (typeof result === 'object' && result !== null && 'error' in result) throw new Error(String(result.error));
     return result as T;
+  }
+
+  kill(): void {
+    this.process.kill();
   }
 }
 
@@ -69,7 +56,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const replica of replicas) replica.child.kill();
+  for (const replica of replicas) replica.kill();
   await platform?.close();
 });
 

@@ -11,7 +11,6 @@
  * CI runs a small size. For a larger run: `PLATFORM_AUTH_MODEL_RUNS=50 PLATFORM_AUTH_MODEL_COMMANDS=40 npx vitest run
  * test/tenants/isolation.model.test.ts` (the seed of a failure is printed; `PLATFORM_AUTH_MODEL_SEED` replays it).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -19,6 +18,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
 import { eventually } from '../support/eventually.js';
+import { ChildReplica } from '../support/child-replica.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { startPlatformJournal, type PlatformJournal } from './platform-journal.js';
 
@@ -38,41 +38,6 @@ interface CallResult {
   error?: string;
 }
 
-/** A replica process: a `forTenants` registry on the built package, driven over IPC. */
-class Replica {
-  private nextId = 0;
-  private readonly pending = new Map<number, (result: unknown) => void>();
-
-  private constructor(private readonly child: ChildProcess) {
-    child.on('message', (message: { id?: number; result?: unknown }) => {
-      if (message.id === undefined) return;
-      this.pending.get(message.id)?.(message.result);
-      this.pending.delete(message.id);
-    });
-  }
-
-  static async spawn(): Promise<Replica> {
-    const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
-      child.once('exit', (code) => reject(new Error(`replica process exited (${code}) while starting`)));
-    });
-    return new Replica(child);
-  }
-
-  ask<T>(command: string, args: Record<string, unknown> = {}): Promise<T> {
-    const id = (this.nextId += 1);
-    return new Promise<T>((resolve) => {
-      this.pending.set(id, resolve as (result: unknown) => void);
-      this.child.send({ id, command, ...args });
-    });
-  }
-
-  kill(): void {
-    this.child.kill();
-  }
-}
-
 const redis = useRedisServer();
 let platform: PlatformEmulator;
 /** In front of the platform: what it answered to each message, and whose token it found on it. */
@@ -82,7 +47,7 @@ const OWNERS: readonly Owner[] = ['acme', 'globex', 'initech'];
 let integrations: Record<Owner, EmulatedIntegration>;
 /** Each tenant's pairs in the order it rotates to them: its own first, then its next pairs. */
 let pairs: Record<Owner, ReadonlyArray<KeySource & { certificate: string }>>;
-const replicas: Replica[] = [];
+const replicas: ChildReplica[] = [];
 
 /**
  * The tenants and what each should get. `owner`: the integration whose token its calls must carry; `undefined`:
@@ -159,7 +124,7 @@ beforeAll(async () => {
     'acme\nx-forged: 1': {},
     ['a'.repeat(300)]: {},
   };
-  replicas.push(await Replica.spawn(), await Replica.spawn());
+  replicas.push(await ChildReplica.spawn(CHILD), await ChildReplica.spawn(CHILD));
 });
 
 afterAll(async () => {
@@ -190,7 +155,7 @@ interface Model {
   readonly run: string;
   readonly ids: Map<string, string>;
 }
-type Real = readonly Replica[];
+type Real = readonly ChildReplica[];
 
 /** A call's outcome must be what the tenant's settings allow, and carry only its own integration's token. */
 function judge(tenant: string, result: CallResult, model: Model): void {
