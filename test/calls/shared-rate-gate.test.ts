@@ -23,6 +23,8 @@ function replica(
   shape: RateLimitShape,
   maxWaitMs: number,
   operationTimeoutMs = 10_000,
+  /** How long each answer of the store takes, on the replica's clock. */
+  answerMs = 0,
 ) {
   const clock = new FakeClock(Date.now());
   const connection = resolveRedisConnection({ url: server.url }, new ConfigReport(undefined))!;
@@ -31,9 +33,21 @@ function replica(
   const logger = new CapturingLogger();
   const modes: string[] = [];
   const waits: number[] = [];
+  let asked = 0;
   const gate = new SharedRateGate(
     shape,
-    { send: channel.send, keyBase, operationTimeoutMs },
+    {
+      send:
+        answerMs === 0
+          ? channel.send
+          : (key, args) => {
+              // A gate that keeps asking a slow store for one request would never end: the 50th ask fails instead.
+              if ((asked += 1) > 50) return Promise.reject(new Error('the store was asked 50 times for one request'));
+              return channel.send(key, args).finally(() => clock.advance(answerMs));
+            },
+      keyBase,
+      operationTimeoutMs,
+    },
     clock,
     { integration: 'billing', maxWaitMs },
     { waited: (ms) => waits.push(ms), modeChanged: (mode) => modes.push(mode) },
@@ -80,6 +94,12 @@ describe('the rate limit a fleet shares through Redis', () => {
     // maxWaitMs counted from when the request started waiting.
     clock.advance(120_000);
     expect(await second).toBeInstanceOf(RateLimitWaitError);
+  });
+
+  it('fails a request at maxWaitMs when the store answers, but each answer slower than a window', async () => {
+    // 10/s: a window of 1.1 s; every answer takes 1.3 s, so no answer is ever fresh enough to send a shared turn on.
+    const { gate } = replica(redis(), freshBase(), rateLimitShape(10), 10_000, 10_000, 1_300);
+    await expect(gate.acquire()).rejects.toBeInstanceOf(RateLimitWaitError);
   });
 
   it('holds the whole fleet after one replica is told Retry-After', async () => {

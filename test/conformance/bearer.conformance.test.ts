@@ -144,6 +144,17 @@ describe.each(TRANSPORTS)('$name', ({ client, throughMsw }) => {
       expect(f.platform.counters.exchanges.accepted).toBe(1);
     });
 
+    it('allowed → foreign → 300 back to an allowed origin: no token on the hop back', async () => {
+      const f = await start();
+      // undici's redirect interceptor follows 300 as well: the foreign origin's choice must not bring the token back.
+      const foreign = await bouncer(`${f.url}${BACK}`, 300);
+      const call = client.bind(f);
+      redirectOnce(f, `${foreign.url}/bounce`);
+      expect([...UNAUTHENTICATED_OR_UNFOLLOWED, 300]).toContain(statusOf(await call({ url: '/api/billing' })));
+      expect(f.platform.counters.apiCalls.ok).toBe(0);
+      expect(f.platform.counters.exchanges.accepted).toBe(1);
+    });
+
     it('foreign → allowed: a call that starts elsewhere gets no token on the platform', async () => {
       const f = await start();
       const foreign = await bouncer(`${f.url}${BACK}`);

@@ -88,6 +88,9 @@ export class SharedRateGate implements CallGate {
     const startedAt = this.clock.now();
     const deadline = startedAt + this.limits.maxWaitMs;
     for (;;) {
+      signal?.throwIfAborted();
+      if (this.clock.now() - startedAt > this.limits.maxWaitMs)
+        throw new RateLimitWaitError(this.limits.integration, this.clock.now() - startedAt, this.limits.maxWaitMs);
       const fallback = this.fallback;
       if (fallback) {
         try {
@@ -146,8 +149,10 @@ export class SharedRateGate implements CallGate {
    * and the others then open their shares at a time that counts on this one sending no more shared turns.
    */
   private async fresh(): Promise<boolean> {
-    while (!this.fallback && this.clock.now() - this.answeredAskedAt > this.timing.freshMs) await this.probe();
-    return !this.fallback;
+    if (!this.fallback && this.clock.now() - this.answeredAskedAt > this.timing.freshMs) await this.probe();
+    // One probe: a store that answers, but slower than a window, leaves the turn stale, and the caller takes a new
+    // one within its own deadline and signal rather than waiting on probes for good.
+    return !this.fallback && this.clock.now() - this.answeredAskedAt <= this.timing.freshMs;
   }
 
   /** The heartbeat alone, one at a time: it keeps shared turns fresh, and finds the store gone or back. */

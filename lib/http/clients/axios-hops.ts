@@ -98,7 +98,9 @@ export class AxiosHops {
     next: URL,
     how: { keepsBody: boolean; crossed: boolean; method: string },
   ): AxiosHeaders {
-    const headers = new AxiosHeaders(config.headers);
+    // From the hop before, as follow-redirects does: what an earlier hop dropped (the body's headers after a 303, a
+    // cookie once the origin changed) or the caller's `beforeRedirect` changed stays so.
+    const headers = new AxiosHeaders(hop.headers);
     headers.delete('Authorization');
     if (how.crossed) {
       headers.delete('Cookie');

@@ -16,7 +16,8 @@ export function guardedRedirect(
   target: { origin?: string | URL; path?: string },
   fromAllowed: boolean,
 ): RawHeaders {
-  if (!isRedirectStatus(status)) return rawHeaders;
+  // undici's redirect interceptor follows 300 too, which the clients that follow redirects themselves leave alone.
+  if (status !== 300 && !isRedirectStatus(status)) return rawHeaders;
   const location = rawHeaderValue(rawHeaders, 'location');
   if (location === undefined) return rawHeaders;
   let from: URL;
