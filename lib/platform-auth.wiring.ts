@@ -34,9 +34,10 @@ export interface PlatformAuthWiringInput {
 }
 
 /**
- * Everything one integration is made of, built once, in order, by {@link wirePlatformAuth}: the module's providers,
- * the CLI and the tests all come through here, so they all run the wiring production runs. It owns the integration's
- * one shutdown signal; its `on…` methods are the Nest lifecycle hooks the module's provider of it receives.
+ * The composition root: everything one integration is made of, built once, in order, by its constructor. The
+ * module's providers, the CLI and the tests all come through here, so they all run the wiring production runs. It
+ * owns the integration's one shutdown signal; its `on…` methods are the Nest lifecycle hooks the module's provider of
+ * it receives.
  */
 export class PlatformAuthRuntime {
   readonly tokens: TokenProvider;
@@ -191,9 +192,4 @@ export class PlatformAuthRuntime {
     await parts.store?.close();
     await parts.credentials.close();
   }
-}
-
-/** The composition root: builds one integration from its resolved configuration. */
-export function wirePlatformAuth(input: PlatformAuthWiringInput): PlatformAuthRuntime {
-  return new PlatformAuthRuntime(input);
 }
