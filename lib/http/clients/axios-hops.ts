@@ -4,7 +4,7 @@ import { detachedRequest, leavingError } from '../redaction.util.js';
 import { isRedirectStatus } from '../engine/redirect.rules.js';
 import { isNonReplayable, parseUrl, requestProtocol } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
-import { followRedirects, type HopClient } from '../engine/redirect-follow.js';
+import { followRedirects, type Answers, type Followed, type HopClient } from '../engine/redirect-follow.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;
@@ -18,18 +18,17 @@ type RedirectHook = (
   requestDetails: { url: string; method: string; headers: Record<string, unknown> },
 ) => void;
 
-export interface Outcome {
-  readonly response: AxiosResponse;
-  /** Whether the request that got this response carried the token: only then can a 401 be blamed on it. */
-  readonly carried: boolean;
-}
-
-/** The end of a body read for nothing (a redirect, a 401 or a 503 about to be re-sent), so its socket is freed. */
-export function discard(response: AxiosResponse): void {
-  const data = response.data as { destroy?: () => void } | ReadableStream | undefined;
-  if (data instanceof ReadableStream) data.cancel().catch(() => undefined);
-  else if (typeof data?.destroy === 'function') data.destroy();
-}
+/** An axios response as the engine reads it. */
+export const AXIOS_ANSWERS: Answers<AxiosResponse> = {
+  status: (response) => response.status,
+  header: (response, name) => AxiosHeaders.from(response.headers as AxiosHeaders).get(name),
+  /** The end of a body read for nothing (a redirect, a 401 or a 503 about to be re-sent), so its socket is freed. */
+  discard(response) {
+    const data = response.data as { destroy?: () => void } | ReadableStream | undefined;
+    if (data instanceof ReadableStream) data.cancel().catch(() => undefined);
+    else if (typeof data?.destroy === 'function') data.destroy();
+  },
+};
 
 /**
  * One send of the axios path, redirects followed: each request sent is a copy of the caller's config (a "hop") with
@@ -48,7 +47,7 @@ export class AxiosHops {
     config: InternalAxiosRequestConfig,
     token: string,
     tokens: readonly string[],
-  ): Promise<Outcome> {
+  ): Promise<Followed<AxiosResponse>> {
     const request = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
     const first = await send(adapter, request, config, tokens);
     if (!isRedirectStatus(first.status)) return { response: first, carried: true };
@@ -177,6 +176,8 @@ function send(
 
 /** The axios path as `followRedirects` sees it: hops are copies of the caller's config. */
 class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosResponse> {
+  readonly answers = AXIOS_ANSWERS;
+
   constructor(
     private readonly hops: AxiosHops,
     private readonly adapter: Adapter,
@@ -187,19 +188,6 @@ class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosRespo
   send(request: InternalAxiosRequestConfig, _url: URL, token: string | undefined): Promise<AxiosResponse> {
     request.headers = this.hops.headersFor(request.headers, token);
     return send(this.adapter, request, this.config, this.tokens);
-  }
-
-  status(response: AxiosResponse): number {
-    return response.status;
-  }
-
-  location(response: AxiosResponse): string | undefined {
-    const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
-    return typeof location === 'string' ? location : undefined;
-  }
-
-  discard(response: AxiosResponse): void {
-    discard(response);
   }
 
   method(request: InternalAxiosRequestConfig): string {
