@@ -137,7 +137,7 @@ export class PlatformAuthRuntime {
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
     const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry, shutdown);
     const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, rateLimit ?? OPEN_GATE, retry);
-    const interceptor = PlatformAuthInterceptor.create(policy, config.allowedOrigins);
+    const interceptor = PlatformAuthInterceptor.create(policy);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;

@@ -9,13 +9,6 @@ import { CallPlan, type CallFacts } from '../engine/call-plan.js';
 import { runCall, type PolicyCall } from '../engine/policy-call.js';
 import type { Followed } from '../engine/redirect-follow.js';
 
-/** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
-export interface SendRules {
-  targetsAllowedOrigin(config: InternalAxiosRequestConfig): boolean;
-  /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
-  readonly clearTextAllowed: boolean;
-}
-
 /**
  * What happens inside the adapter the interceptor installs, after every request interceptor has run. The caller's
  * config never holds the token: each request sent is a copy of it with the header (`AxiosHops`), so the library sees
@@ -28,16 +21,17 @@ export class AuthorizedSend {
 
   constructor(
     private readonly policy: BearerPolicy,
-    private readonly rules: SendRules,
+    /** The interceptor's fast check of a config's target against the allowed origins. */
+    private readonly targetsAllowedOrigin: (config: InternalAxiosRequestConfig) => boolean,
   ) {
-    this.hops = new AxiosHops(policy, rules.clearTextAllowed);
+    this.hops = new AxiosHops(policy);
   }
 
   send(adapter: Adapter, config: InternalAxiosRequestConfig): Promise<AxiosResponse> {
     const headers = config.headers;
     const header: unknown = headers.get('Authorization');
     const ours = header === undefined || header === null || header === REDACTED_BEARER;
-    if (!ours || !this.rules.targetsAllowedOrigin(config)) {
+    if (!ours || !this.targetsAllowedOrigin(config)) {
       if (header === REDACTED_BEARER) headers.delete('Authorization');
       return adapter(config).catch((error: unknown) => {
         throw leavingError(error, config, []);

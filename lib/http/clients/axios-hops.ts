@@ -36,11 +36,7 @@ export const AXIOS_ANSWERS: Answers<AxiosResponse> = {
  * the token is `RedirectChain`'s rule.
  */
 export class AxiosHops {
-  constructor(
-    private readonly policy: BearerPolicy,
-    /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
-    private readonly clearTextAllowed: boolean,
-  ) {}
+  constructor(private readonly policy: BearerPolicy) {}
 
   async follow(
     adapter: Adapter,
@@ -144,7 +140,7 @@ export class AxiosHops {
     overrides: Partial<InternalAxiosRequestConfig>,
     protocol: string | undefined,
   ): InternalAxiosRequestConfig {
-    const direct = this.clearTextAllowed && config.proxy === undefined && protocol === 'http:';
+    const direct = this.policy.clearTextAllowed && config.proxy === undefined && protocol === 'http:';
     return {
       ...config,
       ...overrides,
@@ -158,7 +154,7 @@ export class AxiosHops {
   }
 
   private firstProtocol(config: InternalAxiosRequestConfig): string | undefined {
-    return this.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
+    return this.policy.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
   }
 }
 
