@@ -7,7 +7,7 @@ import type { PlatformAuthOptions } from './options/platform-auth-options.interf
 import { DEFAULT_INTEGRATION } from './options/integration-name.util.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { integrationHash } from './telemetry/telemetry.events.js';
-import { wirePlatformAuth, type PlatformAuthRuntime } from './platform-auth.wiring.js';
+import { PlatformAuthRuntime } from './platform-auth.wiring.js';
 
 /**
  * Whose settings are checked. An application's (`forRoot`, the command line) come from its code or its environment:
@@ -83,7 +83,7 @@ export async function startIntegration(input: IntegrationStartInput): Promise<Pl
   let runtime: PlatformAuthRuntime | undefined;
   try {
     const telemetry = await makeTelemetry(input);
-    runtime = wirePlatformAuth({ config, integration, clock, logger, telemetry });
+    runtime = new PlatformAuthRuntime({ config, integration, clock, logger, telemetry });
     if (input.start) await runtime.onModuleInit();
     return runtime;
   } catch (error) {

@@ -34,9 +34,10 @@ export interface PlatformAuthWiringInput {
 }
 
 /**
- * Everything one integration is made of, built once, in order, by {@link wirePlatformAuth}: the module's providers,
- * the CLI and the tests all come through here, so they all run the wiring production runs. It owns the integration's
- * one shutdown signal; its `on…` methods are the Nest lifecycle hooks the module's provider of it receives.
+ * The composition root: everything one integration is made of, built once, in order, by its constructor. The
+ * module's providers, the CLI and the tests all come through here, so they all run the wiring production runs. It
+ * owns the integration's one shutdown signal; its `on…` methods are the Nest lifecycle hooks the module's provider of
+ * it receives.
  */
 export class PlatformAuthRuntime {
   readonly tokens: TokenProvider;
@@ -136,7 +137,7 @@ export class PlatformAuthRuntime {
     // One policy per integration: axios and fetch clients decide who gets the token and when to renew it alike.
     const retry = new CallRetryPolicy(config.callRetry, config.idempotencyKey, clock, telemetry, shutdown);
     const policy = new BearerPolicy(this.tokens, config.allowedOrigins, telemetry, rateLimit ?? OPEN_GATE, retry);
-    const interceptor = PlatformAuthInterceptor.create(policy, config.allowedOrigins);
+    const interceptor = PlatformAuthInterceptor.create(policy);
     this.interceptor = interceptor;
     const http = createPlatformHttpClient(config.baseUrl, interceptor);
     this.httpService = http.httpService;
@@ -191,9 +192,4 @@ export class PlatformAuthRuntime {
     await parts.store?.close();
     await parts.credentials.close();
   }
-}
-
-/** The composition root: builds one integration from its resolved configuration. */
-export function wirePlatformAuth(input: PlatformAuthWiringInput): PlatformAuthRuntime {
-  return new PlatformAuthRuntime(input);
 }

@@ -33,28 +33,19 @@ export class PlatformAuthInterceptor {
   private readonly wrappers = new Map<unknown, AxiosAdapter>();
   /** The setting each installed adapter stands for, so that a config sent again gets its own setting back. */
   private readonly settings = new WeakMap<AxiosAdapter, unknown>();
-  /** `origin + '/'` of each allowed origin: an absolute URL starting with one needs no parsing to be known allowed. */
-  private readonly allowedPrefixes: readonly string[];
   private readonly sender: AuthorizedSend;
 
   /**
    * @internal Only the composition root builds it, with the integration's `BearerPolicy` (the rules `PlatformFetch`
    * follows too); apps get it from the container.
    */
-  static create(policy: BearerPolicy, allowedOrigins: ReadonlySet<string>): PlatformAuthInterceptor {
-    return new PlatformAuthInterceptor(policy, allowedOrigins);
+  static create(policy: BearerPolicy): PlatformAuthInterceptor {
+    return new PlatformAuthInterceptor(policy);
   }
 
   // Private, so that the declarations (which leave out what is internal) offer no constructor to call.
-  private constructor(
-    private readonly policy: BearerPolicy,
-    allowedOrigins: ReadonlySet<string>,
-  ) {
-    this.allowedPrefixes = [...allowedOrigins].map((origin) => `${origin}/`);
-    this.sender = new AuthorizedSend(policy, {
-      targetsAllowedOrigin: (config) => this.targetsAllowedOrigin(config),
-      clearTextAllowed: [...allowedOrigins].some((origin) => origin.startsWith('http:')),
-    });
+  private constructor(private readonly policy: BearerPolicy) {
+    this.sender = new AuthorizedSend(policy, (config) => this.targetsAllowedOrigin(config));
   }
 
   /** @internal Removes it from every instance it was attached to; the composition root calls it at shutdown. */
@@ -137,9 +128,9 @@ export class PlatformAuthInterceptor {
     const { baseURL } = config;
     const url = urlText(config.url);
     if (!baseURL || (isAbsoluteUrl(url) && config.allowAbsoluteUrls !== false)) {
-      // A URL that starts with a normalised origin and '/' cannot parse to another origin; anything else (other
+      // A URL that starts with a normalised allowed origin cannot parse to another origin; anything else (other
       // case, default port, userinfo) is left to the parser.
-      if (url && this.allowedPrefixes.some((prefix) => url.startsWith(prefix))) return true;
+      if (url && this.policy.isAllowedPrefix(url)) return true;
       return this.isAllowed(resolveRequestUrl(config));
     }
     // A relative URL always resolves to its base's origin (see `resolveRequestUrl`): the base decides, cached per text.

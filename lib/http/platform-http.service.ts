@@ -1,5 +1,5 @@
 import { HttpService } from '@nestjs/axios';
-import axios, { type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
+import axios, { mergeConfig, type AxiosInstance, type AxiosRequestConfig, type AxiosResponse } from 'axios';
 import { Observable } from 'rxjs';
 import { createOpaqueAgents } from '../util/opaque-agents.util.js';
 import { asCancelToken, CallCancel } from './call-cancel.js';
@@ -76,17 +76,22 @@ export class PlatformHttpService extends HttpService {
     );
   }
 
-  // The form methods keep axios's own (it sets the multipart content type), with the same Observable around them.
+  // The form methods send what axios's own send (a multipart content type), but through `request` like the others:
+  // axios's are bound to its inner object and would pass by anything installed on the instance's `request`.
   override postForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (cancelToken) => this.axiosRef.postForm(url, data, { ...config, cancelToken }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request(form(config, 'post', url, data, cancelToken)),
+    );
   }
 
   override putForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (cancelToken) => this.axiosRef.putForm(url, data, { ...config, cancelToken }));
+    return this.observe<T>(config, (cancelToken) => this.axiosRef.request(form(config, 'put', url, data, cancelToken)));
   }
 
   override patchForm<T = any>(url: string, data?: unknown, config?: AxiosRequestConfig): Observable<AxiosResponse<T>> {
-    return this.observe<T>(config, (cancelToken) => this.axiosRef.patchForm(url, data, { ...config, cancelToken }));
+    return this.observe<T>(config, (cancelToken) =>
+      this.axiosRef.request(form(config, 'patch', url, data, cancelToken)),
+    );
   }
 
   /* eslint-enable @typescript-eslint/no-explicit-any */
@@ -118,6 +123,18 @@ export class PlatformHttpService extends HttpService {
       };
     });
   }
+}
+
+/** The config of a form method, merged as axios's own `postForm` merges it. */
+function form(
+  config: AxiosRequestConfig | undefined,
+  method: string,
+  url: string,
+  data: unknown,
+  cancelToken: AxiosRequestConfig['cancelToken'],
+): AxiosRequestConfig {
+  const headers = { 'Content-Type': 'multipart/form-data' };
+  return mergeConfig({ ...config, cancelToken }, { method, url, data, headers });
 }
 
 /** The client behind `PlatformHttpService`, and what tears it down. */

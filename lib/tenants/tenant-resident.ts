@@ -28,27 +28,9 @@ export class ResidentTenant {
     this.lastUsedMs = nowMs;
     const axiosRef: AxiosInstance = runtime.httpService.axiosRef;
     // Every call of `PlatformHttpService` goes through its instance's `request`; `fetch` is the instance's own field.
-    const request = axiosRef.request.bind(axiosRef);
-    axiosRef.request = (config) => {
-      if (!this.#admit()) return this.#refused();
-      try {
-        return this.#track(request(config));
-      } catch (error) {
-        this.#done();
-        throw error;
-      }
-    };
+    axiosRef.request = this.#counted(axiosRef.request.bind(axiosRef)) as AxiosInstance['request'];
     const platformFetch = runtime.platformFetch;
-    const fetch = platformFetch.fetch;
-    platformFetch.fetch = (input, init) => {
-      if (!this.#admit()) return this.#refused();
-      try {
-        return this.#track(fetch(input, init));
-      } catch (error) {
-        this.#done();
-        throw error;
-      }
-    };
+    platformFetch.fetch = this.#counted(platformFetch.fetch);
     nameTokenProviderErrors(runtime.tokens, tenantId);
     this.tenant = { tenantId, http: runtime.httpService, fetch: platformFetch, tokens: runtime.tokens };
     this.answer = Promise.resolve(this.tenant);
@@ -81,15 +63,18 @@ export class ResidentTenant {
     return this.#stopped;
   }
 
-  /** Counts a call in, unless the tenant was evicted. */
-  #admit(): boolean {
-    if (this.#draining) return false;
-    this.#inFlight += 1;
-    return true;
-  }
-
-  #refused(): Promise<never> {
-    return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
+  /** `send`, refusing every call once the tenant was evicted and counting each call in flight until it settles. */
+  #counted<A, B, R>(send: (a: A, b?: B) => Promise<R>): (a: A, b?: B) => Promise<R> {
+    return (a, b) => {
+      if (this.#draining) return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
+      this.#inFlight += 1;
+      try {
+        return this.#track(send(a, b));
+      } catch (error) {
+        this.#done();
+        throw error;
+      }
+    };
   }
 
   /** The call's own promise, counted out when it settles: one `then` per call, with handlers made once. */

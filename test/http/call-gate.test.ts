@@ -36,7 +36,7 @@ function clients(f: PlatformFixture, gate: CallGate): [string, () => Promise<num
   const policy = new BearerPolicy(f.tokens, origins, { reauthenticate: (resend) => resend() }, gate, retry);
   const platformFetch = PlatformFetch.create(f.platform.url, policy);
   const instance = axios.create({ baseURL: f.platform.url, validateStatus: () => true });
-  PlatformAuthInterceptor.create(policy, origins).attach(instance);
+  PlatformAuthInterceptor.create(policy).attach(instance);
   return [
     ['axios', async () => (await instance.get('/api/billing')).status],
     ['PlatformFetch', async () => (await platformFetch.fetch('/api/billing')).status],

@@ -3,7 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { TokenExchangeError, type Clock, type PlatformAuthOptions, type TokenProvider } from 'nestjs-platform-auth';
 import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
-import { wirePlatformAuth, type PlatformAuthRuntime } from '../../lib/platform-auth.wiring.js';
+import { PlatformAuthRuntime } from '../../lib/platform-auth.wiring.js';
 import { FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from './capturing-logger.js';
 import { expectNoSecrets } from './leak-check.js';
@@ -26,7 +26,7 @@ export function wireForTest(
   logger: LoggerService = new CapturingLogger(),
 ): PlatformAuthRuntime {
   const telemetry = PlatformAuthTelemetry.channelOnly('test', clock);
-  return wirePlatformAuth({ config, integration: 'default', clock, logger, telemetry });
+  return new PlatformAuthRuntime({ config, integration: 'default', clock, logger, telemetry });
 }
 
 /** A TokenProvider built by the composition root (no Nest container), on a fake clock, for tests that only need the provider. */

@@ -235,6 +235,27 @@ describe('the tenant registry under hostile input', () => {
     expect(tenants.status()).toMatchObject({ resident: 0, evictions: 1 });
   });
 
+  it("counts an evicted tenant's form posts like its other calls: one in flight is let finish, a new one refused", async () => {
+    const { tenants } = await registry({ drainTimeoutMs: 60_000 });
+    const tenant = await tenants.get('t13');
+    await tenant.tokens.getAccessToken();
+    const held = proxy.holdNextAnswer();
+    const sending = firstValueFrom(tenant.http.postForm('/api/messages', { text: 'hello' }, { validateStatus: null }));
+    await held.arrived;
+
+    const evicting = tenants.evict('t13');
+    for (const send of [tenant.http.postForm, tenant.http.putForm, tenant.http.patchForm])
+      expect(await rejection(firstValueFrom(send.call(tenant.http, '/api/messages', { text: 'late' })))).toMatchObject({
+        tenantId: 't13',
+        reason: 'evicted',
+      });
+    expect(tenant.tokens.status().state).not.toBe('shutdown');
+    held.release();
+    expect((await sending).status).toBeGreaterThan(0);
+    await evicting;
+    expect(tenant.tokens.status().state).toBe('shutdown');
+  });
+
   it("cuts an evicted tenant's call that outlasts drainTimeoutMs", async () => {
     const { tenants } = await registry({ drainTimeoutMs: 10_000 });
     const tenant = await tenants.get('t10');

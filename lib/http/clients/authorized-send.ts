@@ -1,5 +1,5 @@
-import { AxiosHeaders, CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
-import { AxiosHops, discard, type Adapter, type Outcome } from './axios-hops.js';
+import { CanceledError, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
+import { AXIOS_ANSWERS, AxiosHops, type Adapter } from './axios-hops.js';
 import { waitSignal } from '../call-cancel.js';
 import { detachedConfig } from '../error-detach.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from '../redaction.util.js';
@@ -7,13 +7,7 @@ import { resolveRequestUrl } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { CallPlan, type CallFacts } from '../engine/call-plan.js';
 import { runCall, type PolicyCall } from '../engine/policy-call.js';
-
-/** What the axios side adds to the bearer policy: its fast check of a config's target, and its proxy concern. */
-export interface SendRules {
-  targetsAllowedOrigin(config: InternalAxiosRequestConfig): boolean;
-  /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
-  readonly clearTextAllowed: boolean;
-}
+import type { Followed } from '../engine/redirect-follow.js';
 
 /**
  * What happens inside the adapter the interceptor installs, after every request interceptor has run. The caller's
@@ -27,16 +21,17 @@ export class AuthorizedSend {
 
   constructor(
     private readonly policy: BearerPolicy,
-    private readonly rules: SendRules,
+    /** The interceptor's fast check of a config's target against the allowed origins. */
+    private readonly targetsAllowedOrigin: (config: InternalAxiosRequestConfig) => boolean,
   ) {
-    this.hops = new AxiosHops(policy, rules.clearTextAllowed);
+    this.hops = new AxiosHops(policy);
   }
 
   send(adapter: Adapter, config: InternalAxiosRequestConfig): Promise<AxiosResponse> {
     const headers = config.headers;
     const header: unknown = headers.get('Authorization');
     const ours = header === undefined || header === null || header === REDACTED_BEARER;
-    if (!ours || !this.rules.targetsAllowedOrigin(config)) {
+    if (!ours || !this.targetsAllowedOrigin(config)) {
       if (header === REDACTED_BEARER) headers.delete('Authorization');
       return adapter(config).catch((error: unknown) => {
         throw leavingError(error, config, []);
@@ -55,8 +50,9 @@ export class AuthorizedSend {
  * One call through the adapter. Its idempotency key goes into the caller's config, so every hop and re-send carries
  * it, and so does a config the caller sends again (`error.config`).
  */
-class AxiosCall implements PolicyCall<Outcome, AxiosResponse>, CallFacts {
+class AxiosCall implements PolicyCall<AxiosResponse, AxiosResponse>, CallFacts {
   readonly plan: CallPlan;
+  readonly answers = AXIOS_ANSWERS;
   /** Every token this call sent, so that none shows in what reaches the caller. */
   private readonly tokens: string[] = [];
 
@@ -97,31 +93,9 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse>, CallFacts {
     return url ? `${url.origin}${url.pathname}` : '';
   }
 
-  send(token: string): Promise<Outcome> {
+  send(token: string): Promise<Followed<AxiosResponse>> {
     if (this.tokens.at(-1) !== token) this.tokens.push(token);
     return this.hops.follow(this.adapter, this.config, token, this.tokens);
-  }
-
-  status({ response }: Outcome): number {
-    return response.status;
-  }
-
-  /**
-   * `carried`, not the policy's test of the last hop's origin: a chain that left the allowed origins never sends the
-   * token again, so a 401 from an allowed hop after that is not the token's fault.
-   */
-  carried({ carried }: Outcome): boolean {
-    return carried;
-  }
-
-  /** `Retry-After` of an answer from an allowed origin only: a chain that left them holds nothing of ours. */
-  retryAfter({ response, carried }: Outcome): unknown {
-    if (!carried) return undefined;
-    return AxiosHeaders.from(response.headers as AxiosHeaders).get('Retry-After');
-  }
-
-  discard({ response }: Outcome): void {
-    discard(response);
   }
 
   /** axios's own error for a cancelled request, as when the signal aborts a request in flight. */
@@ -130,7 +104,7 @@ class AxiosCall implements PolicyCall<Outcome, AxiosResponse>, CallFacts {
   }
 
   /** The caller's `validateStatus`, applied to a response built new; non-2xx ones are cleaned like errors. */
-  finish({ response }: Outcome): AxiosResponse {
+  finish(response: AxiosResponse): AxiosResponse {
     const status = response.status;
     const leaving = leavingResponse(response, this.config, status >= 200 && status < 300 ? [] : this.tokens);
     const validate = this.config.validateStatus;

@@ -4,12 +4,14 @@ import { detachedRequest, leavingError } from '../redaction.util.js';
 import { isRedirectStatus } from '../engine/redirect.rules.js';
 import { isNonReplayable, parseUrl, requestProtocol } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
-import { followRedirects, type HopClient } from '../engine/redirect-follow.js';
+import { followRedirects, type Answers, type Followed, type HopClient } from '../engine/redirect-follow.js';
 
 /** What follow-redirects, axios's default, allows when `maxRedirects` is not set. */
 const DEFAULT_MAX_REDIRECTS = 21;
 /** The fetch adapter's options of a hop whose config names none: one object for every such request. */
 const MANUAL_REDIRECT = Object.freeze({ redirect: 'manual' as const });
+
+type NextHop = Parameters<HopClient<InternalAxiosRequestConfig, AxiosResponse>['next']>[1];
 
 export type Adapter = (config: InternalAxiosRequestConfig) => Promise<AxiosResponse>;
 type RedirectHook = (
@@ -18,18 +20,17 @@ type RedirectHook = (
   requestDetails: { url: string; method: string; headers: Record<string, unknown> },
 ) => void;
 
-export interface Outcome {
-  readonly response: AxiosResponse;
-  /** Whether the request that got this response carried the token: only then can a 401 be blamed on it. */
-  readonly carried: boolean;
-}
-
-/** The end of a body read for nothing (a redirect, a 401 or a 503 about to be re-sent), so its socket is freed. */
-export function discard(response: AxiosResponse): void {
-  const data = response.data as { destroy?: () => void } | ReadableStream | undefined;
-  if (data instanceof ReadableStream) data.cancel().catch(() => undefined);
-  else if (typeof data?.destroy === 'function') data.destroy();
-}
+/** An axios response as the engine reads it. */
+export const AXIOS_ANSWERS: Answers<AxiosResponse> = {
+  status: (response) => response.status,
+  header: (response, name) => AxiosHeaders.from(response.headers as AxiosHeaders).get(name),
+  /** The end of a body read for nothing (a redirect, a 401 or a 503 about to be re-sent), so its socket is freed. */
+  discard(response) {
+    const data = response.data as { destroy?: () => void } | ReadableStream | undefined;
+    if (data instanceof ReadableStream) data.cancel().catch(() => undefined);
+    else if (typeof data?.destroy === 'function') data.destroy();
+  },
+};
 
 /**
  * One send of the axios path, redirects followed: each request sent is a copy of the caller's config (a "hop") with
@@ -37,18 +38,14 @@ export function discard(response: AxiosResponse): void {
  * the token is `RedirectChain`'s rule.
  */
 export class AxiosHops {
-  constructor(
-    private readonly policy: BearerPolicy,
-    /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
-    private readonly clearTextAllowed: boolean,
-  ) {}
+  constructor(private readonly policy: BearerPolicy) {}
 
   async follow(
     adapter: Adapter,
     config: InternalAxiosRequestConfig,
     token: string,
     tokens: readonly string[],
-  ): Promise<Outcome> {
+  ): Promise<Followed<AxiosResponse>> {
     const request = this.hop(config, this.headersFor(config.headers, token), {}, this.firstProtocol(config));
     const first = await send(adapter, request, config, tokens);
     if (!isRedirectStatus(first.status)) return { response: first, carried: true };
@@ -59,93 +56,21 @@ export class AxiosHops {
     return followRedirects(client, (next) => this.policy.isAllowed(next), { request, url, token, first, limit });
   }
 
-  /** The request of the hop from `hop`'s URL to `to`, its headers before the token (`headersFor` adds it). */
-  nextHop(
-    config: InternalAxiosRequestConfig,
-    hop: InternalAxiosRequestConfig,
-    how: { from: URL; to: URL; dropsBody: boolean; crossed: boolean; response: AxiosResponse },
-  ): InternalAxiosRequestConfig {
-    const method = (hop.method ?? 'get').toUpperCase();
-    const keepsBody = !how.dropsBody;
-    const headers = this.redirectHeaders(config, hop, how.response, how.from, how.to, {
-      keepsBody,
-      crossed: how.crossed,
-      method,
-    });
-    return this.hop(
-      config,
-      headers,
-      {
-        url: how.to.href,
-        baseURL: undefined,
-        params: undefined,
-        method: keepsBody ? hop.method : 'get',
-        data: keepsBody ? (hop.data as unknown) : undefined,
-      },
-      how.to.protocol,
-    );
-  }
-
-  /**
-   * The next hop's headers, before the token: the caller's, without cookies once the chain changed origin (what
-   * follow-redirects does), without the body's headers when the body is dropped, then the caller's `beforeRedirect`.
-   */
-  private redirectHeaders(
-    config: InternalAxiosRequestConfig,
-    hop: InternalAxiosRequestConfig,
-    response: AxiosResponse,
-    from: URL,
-    next: URL,
-    how: { keepsBody: boolean; crossed: boolean; method: string },
-  ): AxiosHeaders {
-    // From the hop before, as follow-redirects does: what an earlier hop dropped (the body's headers after a 303, a
-    // cookie once the origin changed) or the caller's `beforeRedirect` changed stays so.
-    const headers = new AxiosHeaders(hop.headers);
-    headers.delete('Authorization');
-    if (how.crossed) {
-      headers.delete('Cookie');
-      headers.delete('Proxy-Authorization');
-    }
-    if (!how.keepsBody) {
-      headers.delete('Content-Type');
-      headers.delete('Content-Length');
-    }
-    const hook = config.beforeRedirect as RedirectHook | undefined;
-    if (!hook) return headers;
-    const options: Record<string, unknown> = {
-      protocol: next.protocol,
-      hostname: next.hostname,
-      port: next.port,
-      path: `${next.pathname}${next.search}`,
-      href: next.href,
-      method: how.keepsBody ? how.method : 'GET',
-      headers: headers.toJSON(),
-    };
-    const sent = new AxiosHeaders(hop.headers);
-    sent.delete('Authorization');
-    hook(
-      options,
-      { headers: response.headers, statusCode: response.status },
-      { url: from.href, method: how.method, headers: sent.toJSON() },
-    );
-    return new AxiosHeaders(options.headers as Record<string, string>);
-  }
-
   headersFor(from: AxiosHeaders, token: string | undefined): AxiosHeaders {
     const headers = new AxiosHeaders(from);
     if (token === undefined) headers.delete('Authorization');
-    else headers.set('Authorization', `Bearer ${token}`);
+    else headers.set('Authorization', this.policy.bearer(token));
     return headers;
   }
 
   /** One request as sent: a copy of the caller's config; axios follows no redirect and accepts every status. */
-  private hop(
+  hop(
     config: InternalAxiosRequestConfig,
     headers: AxiosHeaders,
     overrides: Partial<InternalAxiosRequestConfig>,
     protocol: string | undefined,
   ): InternalAxiosRequestConfig {
-    const direct = this.clearTextAllowed && config.proxy === undefined && protocol === 'http:';
+    const direct = this.policy.clearTextAllowed && config.proxy === undefined && protocol === 'http:';
     return {
       ...config,
       ...overrides,
@@ -159,7 +84,7 @@ export class AxiosHops {
   }
 
   private firstProtocol(config: InternalAxiosRequestConfig): string | undefined {
-    return this.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
+    return this.policy.clearTextAllowed && config.proxy === undefined ? requestProtocol(config) : undefined;
   }
 }
 
@@ -175,8 +100,54 @@ function send(
   });
 }
 
+/**
+ * The next hop's headers, before the token: the caller's, without cookies once the chain changed origin (what
+ * follow-redirects does), without the body's headers when the body is dropped, then the caller's `beforeRedirect`.
+ */
+function redirectHeaders(
+  config: InternalAxiosRequestConfig,
+  hop: InternalAxiosRequestConfig,
+  how: NextHop,
+): AxiosHeaders {
+  const { from, to, response } = how;
+  const method = (hop.method ?? 'get').toUpperCase();
+  // From the hop before, as follow-redirects does: what an earlier hop dropped (the body's headers after a 303, a
+  // cookie once the origin changed) or the caller's `beforeRedirect` changed stays so.
+  const headers = new AxiosHeaders(hop.headers);
+  headers.delete('Authorization');
+  if (how.crossed) {
+    headers.delete('Cookie');
+    headers.delete('Proxy-Authorization');
+  }
+  if (how.dropsBody) {
+    headers.delete('Content-Type');
+    headers.delete('Content-Length');
+  }
+  const hook = config.beforeRedirect as RedirectHook | undefined;
+  if (!hook) return headers;
+  const options: Record<string, unknown> = {
+    protocol: to.protocol,
+    hostname: to.hostname,
+    port: to.port,
+    path: `${to.pathname}${to.search}`,
+    href: to.href,
+    method: how.dropsBody ? 'GET' : method,
+    headers: headers.toJSON(),
+  };
+  const sent = new AxiosHeaders(hop.headers);
+  sent.delete('Authorization');
+  hook(
+    options,
+    { headers: response.headers, statusCode: response.status },
+    { url: from.href, method, headers: sent.toJSON() },
+  );
+  return new AxiosHeaders(options.headers as Record<string, string>);
+}
+
 /** The axios path as `followRedirects` sees it: hops are copies of the caller's config. */
 class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosResponse> {
+  readonly answers = AXIOS_ANSWERS;
+
   constructor(
     private readonly hops: AxiosHops,
     private readonly adapter: Adapter,
@@ -189,19 +160,6 @@ class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosRespo
     return send(this.adapter, request, this.config, this.tokens);
   }
 
-  status(response: AxiosResponse): number {
-    return response.status;
-  }
-
-  location(response: AxiosResponse): string | undefined {
-    const location: unknown = AxiosHeaders.from(response.headers as AxiosHeaders).get('Location');
-    return typeof location === 'string' ? location : undefined;
-  }
-
-  discard(response: AxiosResponse): void {
-    discard(response);
-  }
-
   method(request: InternalAxiosRequestConfig): string {
     return request.method ?? 'get';
   }
@@ -210,11 +168,17 @@ class AxiosHopClient implements HopClient<InternalAxiosRequestConfig, AxiosRespo
     return !isNonReplayable(request.data);
   }
 
-  next(
-    request: InternalAxiosRequestConfig,
-    hop: { from: URL; to: URL; dropsBody: boolean; crossed: boolean; response: AxiosResponse },
-  ): InternalAxiosRequestConfig {
-    return this.hops.nextHop(this.config, request, hop);
+  /** The request of the hop from `request`'s URL to `how.to`, its headers before the token (`send` adds it). */
+  next(request: InternalAxiosRequestConfig, how: NextHop): InternalAxiosRequestConfig {
+    const keepsBody = !how.dropsBody;
+    const overrides = {
+      url: how.to.href,
+      baseURL: undefined,
+      params: undefined,
+      method: keepsBody ? request.method : 'get',
+      data: keepsBody ? (request.data as unknown) : undefined,
+    };
+    return this.hops.hop(this.config, redirectHeaders(this.config, request, how), overrides, how.to.protocol);
   }
 
   /** follow-redirects' own error for a chain over `maxRedirects`, as axios gives it. */

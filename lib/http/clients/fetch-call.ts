@@ -1,18 +1,20 @@
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { CallPlan, type CallFacts } from '../engine/call-plan.js';
 import type { PolicyCall } from '../engine/policy-call.js';
+import type { Answers, Followed } from '../engine/redirect-follow.js';
 import { hasHeader, withHeader } from './fetch-headers.util.js';
-import type { FetchSent, PlatformFetchInit } from './platform-fetch.js';
+import type { PlatformFetchInit } from './platform-fetch.js';
 
-type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<FetchSent>;
+type Follow = (start: URL | string, init: RequestInit, token: string) => Promise<Followed<Response>>;
 
 /**
  * One call of `PlatformFetch.fetch`, as the policy sees it; the caller has counted it into the retry budget. Its
  * idempotency key is added to a copy of `init` once, so every re-send carries the same one; the caller's `init` is
  * never changed (it is often a shared constant).
  */
-export class FetchCall implements PolicyCall<FetchSent, Response>, CallFacts {
+export class FetchCall implements PolicyCall<Response, Response>, CallFacts {
   readonly plan: CallPlan;
+  readonly answers = FETCH_ANSWERS;
   private readonly init: PlatformFetchInit;
 
   constructor(
@@ -48,30 +50,11 @@ export class FetchCall implements PolicyCall<FetchSent, Response>, CallFacts {
     return `${start.origin}${start.pathname}`;
   }
 
-  send(token: string): Promise<FetchSent> {
+  send(token: string): Promise<Followed<Response>> {
     return this.follow(this.start, this.init, token);
   }
 
-  status({ response }: FetchSent): number {
-    return response.status;
-  }
-
-  /** A chain that left the allowed origins sends the token to none after that. */
-  carried({ carried }: FetchSent): boolean {
-    return carried;
-  }
-
-  /** `Retry-After` of an answer to a hop that carried the token only: a chain that left holds nothing of ours. */
-  retryAfter({ response, carried }: FetchSent): unknown {
-    if (!carried) return undefined;
-    return response.headers.get('retry-after') ?? undefined;
-  }
-
-  discard({ response }: FetchSent): void {
-    discardBody(response);
-  }
-
-  finish({ response }: FetchSent): Response {
+  finish(response: Response): Response {
     return response;
   }
 
@@ -80,6 +63,13 @@ export class FetchCall implements PolicyCall<FetchSent, Response>, CallFacts {
     return reason;
   }
 }
+
+/** A fetch `Response` as the engine reads it. */
+export const FETCH_ANSWERS: Answers<Response> = {
+  status: (response) => response.status,
+  header: (response, name) => response.headers.get(name) ?? undefined,
+  discard: discardBody,
+};
 
 /**
  * Cancels the body of a response nobody reads, without waiting: a body teed by whatever wraps `fetch` (MSW, a

@@ -3,10 +3,10 @@ import { isRedirectStatus } from '../engine/redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { asksPlan } from '../engine/call-plan.js';
-import { discardBody, FetchCall } from './fetch-call.js';
+import { discardBody, FETCH_ANSWERS, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
 import { continueCall, runCall } from '../engine/policy-call.js';
-import { followRedirects, type HopClient } from '../engine/redirect-follow.js';
+import { followRedirects, type Followed, type HopClient } from '../engine/redirect-follow.js';
 import { newPlatformAgent } from './undici-agent.js';
 import { bearerInterceptor, type PlatformDispatcher, type PlatformInterceptor } from './undici.interceptor.js';
 
@@ -22,15 +22,6 @@ export interface PlatformFetchInit extends RequestInit {
    * says (the one re-send after a 401 still happens).
    */
   retry?: boolean;
-}
-
-/** One send, redirects followed. */
-export interface FetchSent {
-  readonly response: Response;
-  /** The URL that answered: the last hop's (text: the first, allowed, not parsed). */
-  readonly url: URL | string;
-  /** Whether the hop that answered carried the token: only then can a 401 be blamed on it, or a delay be ours. */
-  readonly carried: boolean;
 }
 
 /**
@@ -54,7 +45,7 @@ export class PlatformFetch {
   readonly #policy: BearerPolicy;
   readonly #baseUrl: string;
   /** `follow`, bound once: each call hands it to its `FetchCall`. */
-  readonly #follow = (start: URL | string, init: RequestInit, token: string): Promise<FetchSent> =>
+  readonly #follow = (start: URL | string, init: RequestInit, token: string): Promise<Followed<Response>> =>
     this.follow(start, init, token);
   /**
    * Whether a call with URL text and no init may take `quickFetch`: no rate limit (the gate is open) and no
@@ -159,9 +150,7 @@ export class PlatformFetch {
   private continueQuick(text: string, token: string, sending: Promise<Response>): Promise<Response> {
     const call = new FetchCall(this.#policy, text, NO_INIT, this.#follow);
     const firstSend = sending.then((response) =>
-      isRedirectStatus(response.status)
-        ? this.redirected(text, NO_INIT, token, response)
-        : { response, url: text as URL | string, carried: true },
+      isRedirectStatus(response.status) ? this.redirected(text, NO_INIT, token, response) : { response, carried: true },
     );
     return continueCall(this.#policy, call, token, firstSend);
   }
@@ -180,7 +169,7 @@ export class PlatformFetch {
    * POST, become a GET without a body) unless `init.redirect` says otherwise. A 307/308 cannot re-send a stream:
    * that redirect response is returned as it is. `start` is allowed: `fetch` sends only those here.
    */
-  private follow(start: URL | string, init: RequestInit, token: string): Promise<FetchSent> {
+  private follow(start: URL | string, init: RequestInit, token: string): Promise<Followed<Response>> {
     const sent =
       init === NO_INIT
         ? this.bareInit(token)
@@ -190,9 +179,7 @@ export class PlatformFetch {
             redirect: 'manual' as const,
           };
     return fetch(start, sent).then((response) =>
-      isRedirectStatus(response.status)
-        ? this.redirected(start, init, token, response)
-        : { response, url: start, carried: true },
+      isRedirectStatus(response.status) ? this.redirected(start, init, token, response) : { response, carried: true },
     );
   }
 
@@ -210,7 +197,12 @@ export class PlatformFetch {
   }
 
   /** The rest of `follow` once `first`, the answer to `start`, is a redirect: as `followRedirects` follows them. */
-  private redirected(start: URL | string, init: RequestInit, token: string, first: Response): Promise<FetchSent> {
+  private redirected(
+    start: URL | string,
+    init: RequestInit,
+    token: string,
+    first: Response,
+  ): Promise<Followed<Response>> {
     const mode = init.redirect ?? 'follow';
     const url = typeof start === 'string' ? new URL(start) : start;
     if (mode === 'error' && first.headers.has('location')) {
@@ -233,24 +225,14 @@ export class PlatformFetch {
 
 /** `fetch` as `followRedirects` sees it: each hop a `fetch` of its own with `redirect: 'manual'`. */
 class FetchHopClient implements HopClient<RequestInit, Response> {
+  readonly answers = FETCH_ANSWERS;
+
   constructor(private readonly policy: BearerPolicy) {}
 
   send(request: RequestInit, url: URL, token: string | undefined): Promise<Response> {
     const headers =
       token === undefined ? request.headers : withAuthorization(request.headers, this.policy.bearer(token));
     return fetch(url, { ...request, headers, redirect: 'manual' });
-  }
-
-  status(response: Response): number {
-    return response.status;
-  }
-
-  location(response: Response): string | undefined {
-    return response.headers.get('location') ?? undefined;
-  }
-
-  discard(response: Response): void {
-    discardBody(response);
   }
 
   method(request: RequestInit): string {

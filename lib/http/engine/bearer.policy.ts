@@ -18,6 +18,8 @@ export class BearerPolicy {
   private readonly origins = new Map<string, boolean>();
   /** The allowed origins as a list: the hot path walks them, and a list walks without an iterator object. */
   private readonly originList: readonly string[];
+  /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
+  readonly clearTextAllowed: boolean;
   private lastBearer?: { readonly token: string; readonly value: string };
 
   constructor(
@@ -30,6 +32,7 @@ export class BearerPolicy {
     readonly retry: CallRetryPolicy,
   ) {
     this.originList = [...allowedOrigins];
+    this.clearTextAllowed = this.originList.some((origin) => origin.startsWith('http:'));
   }
 
   isAllowed(url: URL | undefined): boolean {

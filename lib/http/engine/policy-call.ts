@@ -1,22 +1,18 @@
 import type { BearerPolicy } from './bearer.policy.js';
 import { asksPlan, FINISH, gateTurn, RENEW, type CallPlan, type CallStep } from './call-plan.js';
+import type { Answers, Followed } from './redirect-follow.js';
 
 /**
- * One call of a promise-based client, as the engine drives it: its plan, and how the client sends it once with a
- * token (redirects followed; `S` is what one send gives), reads an answer for the plan, drops a response and makes
- * the caller's answer.
+ * One call of a promise-based client, as the engine drives it: its plan, how the client sends it once with a token
+ * (redirects followed), reads and drops a response (`answers`) and makes the caller's answer.
  */
-export interface PolicyCall<S, F> {
+export interface PolicyCall<Res, F> {
   readonly plan: CallPlan;
+  readonly answers: Answers<Res>;
   /** What ends the call's waits (the gate's turn, a re-send's delay); read only when it waits. */
   readonly signal: AbortSignal | undefined;
-  send(token: string): Promise<S>;
-  status(sent: S): number;
-  /** Whether the hop that answered carried the token. */
-  carried(sent: S): boolean;
-  retryAfter(sent: S): unknown;
-  discard(sent: S): unknown;
-  finish(sent: S): F;
+  send(token: string): Promise<Followed<Res>>;
+  finish(response: Res): F;
   /** What the caller gets when its signal aborted the wait before a re-send: what the client throws for an abort. */
   aborted(reason: unknown): unknown;
 }
@@ -26,7 +22,7 @@ export interface PolicyCall<S, F> {
  * the caller gets, each step as its plan says. A first answer that asks for nothing more becomes the caller's in one
  * step: no async function runs, so the answer reaches the caller as soon as the client gives it.
  */
-export function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, first: string): Promise<F> {
+export function runCall<Res, F>(policy: BearerPolicy, call: PolicyCall<Res, F>, first: string): Promise<F> {
   return continueCall(policy, call, first, sendAtTurn(policy, call, first));
 }
 
@@ -34,32 +30,34 @@ export function runCall<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, firs
  * The call from its first send (`firstSend`): a client that made its first send itself (`PlatformFetch`'s usual
  * call) hands the rest of the call here.
  */
-export function continueCall<S, F>(
+export function continueCall<Res, F>(
   policy: BearerPolicy,
-  call: PolicyCall<S, F>,
+  call: PolicyCall<Res, F>,
   first: string,
-  firstSend: Promise<S>,
+  firstSend: Promise<Followed<Res>>,
 ): Promise<F> {
   return firstSend.then(
     (sent) =>
-      asksPlan(call.status(sent)) ? drive(policy, call, first, sent, answered(call, sent)) : call.finish(sent),
+      asksPlan(call.answers.status(sent.response))
+        ? drive(policy, call, first, sent, answered(call, sent))
+        : call.finish(sent.response),
     (error: unknown) => drive(policy, call, first, undefined, call.plan.onError(error, call.signal)),
   );
 }
 
 /** Every step from the first answer (`firstSent`, `undefined` after a failure) until the call ends. */
-async function drive<S, F>(
+async function drive<Res, F>(
   policy: BearerPolicy,
-  call: PolicyCall<S, F>,
+  call: PolicyCall<Res, F>,
   first: string,
-  firstSent: S | undefined,
+  firstSent: Followed<Res> | undefined,
   firstStep: CallStep,
 ): Promise<F> {
   let token = first;
   let sent = firstSent;
   for (let step = firstStep; ;) {
-    if (step === FINISH) return call.finish(sent as S);
-    if (sent !== undefined) await call.discard(sent);
+    if (step === FINISH) return call.finish((sent as Followed<Res>).response);
+    if (sent !== undefined) call.answers.discard(sent.response);
     if (typeof step === 'object' && 'fail' in step) throw step.fail;
     if (step !== RENEW) await waitOrAbort(policy, call, step.resendAfterMs);
     try {
@@ -67,7 +65,7 @@ async function drive<S, F>(
         const again = await policy.renew(token, async (fresh) => {
           token = fresh;
           const resent = await sendAtTurn(policy, call, fresh);
-          return { status: call.status(resent), resent };
+          return { status: call.answers.status(resent.response), resent };
         });
         sent = again.resent;
       } else sent = await sendAtTurn(policy, call, token);
@@ -79,19 +77,26 @@ async function drive<S, F>(
   }
 }
 
-/** What the plan makes of the answer `sent`. */
-function answered<S, F>(call: PolicyCall<S, F>, sent: S): CallStep {
-  return call.plan.onAnswer(call.status(sent), call.carried(sent), () => call.retryAfter(sent));
+/**
+ * What the plan makes of the answer `sent`. Its `Retry-After` counts from a hop that carried the token only: a chain
+ * that left the allowed origins holds nothing of ours.
+ */
+function answered<Res, F>(call: PolicyCall<Res, F>, sent: Followed<Res>): CallStep {
+  const { answers } = call;
+  const { response, carried } = sent;
+  return call.plan.onAnswer(answers.status(response), carried, () =>
+    carried ? answers.header(response, 'retry-after') : undefined,
+  );
 }
 
 /** One send with `token`, after the gate's turn. */
-function sendAtTurn<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, token: string): Promise<S> {
+function sendAtTurn<Res, F>(policy: BearerPolicy, call: PolicyCall<Res, F>, token: string): Promise<Followed<Res>> {
   const turn = gateTurn(policy, call);
   return turn === undefined ? call.send(token) : turn.then(() => call.send(token));
 }
 
 /** The wait before a re-send: the caller's abort ends it as the client ends an aborted request; a shutdown, as itself. */
-async function waitOrAbort<S, F>(policy: BearerPolicy, call: PolicyCall<S, F>, delayMs: number): Promise<void> {
+async function waitOrAbort<Res, F>(policy: BearerPolicy, call: PolicyCall<Res, F>, delayMs: number): Promise<void> {
   const signal = call.signal;
   try {
     await policy.retry.wait(delayMs, signal);

@@ -1,17 +1,23 @@
 import { isRedirectStatus, RedirectChain, redirectDropsBody } from './redirect.rules.js';
 
+/** How the engine reads a client's response: its status and headers, and how one nobody reads is freed. */
+export interface Answers<Res> {
+  status(response: Res): number;
+  /** The header `name` (lower case); `undefined` when it has none. */
+  header(response: Res, name: string): unknown;
+  /** Frees a response nobody reads. */
+  discard(response: Res): void;
+}
+
 /**
  * What a client does for the redirects it follows itself, one hop at a time: send one hop, report what came back,
  * build the next hop's request. What to decide (which hop carries the token, how many hops, when the method and body
  * change, when a body cannot follow) is `followRedirects`', once for every such client.
  */
 export interface HopClient<Req, Res> {
+  readonly answers: Answers<Res>;
   /** Sends `request` to `url` once, with `token` when given and without any when not. */
   send(request: Req, url: URL, token: string | undefined): Promise<Res>;
-  status(response: Res): number;
-  location(response: Res): string | undefined;
-  /** Frees a response nobody reads. */
-  discard(response: Res): void;
   method(request: Req): string;
   /** Whether `request`'s body can be sent again. */
   replayable(request: Req): boolean;
@@ -26,10 +32,9 @@ export interface HopClient<Req, Res> {
   badLocation(response: Res): Error | undefined;
 }
 
-/** One send with its redirects followed: the last answer, the URL that gave it, and whether its hop had the token. */
+/** One send with its redirects followed: the last answer, and whether its hop had the token. */
 export interface Followed<Res> {
   readonly response: Res;
-  readonly url: URL;
   readonly carried: boolean;
 }
 
@@ -44,15 +49,16 @@ export async function followRedirects<Req, Res>(
   start: { request: Req; url: URL; token: string; first: Res; limit: number },
 ): Promise<Followed<Res>> {
   const chain = new RedirectChain(isAllowed);
+  const { answers } = client;
   const { token, limit } = start;
   let { request, url } = start;
   let response = start.first;
   let crossed = false;
   for (let hops = 0; ; hops += 1) {
-    const answer = { response, url, carried: chain.carries };
-    const status = client.status(response);
-    const location = isRedirectStatus(status) && limit > 0 ? client.location(response) : undefined;
-    if (location === undefined) return answer;
+    const answer = { response, carried: chain.carries };
+    const status = answers.status(response);
+    const location = isRedirectStatus(status) && limit > 0 ? answers.header(response, 'location') : undefined;
+    if (typeof location !== 'string') return answer;
     const dropsBody = redirectDropsBody(status, client.method(request).toUpperCase());
     if (!dropsBody && !client.replayable(request)) return answer;
     let to: URL;
@@ -61,10 +67,10 @@ export async function followRedirects<Req, Res>(
     } catch {
       const error = client.badLocation(response);
       if (error === undefined) return answer;
-      client.discard(response);
+      answers.discard(response);
       throw error;
     }
-    client.discard(response);
+    answers.discard(response);
     if (hops >= limit) throw client.tooMany(response, request);
     crossed ||= to.origin !== url.origin;
     request = client.next(request, { from: url, to, dropsBody, crossed, response });
