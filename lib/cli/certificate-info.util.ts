@@ -6,7 +6,7 @@ import { CommandFailure } from './cli.command.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export interface CertificateInfo {
+interface CertificateInfo {
   readonly subject: string;
   readonly issuer: string;
   readonly selfSigned: boolean;
@@ -52,7 +52,7 @@ export function validityText(info: CertificateInfo, nowMs: number): string {
   }
 }
 
-export interface ParsedCertificateFile {
+interface ParsedCertificateFile {
   readonly certificate: X509Certificate;
   readonly encoding: 'PEM' | 'DER';
 }

@@ -8,7 +8,7 @@ import { shellWord } from './rotation-steps.util.js';
 import type { userClientOption } from './user-client-option.util.js';
 
 /** What the report needs of the command line. */
-export interface ReportedSettings {
+interface ReportedSettings {
   readonly userClient: ReturnType<typeof userClientOption>;
   readonly emulatorOptions: PlatformEmulatorOptions;
   /** `--state FILE`, resolved. */
