@@ -45,7 +45,7 @@ const TABLE_CHECKED = {
 } as const satisfies Partial<Record<keyof PlatformAuthSettings, OptionName>>;
 
 /** What the assertion's times depend on; `effectiveClockMargin` turns it into the offset the platform may have. */
-export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
+type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
 
 /**
  * Validates the settings into `report` (every problem, not the first) and applies the table's defaults.
