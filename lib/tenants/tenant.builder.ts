@@ -13,7 +13,7 @@ export interface TenantTelemetrySettings {
   readonly tenantIdInMetrics: ReadonlySet<string>;
 }
 
-export interface TenantBuildInput {
+interface TenantBuildInput {
   readonly tenantId: string;
   /** The tenant's own settings, as the resolver gave them. */
   readonly own: PlatformTenantOptions;
