@@ -20,7 +20,7 @@ function pageHeaders(styleNonce: string, formTarget?: string): Record<string, st
   };
 }
 
-export function escapeHtml(value: string): string {
+function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
