@@ -7,13 +7,13 @@ import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintCon
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
 import { isNotRegisteredRefusal, type ExchangeSigners } from './next-pair.switch.js';
 
-export type ExchangeAttemptsConfig = Pick<
+type ExchangeAttemptsConfig = Pick<
   PlatformAuthSettings,
   'retry' | 'exchangeTimeoutMs' | 'correctClockSkew' | 'tokenUrl' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'
 >;
 
 /** Where the attempts get their signers, once per exchange: the credential lifecycle. */
-export interface SignerSource {
+interface SignerSource {
   signers(): ExchangeSigners;
 }
 
