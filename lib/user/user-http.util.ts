@@ -18,7 +18,7 @@ const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
  * over, so a hostile or broken server costs at most the limit in memory. The answer is handed on as a new `Response`
  * holding the bytes read, which oauth4webapi then parses and checks as usual.
  */
-export function boundedFetch(limitBytes = USER_RESPONSE_LIMIT_BYTES): typeof fetch {
+function boundedFetch(limitBytes = USER_RESPONSE_LIMIT_BYTES): typeof fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
     const declared = Number(response.headers.get('content-length'));
