@@ -98,11 +98,6 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     this.gaugeSources = sources;
   }
 
-  /** Whether OpenTelemetry was found and instruments are live. */
-  get otelEnabled(): boolean {
-    return this.instruments !== undefined;
-  }
-
   /**
    * Runs one exchange inside its span (the active context, so the attempts' HTTP spans are its children), and
    * counts, times, publishes and logs it.
