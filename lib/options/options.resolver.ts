@@ -13,7 +13,6 @@ import { parseHttpUrl } from './url.rules.js';
 export interface PlatformAuthSettings extends CallSettings {
   /** Without a trailing slash. */
   readonly baseUrl: string;
-  readonly origin: string;
   readonly tokenUrl: string;
   readonly machineId: string;
   readonly audience: string;
@@ -103,7 +102,6 @@ export function resolveSettings(
     ...table,
     ...clock!,
     baseUrl: endpoint!.baseUrl,
-    origin: base!.origin,
     tokenUrl: endpoint!.tokenUrl,
     machineId: options.machineId,
     audience: audience!,
