@@ -1,10 +1,8 @@
 import { X509Certificate } from 'node:crypto';
-import { certificateValidity } from '../credentials/certificate.loader.js';
+import { certificateValidity, DAY_MS } from '../credentials/certificate.loader.js';
 import { normalizePem, pemBlockKinds } from '../credentials/pem.util.js';
 import { certificateThumbprint } from '../credentials/thumbprint.util.js';
 import { CommandFailure } from './cli.command.js';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 interface CertificateInfo {
   readonly subject: string;

@@ -7,7 +7,7 @@ import { pemBlockKinds } from './pem.util.js';
 
 type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath'>;
 
-const DAY_MS = 24 * 60 * 60 * 1000;
+export const DAY_MS = 24 * 60 * 60 * 1000;
 
 interface LoadedCertificate {
   readonly x509: X509Certificate;
