@@ -2,7 +2,7 @@ import type { ConfigurableModuleAsyncOptions } from '@nestjs/common';
 import { configurableModule } from './platform-auth.module-helpers.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
-export interface PlatformAuthModuleExtras {
+interface PlatformAuthModuleExtras {
   /** Register the module globally, so feature modules inject its services without importing it. */
   isGlobal?: boolean;
   /**

@@ -1,12 +1,10 @@
 import { X509Certificate } from 'node:crypto';
-import { certificateValidity } from '../credentials/certificate.loader.js';
+import { certificateValidity, DAY_MS } from '../credentials/certificate.loader.js';
 import { normalizePem, pemBlockKinds } from '../credentials/pem.util.js';
 import { certificateThumbprint } from '../credentials/thumbprint.util.js';
 import { CommandFailure } from './cli.command.js';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-export interface CertificateInfo {
+interface CertificateInfo {
   readonly subject: string;
   readonly issuer: string;
   readonly selfSigned: boolean;
@@ -52,7 +50,7 @@ export function validityText(info: CertificateInfo, nowMs: number): string {
   }
 }
 
-export interface ParsedCertificateFile {
+interface ParsedCertificateFile {
   readonly certificate: X509Certificate;
   readonly encoding: 'PEM' | 'DER';
 }

@@ -22,7 +22,7 @@ import {
 import { printChecks, type Output } from './cli.output.js';
 
 /** Read when present and no --env-file is given, as ConfigModule.forRoot() does by default. */
-export const DEFAULT_ENV_FILE = '.env';
+const DEFAULT_ENV_FILE = '.env';
 
 export const ENV_FILE_OPTION: Readonly<Record<string, OptionSpec>> = {
   'env-file': {
@@ -82,7 +82,7 @@ function integrationOption(context: CommandContext): string | undefined {
   }
 }
 
-export type Configuration =
+type Configuration =
   | {
       readonly options: ReadPlatformAuthOptions;
       readonly config: ResolvedPlatformAuthConfig;
@@ -140,7 +140,7 @@ export async function requireConfiguration(
 }
 
 /** For the commands that need a working configuration: what is wrong, and where to look next. */
-export function printConfigurationProblems(out: Output, problems: readonly ConfigProblem[]): void {
+function printConfigurationProblems(out: Output, problems: readonly ConfigProblem[]): void {
   printChecks(out, configurationChecks(problems, 'fail'));
   out.print();
   out.print(

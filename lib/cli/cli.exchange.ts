@@ -26,7 +26,7 @@ export interface ExchangeFailure {
   readonly warnings: readonly string[];
 }
 
-export type ExchangeResult = ExchangeSuccess | ExchangeFailure;
+type ExchangeResult = ExchangeSuccess | ExchangeFailure;
 
 /**
  * The integration as the module builds it, for one command: the same builder, no shared store (a diagnosis shows

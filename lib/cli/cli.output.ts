@@ -6,7 +6,7 @@ export interface OutputStream {
   readonly isTTY?: boolean;
 }
 
-export interface Style {
+interface Style {
   ok(text: string): string;
   fail(text: string): string;
   warn(text: string): string;
@@ -96,7 +96,7 @@ export function printChecks(out: Output, checks: readonly CheckResult[]): void {
   }
 }
 
-export interface CheckCounts {
+interface CheckCounts {
   passed: number;
   failed: number;
   warnings: number;

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { CommandFailure, UsageError, type Command, type Env, type OptionSpec } from './cli.command.js';
 import { createOutput, type Output, type OutputStream } from './cli.output.js';
 
-export interface CliIo {
+interface CliIo {
   readonly stdout: OutputStream;
   readonly stderr: OutputStream;
   readonly env: Env;

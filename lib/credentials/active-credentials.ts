@@ -1,3 +1,4 @@
+import { DAY_MS } from './certificate.loader.js';
 import type { LoadedCredentials } from './credentials.loader.js';
 
 /** The credentials assertions are signed with right now, and whose they are. */
@@ -28,8 +29,6 @@ export interface ReloadedPairs extends CredentialsInUse {
   nextReloaded(pair: LoadedCredentials | undefined): string | undefined;
 }
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 /** The certificate's end of validity in ms, when a certificate (not only a thumbprint) is configured. */
 export function certificateNotAfterMs(credentials: LoadedCredentials): number | undefined {
   return credentials.certificate ? Date.parse(credentials.certificate.validTo) : undefined;
@@ -39,5 +38,3 @@ export function certificateNotAfterMs(credentials: LoadedCredentials): number | 
 export function daysLeft(notAfterMs: number, nowMs: number): number {
   return Math.floor((notAfterMs - nowMs) / DAY_MS);
 }
-
-export { DAY_MS };

@@ -1,14 +1,15 @@
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import { certificateNotAfterMs, DAY_MS, daysLeft, type CredentialsInUse } from './active-credentials.js';
+import { certificateNotAfterMs, daysLeft, type CredentialsInUse } from './active-credentials.js';
+import { DAY_MS } from './certificate.loader.js';
 
 /** Days left at which a running app warns; each is reported once per certificate. */
-export const CERTIFICATE_EXPIRY_WARNING_THRESHOLDS_DAYS = [30, 14, 7, 1] as const;
+const CERTIFICATE_EXPIRY_WARNING_THRESHOLDS_DAYS = [30, 14, 7, 1] as const;
 /** The longest the monitor sleeps: it also picks up a swapped certificate and a clock that jumped. */
 const MAX_CHECK_INTERVAL_MS = 6 * 60 * 60 * 1000;
 
-export const ROTATION_STEPS =
+const ROTATION_STEPS =
   'To rotate: 1) generate a new key and certificate (`platform-auth keygen`); 2) register the certificate on the system integration in the Administration Portal (one certificate per integration: the old one stops working when it is replaced); 3) put the new pair in place (update the *_PATH files with credentialsReloadIntervalMs set, call TokenProvider.rotateCredentials(), or restart). See docs/operations.md.';
 
 /**

@@ -3,7 +3,7 @@ import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import type { AssertionKey } from './assertion-key.interface.js';
 
-export interface IssueOptions {
+interface IssueOptions {
   readonly commonName: string;
   readonly days: number;
   /** Start of validity: one minute before this time, in ms. */

@@ -5,11 +5,11 @@ import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { pemBlockKinds } from './pem.util.js';
 
-export type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath'>;
+type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath'>;
 
-const DAY_MS = 24 * 60 * 60 * 1000;
+export const DAY_MS = 24 * 60 * 60 * 1000;
 
-export interface LoadedCertificate {
+interface LoadedCertificate {
   readonly x509: X509Certificate;
   readonly source: string;
 }
@@ -64,7 +64,7 @@ export function loadCertificate(
   }
 }
 
-export interface CertificateValidity {
+interface CertificateValidity {
   readonly notBeforeMs: number;
   readonly notAfterMs: number;
   readonly state: 'valid' | 'expired' | 'not-yet-valid';

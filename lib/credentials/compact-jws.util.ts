@@ -2,7 +2,7 @@ import { CompactSign } from 'jose';
 import type { AssertionKey } from './assertion-key.interface.js';
 import { InMemoryAssertionKey } from './in-memory.assertion-key.js';
 
-export interface JwsHeader {
+interface JwsHeader {
   readonly alg: string;
   readonly [parameter: string]: unknown;
 }
@@ -10,7 +10,7 @@ export interface JwsHeader {
 const encoder = new TextEncoder();
 
 /** `base64url(header) "." base64url(payload)`: the bytes an RS256 signature covers (RFC 7515 §5.1). */
-export function encodeSigningInput(header: JwsHeader, payload: Uint8Array): string {
+function encodeSigningInput(header: JwsHeader, payload: Uint8Array): string {
   return `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(payload).toString('base64url')}`;
 }
 

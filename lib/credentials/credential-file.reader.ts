@@ -3,7 +3,7 @@ import { open, stat } from 'node:fs/promises';
 import { describeFsError } from './fs-error.util.js';
 
 /** A PEM key or certificate chain is a few kilobytes; anything larger is not one. */
-export const MAX_CREDENTIAL_FILE_BYTES = 64 * 1024;
+const MAX_CREDENTIAL_FILE_BYTES = 64 * 1024;
 
 /** The outcome of reading one credential file without trusting what is at its path. */
 export type CredentialFileRead =
@@ -22,7 +22,7 @@ function fileKind(stats: Stats): string {
 }
 
 /** Why `stats` is not acceptable for a key or certificate file at `path`, or `undefined`. Never reads content. */
-export function credentialFileProblem(path: string, stats: Stats): string | undefined {
+function credentialFileProblem(path: string, stats: Stats): string | undefined {
   if (!stats.isFile()) return `'${path}' is not a regular file (${fileKind(stats)})`;
   if (stats.size > MAX_CREDENTIAL_FILE_BYTES) {
     return `'${path}' holds ${stats.size} bytes; a key or certificate file is at most ${MAX_CREDENTIAL_FILE_BYTES}`;

@@ -3,7 +3,7 @@ import { readCredentialFileSync } from './credential-file.reader.js';
 import { describeFsError } from './fs-error.util.js';
 import { normalizePem } from './pem.util.js';
 
-export interface CredentialSource {
+interface CredentialSource {
   /** Normalised PEM text. */
   readonly text: string;
   /** The option it came from, for messages. */

@@ -21,7 +21,7 @@ export interface CredentialReloadStatus {
   readonly problems?: readonly string[];
 }
 
-export type ReloadOutcome = 'unchanged' | 'unreadable' | 'reloaded' | 'rejected';
+type ReloadOutcome = 'unchanged' | 'unreadable' | 'reloaded' | 'rejected';
 
 /** Checks in a row that may find a file missing before it is reported: a secret volume swap takes a moment. */
 const UNREADABLE_CHECKS_BEFORE_WARNING = 3;

@@ -3,7 +3,7 @@ import type { ReadPlatformAuthOptions } from '../options/options.read.js';
 import type { CredentialSources } from './credentials.loader.js';
 
 /** A key pair's group of options: the current pair (`key`) or the next one (`next`). */
-export type KeyPair = 'key' | 'next';
+type KeyPair = 'key' | 'next';
 
 /** The loader's name of each source of a pair, and its option inside the pair's group. */
 const PAIR_OPTIONS: Readonly<Record<string, string>> = {

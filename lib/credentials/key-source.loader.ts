@@ -7,13 +7,13 @@ import { openPkcs11Key } from './pkcs11/pkcs11-key.opener.js';
 import { parsePkcs11Uri } from './pkcs11/pkcs11-uri.parser.js';
 import { SignerAssertionKey } from './signer.assertion-key.js';
 
-export type KeySources = Pick<
+type KeySources = Pick<
   CredentialSources,
   'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase' | 'privateKeyUri' | 'signer'
 >;
 
 /** Where the configured key is: `pem` for `privateKey`/`privateKeyPath` (or none set, which the PEM loader reports). */
-export type KeySourceKind = 'pem' | 'pkcs11' | 'signer';
+type KeySourceKind = 'pem' | 'pkcs11' | 'signer';
 
 /**
  * The one key source configured. Several at once are a problem (reported here) and `undefined`; none at all is left

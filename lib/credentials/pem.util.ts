@@ -9,7 +9,7 @@ export function normalizePem(text: string): string {
     .trim();
 }
 
-export type PemKind =
+type PemKind =
   | 'private-key'
   | 'encrypted-private-key'
   | 'rsa-private-key'

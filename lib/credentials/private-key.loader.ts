@@ -5,7 +5,7 @@ import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { isLegacyEncryptedPem, pemBlockKinds } from './pem.util.js';
 
-export type PrivateKeySources = Pick<CredentialSources, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
+type PrivateKeySources = Pick<CredentialSources, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
 
 /** The RSA private key, parsed once; every problem (format, encryption, type, size) goes to `report`. */
 export function loadPrivateKey(

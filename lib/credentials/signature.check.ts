@@ -4,7 +4,7 @@ import type { AssertionKey } from './assertion-key.interface.js';
 import { boundedBy } from '../util/bounded.util.js';
 
 /** What a wrong signature most likely is, in words that say what to change. */
-export interface SignatureVerdict {
+interface SignatureVerdict {
   readonly fault: SignatureFault;
   readonly cause: string;
   /** Bytes returned, when bytes were returned. */
@@ -12,7 +12,7 @@ export interface SignatureVerdict {
 }
 
 /** How long one signature by a signer or a token may take; a hung KMS must not hang every caller of the token. */
-export const SIGNATURE_TIMEOUT_MS = 10_000;
+const SIGNATURE_TIMEOUT_MS = 10_000;
 
 /** ASN.1 DigestInfo prefixes (RFC 8017 §9.2, note 1) of the hashes a misconfigured signer might use. */
 const DIGEST_INFO: Readonly<Record<'sha1' | 'sha256' | 'sha384' | 'sha512', Buffer>> = {
@@ -33,7 +33,7 @@ export function signatureLength(publicKey: KeyObject): number {
  * (a DigestInfo of which hash, of which bytes) tells the double digest, the missing DigestInfo and the wrong hash
  * apart; a PSS signature is recognised by verifying it as one; anything else was made with another key.
  */
-export function checkRs256Signature(
+function checkRs256Signature(
   publicKey: KeyObject,
   input: Uint8Array,
   signature: unknown,
@@ -133,7 +133,7 @@ function lengthCause(signature: Uint8Array, expected: number): string {
 }
 
 /** How messages name a key: "the signer (KmsSigner)", "the PKCS#11 key pkcs11:token=…;object=…". */
-export function keyPhrase(key: Pick<AssertionKey, 'source' | 'name'>): string {
+function keyPhrase(key: Pick<AssertionKey, 'source' | 'name'>): string {
   return key.source === 'pkcs11' ? `the PKCS#11 key ${key.name}` : `the ${key.name}`;
 }
 

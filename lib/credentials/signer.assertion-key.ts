@@ -35,7 +35,7 @@ export class SignerAssertionKey implements AssertionKey {
 }
 
 /** `signer`, with the signer's own `name` or class name when it has one that is fit to print. */
-export function signerName(signer: PlatformAuthSigner): string {
+function signerName(signer: PlatformAuthSigner): string {
   const own = typeof signer.name === 'string' ? signer.name : undefined;
   const constructorName = (signer as { constructor?: { name?: unknown } }).constructor?.name;
   const className = typeof constructorName === 'string' && constructorName !== 'Object' ? constructorName : undefined;

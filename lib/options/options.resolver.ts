@@ -13,7 +13,6 @@ import { parseHttpUrl } from './url.rules.js';
 export interface PlatformAuthSettings extends CallSettings {
   /** Without a trailing slash. */
   readonly baseUrl: string;
-  readonly origin: string;
   readonly tokenUrl: string;
   readonly machineId: string;
   readonly audience: string;
@@ -45,7 +44,7 @@ const TABLE_CHECKED = {
 } as const satisfies Partial<Record<keyof PlatformAuthSettings, OptionName>>;
 
 /** What the assertion's times depend on; `effectiveClockMargin` turns it into the offset the platform may have. */
-export type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
+type ClockSettings = Pick<PlatformAuthSettings, 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
 
 /**
  * Validates the settings into `report` (every problem, not the first) and applies the table's defaults.
@@ -103,7 +102,6 @@ export function resolveSettings(
     ...table,
     ...clock!,
     baseUrl: endpoint!.baseUrl,
-    origin: base!.origin,
     tokenUrl: endpoint!.tokenUrl,
     machineId: options.machineId,
     audience: audience!,

@@ -7,7 +7,7 @@ import { DEFAULT_TOKEN_PATH } from './options.constants.js';
  * the token endpoint lies at `exchange.path` below it. A path would be silently dropped by some clients and kept by
  * others, and the exchange would fail only at the first request with a 404.
  */
-export function baseUrlPathProblem(url: URL): string {
+function baseUrlPathProblem(url: URL): string {
   return `has the path '${url.pathname}'; remove the path: the base URL is https://{platform_domain} only, and the token endpoint is found at exchange.path below it (${url.origin}${DEFAULT_TOKEN_PATH})`;
 }
 
@@ -16,7 +16,7 @@ export function baseUrlPathProblem(url: URL): string {
  * host (a local emulator or test server), where nothing crosses a network. `undefined` when `url` keeps it, else
  * the problem, worded to follow the URL's name.
  */
-export function transportProblem(url: URL): string | undefined {
+function transportProblem(url: URL): string | undefined {
   if (url.protocol === 'https:') return undefined;
   if (url.protocol !== 'http:') return `uses ${url.protocol}; only https: is accepted`;
   if (isLoopbackHost(url.hostname)) return undefined;

@@ -63,7 +63,7 @@ interface NodeRedisModule {
   ): OwnedRedisClient & { sendCommand(isReadonly: boolean, args: string[]): Promise<unknown> };
 }
 
-export const REDIS_PACKAGE_MISSING = 'RedisTokenStore needs the `redis` package (node-redis 5 or 6): npm install redis';
+const REDIS_PACKAGE_MISSING = 'RedisTokenStore needs the `redis` package (node-redis 5 or 6): npm install redis';
 
 /** Loads the optional `redis` package; rejects with a message saying what to install. */
 export function loadNodeRedis(): Promise<NodeRedisModule> {

@@ -5,7 +5,7 @@ import { quotable, type ConfigReport } from '../options/config.report.js';
 import type { TokenStoreOptions } from '../options/token-store-options.interface.js';
 
 /** How the module reaches Redis: one server, a cluster through its seed nodes, or the master the sentinels name. */
-export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
+type RedisMode = 'standalone' | 'cluster' | 'sentinel';
 
 export interface RedisEndpoint {
   readonly host: string;
@@ -37,7 +37,7 @@ export interface RedisConnectionSettings {
 
 const MODE_OPTIONS = ['tokenStore.url', 'tokenStore.clusterNodes', 'tokenStore.sentinel.nodes'] as const;
 /** Settings that shape a connection the module makes, and so mean nothing with a store passed in. */
-export const CONNECTION_OPTIONS = [
+const CONNECTION_OPTIONS = [
   ...MODE_OPTIONS,
   'tokenStore.sentinel.masterName',
   'tokenStore.username',

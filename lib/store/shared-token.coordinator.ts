@@ -39,7 +39,7 @@ interface FleetMember {
 type Outcome = ExchangeOutcome;
 
 /** What the coordinator needs besides the store: how large an entry may be, whom to tell about the lock. */
-export interface SharedTokenContext {
+interface SharedTokenContext {
   readonly clock: Clock;
   readonly timing: SharedTokenTiming;
   readonly logger: Pick<LoggerService, 'log' | 'warn'>;

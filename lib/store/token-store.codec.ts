@@ -5,7 +5,7 @@ import type { IssuedToken } from '../token/token.cache.js';
 import { repeatsTooFewBytes } from '../util/key-strength.util.js';
 
 /** A failed exchange, shared so the fleet fails fast together until `retryAtMs`. Only non-secret fields. */
-export interface SharedFailure {
+interface SharedFailure {
   readonly retryAtMs: number;
   readonly summary: string;
   readonly reason: string;
@@ -38,7 +38,7 @@ export interface EncryptionKey {
   readonly key: KeyObject;
 }
 
-export const ENCRYPTION_KEY_BYTES = 32;
+const ENCRYPTION_KEY_BYTES = 32;
 /** Any even run of hex digits is read as hex (32 bytes of base64 is 43 or 44 characters, so never mistaken). */
 const HEX_KEY = /^(?:[0-9a-f]{2})+$/i;
 const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;

@@ -17,7 +17,7 @@ import { OwnedRedisChannel, clientChannel, type RedisChannel } from './redis.cha
 import type { SendCommand } from './redis-client.factory.js';
 
 /** The store's Redis for other parts of the integration that keep shared state in it (the rate limit's bucket). */
-export interface SharedScriptChannel {
+interface SharedScriptChannel {
   readonly send: SendCommand;
   /**
    * `<keyPrefix>{<namespace>}`, the base of the keys the calls of this replica share (one Cluster slot): the
@@ -35,7 +35,7 @@ const MODE_OPTION = {
   sentinel: 'tokenStore.sentinel.nodes',
 } as const;
 
-export interface TokenStoreHostInput {
+interface TokenStoreHostInput {
   readonly settings: ResolvedTokenStoreConfig;
   readonly identity: NamespaceInput;
   /** The pairs this replica holds (the credential lifecycle): they own its entries. */

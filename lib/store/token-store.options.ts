@@ -35,11 +35,11 @@ export interface ResolvedTokenStoreConfig {
  * The largest entry worth opening: a sealed token is its JSON in base64url (4/3 of it) with a JWE header, so twice
  * the largest token response accepted, plus 1 KiB, holds any token this module would store.
  */
-export function maxEntryBytesFor(maxResponseBytes: number): number {
+function maxEntryBytesFor(maxResponseBytes: number): number {
   return 2 * maxResponseBytes + 1_024;
 }
 
-export const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStore.keyPrefix');
+const DEFAULT_TOKEN_STORE_KEY_PREFIX = optionDefault<string>('tokenStore.keyPrefix');
 const TIMING_NAMES = ['operationTimeoutMs', 'lockTtlMs', 'waitTimeoutMs'] as const;
 const STORE_METHODS = ['get', 'setIfNewer', 'deleteIfTagged', 'acquireLock', 'releaseLock'] as const;
 

@@ -5,7 +5,7 @@ import { resolveRedisConnection } from './redis-connection.options.js';
 import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
 import { UnexpectedReplyError } from './redis-bounded.reader.js';
 
-export interface RedisTokenStoreOptions {
+interface RedisTokenStoreOptions {
   /** `redis://` or `rediss://` (TLS) URL; the store then owns its own node-redis client (the `redis` package). */
   url?: string;
   /**

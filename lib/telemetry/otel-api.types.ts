@@ -21,7 +21,7 @@ export interface OtelObservableGauge {
   removeCallback(callback: (result: OtelObservableResult) => void): void;
 }
 
-export interface OtelInstrumentOptions {
+interface OtelInstrumentOptions {
   description?: string;
   unit?: string;
 }
@@ -39,7 +39,7 @@ export interface OtelSpan {
 }
 
 /** An OpenTelemetry `Context`: opaque here, only handed back to the API. */
-export type OtelContext = object;
+type OtelContext = object;
 
 export interface OtelTracer {
   startSpan(

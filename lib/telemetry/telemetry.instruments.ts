@@ -16,7 +16,7 @@ export interface TelemetryGaugeSources {
 }
 
 /** A gauge's callback, made from what it reads. */
-export type GaugeCallbackFactory = (
+type GaugeCallbackFactory = (
   read: (sources: TelemetryGaugeSources) => number | undefined,
 ) => (result: OtelObservableResult) => void;
 

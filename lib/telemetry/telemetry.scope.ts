@@ -28,7 +28,7 @@ export async function loadInstrumentationScope(): Promise<InstrumentationScope |
  * time because the file sits at a different depth in each build (dist/telemetry/, dist/cjs/telemetry/ below the
  * CommonJS build's nameless package.json, lib/telemetry/ under test); `undefined` when no manifest can be read.
  */
-export async function packageVersion(): Promise<string | undefined> {
+async function packageVersion(): Promise<string | undefined> {
   let dir = new URL('.', import.meta.url);
   for (;;) {
     const manifest = await readFile(new URL('package.json', dir), 'utf8')

@@ -27,7 +27,7 @@ import { createInstruments, type Instruments, type TelemetryGaugeSources } from 
 import { inContext, loadInstrumentationScope } from './telemetry.scope.js';
 
 /** Who the telemetry speaks for. Nothing here is secret: the machineId only ever appears hashed. */
-export interface TelemetryIdentity {
+interface TelemetryIdentity {
   /** {@link integrationHash} of the token URL and machineId. */
   readonly integration: string;
   /** The integration's name; absent for the default one, which telemetry calls `default`. */
@@ -96,11 +96,6 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   /** Where the time-to-expiry gauges read from; set once the token cache and the credentials exist. */
   observe(sources: TelemetryGaugeSources): void {
     this.gaugeSources = sources;
-  }
-
-  /** Whether OpenTelemetry was found and instruments are live. */
-  get otelEnabled(): boolean {
-    return this.instruments !== undefined;
   }
 
   /**

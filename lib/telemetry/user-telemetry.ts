@@ -12,7 +12,7 @@ import { TELEMETRY_ATTRIBUTES as ATTR, TELEMETRY_NAMES as NAMES } from './teleme
 import { inContext, loadInstrumentationScope, type InstrumentationScope } from './telemetry.scope.js';
 
 /** The two token requests of user sign-in, by their OAuth grant type. */
-export type UserGrantType = 'authorization_code' | 'refresh_token';
+type UserGrantType = 'authorization_code' | 'refresh_token';
 
 interface UserInstruments {
   readonly api: OtelApi;

@@ -5,6 +5,7 @@ import { loadIntegration, startIntegration } from '../platform-auth.builder.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { TenantStoreConnection } from './tenant-store.js';
+import { isPlainObject } from './tenants.secrets.js';
 import type { PlatformTenantOptions } from './tenants.types.js';
 
 /** Where a tenant's id may appear in its telemetry (`forTenants({ telemetry })`, checked). */
@@ -13,7 +14,7 @@ export interface TenantTelemetrySettings {
   readonly tenantIdInMetrics: ReadonlySet<string>;
 }
 
-export interface TenantBuildInput {
+interface TenantBuildInput {
   readonly tenantId: string;
   /** The tenant's own settings, as the resolver gave them. */
   readonly own: PlatformTenantOptions;
@@ -40,10 +41,6 @@ export function tenantOptions(shared: Partial<PlatformAuthOptions>, own: Platfor
     merged[name] = isPlainObject(base) && isPlainObject(value) ? { ...base, ...value } : value;
   }
   return merged as unknown as PlatformAuthOptions;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 }
 
 /**

@@ -35,7 +35,7 @@ export interface PlatformTenantsAsyncOptions extends Pick<ModuleMetadata, 'impor
 }
 
 /** The registry's own settings checked (every problem at once); the rest is shared by every tenant. */
-export function tenantRegistrySettings(options: PlatformTenantsOptions): TenantRegistrySettings {
+function tenantRegistrySettings(options: PlatformTenantsOptions): TenantRegistrySettings {
   const {
     resolve,
     name,

@@ -2,7 +2,8 @@ import { PLATFORM_AUTH_OPTIONS, type OptionTable } from '../options/options.tabl
 import { isSecret, secretText } from '../util/secret.util.js';
 import type { PlatformTenantsOptions } from './tenants.types.js';
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+/** An object literal's kind of object (not an instance, an array or `null`): a group of options. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 }
 

@@ -52,7 +52,7 @@ export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
  * Where a tenant's id (`platform_auth.tenant.id`) may appear in telemetry. Without these, nothing a tenant emits
  * names it: a metric attribute per tenant makes a series per tenant, and an id may say who the customer is.
  */
-export interface PlatformTenantsTelemetryOptions {
+interface PlatformTenantsTelemetryOptions {
   /** Every tenant's spans (the token exchange, the 401 re-send) carry its id. Default false. */
   tenantIdInSpans?: boolean;
   /**

@@ -10,7 +10,7 @@ import { signCompactJws } from '../credentials/compact-jws.util.js';
 export type SignerSettings = Pick<PlatformAuthSettings, 'audience' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'>;
 
 /** The claims of a client assertion, exactly those of docs/platform-contract.md#claims, in that order. */
-export interface AssertionClaims {
+interface AssertionClaims {
   jti: string;
   iss: string;
   sub: string;
@@ -20,7 +20,7 @@ export interface AssertionClaims {
   exp: number;
 }
 
-export interface CreateAssertionOptions {
+interface CreateAssertionOptions {
   /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
   clockOffsetMs?: number;
 }

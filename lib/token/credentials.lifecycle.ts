@@ -20,9 +20,9 @@ import {
  *   use; the configuration still names the refused pair until its files catch up (or a rotation).
  * - `switched+next`: the same, and the next pair's files already hold a new next pair.
  */
-export type CredentialsLifecycleState = 'current' | 'current+next' | 'switched' | 'switched+next';
+type CredentialsLifecycleState = 'current' | 'current+next' | 'switched' | 'switched+next';
 
-export interface CredentialsLifecycleInput {
+interface CredentialsLifecycleInput {
   readonly settings: SignerSettings;
   readonly clock: Clock;
   readonly machineId: string;
@@ -34,7 +34,7 @@ export interface CredentialsLifecycleInput {
 }
 
 /** The credentials part of `status()`, besides the reload state. */
-export interface CredentialsDescription {
+interface CredentialsDescription {
   readonly active: ActiveCredentials;
   readonly next?: LoadedCredentials;
   readonly switched?: PairSwitchRecord;

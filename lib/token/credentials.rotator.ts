@@ -19,11 +19,11 @@ export interface RotateCredentialsInput {
 }
 
 /** Wraps one exchange the way every exchange is observed (telemetry's `recordExchange`). */
-export interface ExchangeRecorder {
+interface ExchangeRecorder {
   recordExchange<T extends ExchangeOutcome>(run: () => Promise<T>): Promise<T>;
 }
 
-export interface CredentialsRotatorOptions {
+interface CredentialsRotatorOptions {
   readonly clock: Clock;
   readonly credentials: CredentialsLifecycle;
   /** The module's exchange: the test exchange is made exactly as any other (retries, clock-skew correction). */

@@ -34,7 +34,7 @@ function utc(
 }
 
 /** An RFC 9110 HTTP-date as epoch ms, or `undefined`. */
-export function parseHttpDate(value: string, nowMs: number): number | undefined {
+function parseHttpDate(value: string, nowMs: number): number | undefined {
   let match = IMF_FIXDATE.exec(value);
   if (match) return utc(Number(match[3]), match[2], match[1], match[4], match[5], match[6]);
   match = RFC_850.exec(value);

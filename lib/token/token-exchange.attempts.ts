@@ -7,13 +7,13 @@ import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintCon
 import type { ExchangeOutcome, IssuedToken } from './token.cache.js';
 import { isNotRegisteredRefusal, type ExchangeSigners } from './next-pair.switch.js';
 
-export type ExchangeAttemptsConfig = Pick<
+type ExchangeAttemptsConfig = Pick<
   PlatformAuthSettings,
   'retry' | 'exchangeTimeoutMs' | 'correctClockSkew' | 'tokenUrl' | 'clockMarginSeconds' | 'assertionLifetimeSeconds'
 >;
 
 /** Where the attempts get their signers, once per exchange: the credential lifecycle. */
-export interface SignerSource {
+interface SignerSource {
   signers(): ExchangeSigners;
 }
 
@@ -23,11 +23,10 @@ export interface SignerSource {
  * exchange's budget, and one retry with corrected times when the platform's clock is off. When the platform refuses
  * the current pair as not registered and a next pair is configured, the next attempt, at once, is signed with the
  * next pair (and so are its retries); accepted, it becomes the current pair. Keeps only what outlives an exchange:
- * the measured clock offset and the count.
+ * the measured clock offset.
  */
 export class TokenExchangeAttempts {
   private measuredOffsetMs?: number;
-  private exchangeCount = 0;
   private readonly hints: HintContext;
 
   constructor(
@@ -46,10 +45,6 @@ export class TokenExchangeAttempts {
     return this.measuredOffsetMs;
   }
 
-  get exchanges(): number {
-    return this.exchangeCount;
-  }
-
   /** The exchange the token cache asks for, signed with the pairs in use. */
   exchange(signal: AbortSignal): Promise<ExchangeOutcome> {
     return this.run(signal, this.pairs.signers());
@@ -60,7 +55,6 @@ export class TokenExchangeAttempts {
    * with the signal's reason or a signing failure.
    */
   async run(signal: AbortSignal, signers: ExchangeSigners): Promise<ExchangeOutcome> {
-    this.exchangeCount += 1;
     const { retry, exchangeTimeoutMs, correctClockSkew } = this.config;
     const startedAt = this.clock.now();
     let attempts = 0;

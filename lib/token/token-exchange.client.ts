@@ -12,7 +12,7 @@ import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import { isLoopbackHost } from '../util/loopback.util.js';
 import { parseRetryAfter } from './retry-after.util.js';
 
-export interface TokenResponse {
+interface TokenResponse {
   readonly accessToken: string;
   readonly tokenType: string;
   readonly expiresInSeconds: number;
@@ -46,17 +46,17 @@ export interface AttemptFailure {
   readonly maxRetries?: number;
 }
 
-export type AttemptOutcome = AttemptSuccess | AttemptFailure;
+type AttemptOutcome = AttemptSuccess | AttemptFailure;
 
 /** What one attempt reads of the settings. */
-export type ExchangeClientSettings = Pick<
+type ExchangeClientSettings = Pick<
   PlatformAuthSettings,
   'tokenUrl' | 'tokenEncoding' | 'exchangeTimeoutMs' | 'maxResponseBytes'
 >;
 
 const NETWORK_TIMEOUT_CODES = new Set(['ECONNABORTED', 'ETIMEDOUT']);
 /** The resolver's answers for a name that does not resolve; EAI_AGAIN may be a passing resolver hiccup, hence one retry. */
-export const DNS_FAILURE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
+const DNS_FAILURE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
 /**
  * RFC 6750 §2.1 `b64token`: the only characters a bearer token may have. Anything else (CR/LF above all) would be
  * sent mangled, or split the header; such a response is refused as invalid, like any other malformed token.

@@ -68,7 +68,7 @@ export function isSkewed(offsetSeconds: number | undefined, toleranceSeconds: nu
 }
 
 /** The likely cause of a refused exchange, in the terms of docs/platform-contract.md#failure-causes. */
-export function hintForRejection(
+function hintForRejection(
   status: number,
   oauthError: string | undefined,
   description: string | undefined,
@@ -155,14 +155,14 @@ function hintForFailure(
  * token endpoint itself, with a malformed response — so the URL is not what to check; anything else (HTML, text) is
  * typically a proxy or web page at a wrong URL.
  */
-export function hintForInvalidResponse(answeredJson: boolean | undefined): string {
+function hintForInvalidResponse(answeredJson: boolean | undefined): string {
   return answeredJson
     ? "The token endpoint answered JSON that is not a valid token response (see the summary for the field); the URL reached a JSON service, so check with the platform's operators what it returns, or exchange.path if it points at another JSON endpoint."
     : "The answer was not a JSON token response the client could read: typically something other than the token endpoint answered (a proxy, a web page); check that baseUrl and exchange.path point at the platform's token endpoint.";
 }
 
 /** The host named, and for a name that does not resolve, DNS rather than firewalls as the first suspect. */
-export function hintForUnreachable(networkCode: string | undefined, host: string, attempts: number): string {
+function hintForUnreachable(networkCode: string | undefined, host: string, attempts: number): string {
   if (networkCode === 'ENOTFOUND' || networkCode === 'EAI_AGAIN')
     return `The host name ${host} does not resolve (${networkCode}, ${attempts} attempt(s)): check the host of baseUrl (PLATFORM_BASE_URL) and the DNS configuration.`;
   return `The token endpoint at ${host} could not be reached after ${attempts} attempt(s): check baseUrl, DNS, proxies and firewalls.`;

@@ -11,7 +11,7 @@ import type {
 } from './token-status.types.js';
 
 /** The parts `status()` reads besides what the tracker records. */
-export interface StatusSources {
+interface StatusSources {
   readonly integration: string;
   readonly clock: Clock;
   readonly cache: Pick<TokenCache, 'state' | 'current'>;

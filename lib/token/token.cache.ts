@@ -19,7 +19,7 @@ export type ExchangeOutcome =
   | { readonly ok: true; readonly token: IssuedToken; readonly attempts: number }
   | { readonly ok: false; readonly error: TokenExchangeError; readonly retryAfterMs?: number };
 
-export interface CachedToken extends IssuedToken {
+interface CachedToken extends IssuedToken {
   readonly expiresAt: Date;
   /** From here on a background renewal starts. */
   readonly renewAtMs: number;
@@ -59,7 +59,7 @@ export interface ExchangePolicy {
   retryAtAfter(failure: FailedExchange): number;
 }
 
-export type FailedExchange = Extract<ExchangeOutcome, { ok: false }>;
+type FailedExchange = Extract<ExchangeOutcome, { ok: false }>;
 
 /**
  * Where tokens come from: the exchange with the platform, possibly decorated (telemetry, the shared store). The
@@ -274,6 +274,6 @@ export class TokenCache implements ExchangePolicy {
 }
 
 /** How long before expiry renewal is due, before jitter: `refreshBeforeExpirySeconds`, at most half the lifetime. */
-export function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: number): number {
+function renewalLeadMs(token: IssuedToken, refreshBeforeExpirySeconds: number): number {
   return Math.min(refreshBeforeExpirySeconds * 1000, (token.expiresAtMs - token.issuedAtMs) / 2);
 }

@@ -2,7 +2,7 @@ import type { RotateCredentialsInput } from './credentials.rotator.js';
 import type { TokenCache } from './token.cache.js';
 import type { TokenProviderStatus } from './token-status.types.js';
 
-export interface AccessToken {
+interface AccessToken {
   readonly accessToken: string;
   /** Always `Bearer`. */
   readonly tokenType: string;
@@ -11,7 +11,7 @@ export interface AccessToken {
 }
 
 /** What the façade hands its calls to; the composition root builds it (see `platform-auth.wiring.ts`). */
-export interface TokenProviderCore {
+interface TokenProviderCore {
   readonly cache: TokenCache;
   clockOffsetMs(): number | undefined;
   status(): TokenProviderStatus;

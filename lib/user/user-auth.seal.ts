@@ -5,7 +5,7 @@ import { EncryptJWT, errors as joseErrors, jwtDecrypt, type JWTPayload } from 'j
  * Encrypted and authenticated values the app hands to the browser and gets back: compact JWE, `dir` + `A256GCM`,
  * so the browser can neither read nor alter them and any replica holding the same key can open them.
  */
-export type OpenResult<T> = { ok: true; value: T } | { ok: false; expired: boolean };
+type OpenResult<T> = { ok: true; value: T } | { ok: false; expired: boolean };
 
 const HEADER = { alg: 'dir', enc: 'A256GCM', typ: 'JWT' } as const;
 

@@ -3,7 +3,7 @@ import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import { oauthErrorCode, UserAuthError } from './user-auth.errors.js';
 
 /** What the callback of one sign-in must match: where it was sent back to, by which server, for which client. */
-export interface ExpectedCallback {
+interface ExpectedCallback {
   readonly redirectUri: string;
   readonly server: oauth.AuthorizationServer;
   readonly client: oauth.Client;

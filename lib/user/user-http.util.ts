@@ -13,12 +13,13 @@ export class ResponseTooLargeError extends Error {
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
 /**
- * `fetch`, with the body read here and refused once it passes `limitBytes`: an answer announcing a larger
- * `Content-Length` is not read at all, and one without it is cancelled (closing the connection) as soon as it goes
- * over, so a hostile or broken server costs at most the limit in memory. The answer is handed on as a new `Response`
+ * `fetch`, with the body read here and refused once it passes `USER_RESPONSE_LIMIT_BYTES`: an answer announcing a
+ * larger `Content-Length` is not read at all, and one without it is cancelled (closing the connection) as soon as it
+ * goes over, so a hostile or broken server costs at most the limit in memory. The answer is handed on as a new `Response`
  * holding the bytes read, which oauth4webapi then parses and checks as usual.
  */
-export function boundedFetch(limitBytes = USER_RESPONSE_LIMIT_BYTES): typeof fetch {
+function boundedFetch(): typeof fetch {
+  const limitBytes = USER_RESPONSE_LIMIT_BYTES;
   return async (input, init) => {
     const response = await fetch(input, init);
     const declared = Number(response.headers.get('content-length'));

@@ -12,12 +12,7 @@ const INVALID_CLIENT_HINT =
  * parameters in `cause`; only its fixed messages and the sanitised OAuth error fields are carried over, never the
  * cause, so codes, verifiers and tokens stay out.
  */
-export function tokenEndpointFailure(
-  error: unknown,
-  action: string,
-  secrets: readonly string[],
-  endpoint = 'token endpoint',
-): UserAuthError {
+export function tokenEndpointFailure(error: unknown, action: string, secrets: readonly string[]): UserAuthError {
   if (error instanceof oauth.ResponseBodyError) {
     const oauthError = oauthErrorCode(error.error);
     const oauthErrorDescription = sanitizeRemoteText(error.error_description, secrets);
@@ -29,20 +24,20 @@ export function tokenEndpointFailure(
           ? ` (${INVALID_CLIENT_HINT})`
           : '';
     return new UserAuthError(
-      `${action}: the ${endpoint} answered ${error.status} ${oauthError}${why}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
+      `${action}: the token endpoint answered ${error.status} ${oauthError}${why}${oauthErrorDescription ? `: ${oauthErrorDescription}` : ''}`,
       { reason, status: error.status, oauthError, oauthErrorDescription },
     );
   }
   if (error instanceof oauth.WWWAuthenticateChallengeError) {
     const oauthError = oauthErrorCode(error.cause[0]?.parameters.error);
     return new UserAuthError(
-      `${action}: the ${endpoint} answered ${error.status} with a WWW-Authenticate challenge${oauthError ? ` (${oauthError})` : ''}; ${INVALID_CLIENT_HINT}`,
+      `${action}: the token endpoint answered ${error.status} with a WWW-Authenticate challenge${oauthError ? ` (${oauthError})` : ''}; ${INVALID_CLIENT_HINT}`,
       { reason: 'token_error', status: error.status, oauthError },
     );
   }
   if (error instanceof ResponseTooLargeError) {
     return new UserAuthError(
-      `${action}: the ${endpoint}'s answer is larger than ${error.limitBytes / 1024} KiB; it was not read further`,
+      `${action}: the token endpoint's answer is larger than ${error.limitBytes / 1024} KiB; it was not read further`,
       {
         reason: 'invalid_response',
       },
@@ -50,17 +45,17 @@ export function tokenEndpointFailure(
   }
   if (error instanceof oauth.OperationProcessingError || error instanceof oauth.UnsupportedOperationError) {
     const status = error.cause instanceof Response ? error.cause.status : undefined;
-    return new UserAuthError(`${action}: the ${endpoint}'s answer is not valid: ${error.message}`, {
+    return new UserAuthError(`${action}: the token endpoint's answer is not valid: ${error.message}`, {
       reason: 'invalid_response',
       status,
     });
   }
   if (error instanceof DOMException && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return new UserAuthError(`${action}: the ${endpoint} did not answer in time`, { reason: 'timeout' });
+    return new UserAuthError(`${action}: the token endpoint did not answer in time`, { reason: 'timeout' });
   }
   const networkCode = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
   return new UserAuthError(
-    `${action}: the ${endpoint} could not be reached${typeof networkCode === 'string' ? ` (${networkCode})` : ''}`,
+    `${action}: the token endpoint could not be reached${typeof networkCode === 'string' ? ` (${networkCode})` : ''}`,
     { reason: 'network_error' },
   );
 }

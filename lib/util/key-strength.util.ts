@@ -2,7 +2,7 @@
  * A random 32-byte key has about 30 distinct byte values; fewer than 16 happens by chance with a probability far
  * below 1e-12, and marks a key made by hand (all zero, a repeated pattern, a counter).
  */
-export const MIN_DISTINCT_KEY_BYTES = 16;
+const MIN_DISTINCT_KEY_BYTES = 16;
 
 const HEX_TEXT = /^(?:[0-9a-f]{2})+$/i;
 

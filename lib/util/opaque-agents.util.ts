@@ -8,7 +8,7 @@ import { inspect } from 'node:util';
  * bearer token included. These agents render as a placeholder instead.
  */
 
-export class OpaqueHttpAgent extends HttpAgent {
+class OpaqueHttpAgent extends HttpAgent {
   toJSON(): string {
     return '[http.Agent]';
   }
@@ -18,7 +18,7 @@ export class OpaqueHttpAgent extends HttpAgent {
   }
 }
 
-export class OpaqueHttpsAgent extends HttpsAgent {
+class OpaqueHttpsAgent extends HttpsAgent {
   toJSON(): string {
     return '[https.Agent]';
   }

@@ -7,7 +7,7 @@ import { inspect } from 'node:util';
 const READ = Symbol.for('nestjs-platform-auth.secret');
 
 /** What any rendering of a secret shows. */
-export const SECRET_PLACEHOLDER = '[secret]';
+const SECRET_PLACEHOLDER = '[secret]';
 
 /**
  * Text that is not kept where dumps reach: the object holds only a function that reads the text (from the

@@ -323,7 +323,7 @@ describe('start-up checks: problems, each named, none echoing key material', () 
       /^baseUrl \(PLATFORM_BASE_URL\)/,
       /http: off loopback/,
     );
-    expect((await loadPlatformAuthConfig(options({ baseUrl: 'http://127.0.0.1:8080' }), NOW)).origin).toBe(
+    expect((await loadPlatformAuthConfig(options({ baseUrl: 'http://127.0.0.1:8080' }), NOW)).baseUrl).toBe(
       'http://127.0.0.1:8080',
     );
     expect((await loadPlatformAuthConfig(options({ baseUrl: 'http://localhost:8080' }), NOW)).audience).toBe(

@@ -97,7 +97,6 @@ describe('telemetry with @opentelemetry/api installed', () => {
   it('counts exchanges with a unit, failures by error.type and status, and times them in seconds', async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const telemetry = await PlatformAuthTelemetry.load(identity, clock);
-    expect(telemetry.otelEnabled).toBe(true);
     await telemetry.recordExchange(exchangeTaking(clock, 250, success(clock)));
     await telemetry.recordExchange(exchangeTaking(clock, 1_500, refusal(400)));
 
@@ -238,7 +237,6 @@ describe('telemetry with @opentelemetry/api installed', () => {
   it('without OpenTelemetry in use (channel only) still runs the exchange and the re-send, and logs nothing', async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const telemetry = PlatformAuthTelemetry.channelOnly(integration, clock);
-    expect(telemetry.otelEnabled).toBe(false);
     const outcome = success(clock);
     await expect(telemetry.recordExchange(() => Promise.resolve(outcome))).resolves.toBe(outcome);
     await expect(telemetry.reauthenticate(() => Promise.resolve({ status: 204 }))).resolves.toEqual({ status: 204 });

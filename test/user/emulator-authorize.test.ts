@@ -83,7 +83,7 @@ describe('GET /loginservice/connect/authorize', () => {
     expect(response.headers.get('x-frame-options')).toBe('DENY');
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(html).not.toMatch(/<script|src=|href=/);
-    expect(html).toContain('Web &#60;App&#62;');
+    expect(html).toContain('Web &lt;App&gt;');
     expect(html).toContain('Alice Example');
     expect(html).toContain(`action="${DECISION_PATH}"`);
   });

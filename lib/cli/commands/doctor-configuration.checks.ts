@@ -47,7 +47,7 @@ const GROUPS = {
   },
 } as const;
 
-export type GroupName = keyof typeof GROUPS;
+type GroupName = keyof typeof GROUPS;
 
 export interface Findings {
   readonly problems: Readonly<Record<GroupName | 'other', readonly ConfigProblem[]>>;

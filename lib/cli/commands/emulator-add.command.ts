@@ -4,7 +4,7 @@ import { UsageError, flag, stringOption, type Command, type CommandContext } fro
 import { printFields } from '../cli.output.js';
 import { EMULATOR_ADDRESS_OPTIONS, control, emulatorUrl, jsonRequest } from './emulator-control.client.js';
 import { emulatorDisplayName, keyBeside, readCertificatePem } from './emulator-registration.js';
-import { shellQuote } from './emulator-report.js';
+import { shellQuote } from './rotation-steps.util.js';
 
 export const emulatorAddCommand: Command = {
   name: 'emulator add',

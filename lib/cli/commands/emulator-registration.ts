@@ -171,7 +171,7 @@ function described(name: string, integration: RegisteredIntegration) {
 }
 
 /** The private key found beside a certificate, as variables and as the `key` option of a tenant's settings. */
-export interface KeyBeside {
+interface KeyBeside {
   readonly env: Record<string, string>;
   readonly key: { readonly privateKeyPath: string } | { readonly privateKeyUri: string };
   readonly note: string;

@@ -4,11 +4,11 @@ import type { CommandContext } from '../cli.command.js';
 import { printFields } from '../cli.output.js';
 import type { IntegrationsFileReport } from './emulator-integrations-file.js';
 import type { Registration } from './emulator-registration.js';
-import { shellWord } from './rotation-steps.util.js';
+import { shellQuote, shellWord } from './rotation-steps.util.js';
 import type { userClientOption } from './user-client-option.util.js';
 
 /** What the report needs of the command line. */
-export interface ReportedSettings {
+interface ReportedSettings {
   readonly userClient: ReturnType<typeof userClientOption>;
   readonly emulatorOptions: PlatformEmulatorOptions;
   /** `--state FILE`, resolved. */
@@ -125,9 +125,4 @@ function integrationFields(registration: Registration): Array<[string, string]> 
     ['certificate', registration.source],
     ['permissions', registration.permissions.join(', ')],
   ];
-}
-
-/** Single quotes keep `\n` literal in shells and in dotenv files alike. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -15,7 +15,7 @@ export interface EmulatorState {
   readonly integrations: readonly EmulatorStateIntegration[];
 }
 
-export interface EmulatorStateIntegration {
+interface EmulatorStateIntegration {
   /** `default`, or the name of a named integration (`--integration NAME`). */
   readonly name: string;
   readonly machineId: string;

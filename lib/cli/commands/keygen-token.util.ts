@@ -21,7 +21,7 @@ export function parseKeyUri(text: string): Pkcs11Uri {
   return parsed.uri;
 }
 
-export interface TokenKeygenTarget {
+interface TokenKeygenTarget {
   readonly certificatePath: string;
   /** Where the key's URI goes, without its PIN: {@link KEY_URI_FILE}, or next-… with --next. */
   readonly keyUriPath: string;

@@ -41,5 +41,10 @@ export function printNextSteps(
 
 /** A path as one shell word: quoted only when it needs to be. */
 export function shellWord(path: string): string {
-  return /^[\w./:@%+-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
+  return /^[\w./:@%+-]+$/.test(path) ? path : shellQuote(path);
+}
+
+/** Single quotes keep `\n` literal in shells and in dotenv files alike. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
 }

@@ -26,7 +26,7 @@ const NOT_RETURNED = new Set(['content-length', 'content-encoding']);
 export const REFUSED_METHODS = new Set(['TRACE', 'TRACK', 'CONNECT']);
 
 /** Where the proxy listens: the `Host` values it answers to are derived from it. */
-export interface ProxyBinding {
+interface ProxyBinding {
   readonly host: string;
   readonly port: number;
 }

@@ -14,9 +14,9 @@ import {
 } from './auth-proxy.rules.js';
 
 /** A request body is held whole, so that a 401 can be answered by one re-send: the module never re-sends a stream. */
-export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
+const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
 /** A response is streamed, and cut when it grows past this: a local tool should not relay without end. */
-export const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export interface AuthProxyOptions {
   readonly host: string;

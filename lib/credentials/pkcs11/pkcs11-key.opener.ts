@@ -15,7 +15,7 @@ import {
 import type { Pkcs11Uri } from './pkcs11-uri.parser.js';
 
 /** What start-up learns about the URI, reported on `privateKeyUri`. */
-export interface Pkcs11Findings {
+interface Pkcs11Findings {
   problem(message: string): void;
   warn(message: string): void;
 }

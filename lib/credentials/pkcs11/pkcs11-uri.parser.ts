@@ -21,8 +21,7 @@ export interface Pkcs11Uri {
   readonly display: string;
 }
 
-export type Pkcs11UriParse =
-  { readonly uri: Pkcs11Uri; readonly problems?: undefined } | { readonly problems: string[] };
+type Pkcs11UriParse = { readonly uri: Pkcs11Uri; readonly problems?: undefined } | { readonly problems: string[] };
 
 const PATH_ATTRIBUTES = new Set([
   'token',

@@ -7,7 +7,7 @@ import { describeKeyAttributes, findObjects, login, type TokenConnection } from 
 import type { Pkcs11Uri } from './pkcs11-uri.parser.js';
 
 /** Sessions one key opens at most: concurrent signatures beyond it wait for a free one. */
-export const PKCS11_MAX_SESSIONS = 4;
+const PKCS11_MAX_SESSIONS = 4;
 
 /** Return values after which the sessions are gone (token reset, HSM restarted) and one new login may help. */
 const SESSION_LOST = new Set([

@@ -11,7 +11,7 @@ export interface Pkcs11Attribute {
   readonly value?: number | boolean | string | Buffer;
 }
 
-export interface Pkcs11TokenInfo {
+interface Pkcs11TokenInfo {
   readonly label: string;
   readonly manufacturerID: string;
   readonly model: string;
@@ -102,7 +102,7 @@ export class Pkcs11SetupError extends Error {
   override readonly name = 'Pkcs11SetupError';
 }
 
-export const PKCS11_BINDING_MISSING =
+const PKCS11_BINDING_MISSING =
   'needs the PKCS#11 binding: npm install pkcs11js (a native addon, built on install by node-gyp with python3, make and a C++ compiler)';
 
 /**

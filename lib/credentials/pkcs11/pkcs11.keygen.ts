@@ -13,7 +13,7 @@ import {
 import type { Pkcs11Uri } from './pkcs11-uri.parser.js';
 
 /** The attributes keygen sets on the private key and reads back: the key can be used inside the token only. */
-export interface TokenKeyAttributes {
+interface TokenKeyAttributes {
   readonly token: boolean;
   readonly private: boolean;
   readonly sensitive: boolean;
@@ -22,7 +22,7 @@ export interface TokenKeyAttributes {
   readonly neverExtractable?: boolean;
 }
 
-export interface GeneratedTokenKey {
+interface GeneratedTokenKey {
   /** The new key, ready to sign (a self-signed certificate, say); close it when done. */
   readonly key: Pkcs11AssertionKey;
   readonly label: string;
@@ -115,7 +115,7 @@ export async function generateKeyInToken(uri: Pkcs11Uri): Promise<GeneratedToken
 }
 
 /** The private key's custody attributes as the token reports them. */
-export function readAttributes(
+function readAttributes(
   functions: Parameters<typeof flagAttribute>[0],
   session: Handle,
   privateKey: Handle,

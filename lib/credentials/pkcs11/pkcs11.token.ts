@@ -178,7 +178,7 @@ function same(wanted: string | undefined, actual: string | undefined): boolean {
 }
 
 /** Runs one call of the library, turning its failure into a setup error that names the step and the return value. */
-export function call<T>(run: () => T, step: string): T {
+function call<T>(run: () => T, step: string): T {
   try {
     return run();
   } catch (error) {

@@ -16,8 +16,7 @@ export interface IssuedTokenSummary {
   readonly state: 'active' | 'expired' | 'revoked';
 }
 
-export type BearerCheck =
-  { readonly ok: true; readonly machineId: string } | { readonly ok: false; readonly reason: string };
+type BearerCheck = { readonly ok: true; readonly machineId: string } | { readonly ok: false; readonly reason: string };
 
 /** Access tokens the emulator issued: opaque random strings, checked by the placeholder routes. */
 export class AccessTokenStore {

@@ -28,7 +28,7 @@ export interface DecodedAssertion {
   readonly claims?: Record<string, unknown>;
 }
 
-export type AssertionVerdict = DecodedAssertion & {
+type AssertionVerdict = DecodedAssertion & {
   /** Every rule's verdict, once the assertion could be decoded. */
   readonly rules?: readonly ClaimRuleVerdict[];
 } & (
@@ -36,7 +36,7 @@ export type AssertionVerdict = DecodedAssertion & {
     | (TokenRejection & { readonly integration?: RegisteredIntegration })
   );
 
-export interface AssertionVerifierSettings {
+interface AssertionVerifierSettings {
   readonly registry: IntegrationRegistry;
   /** The `aud` every assertion must carry. */
   readonly audience: string;

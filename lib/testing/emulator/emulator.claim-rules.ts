@@ -79,14 +79,14 @@ export interface ClaimRuleVerdict {
   readonly message: string;
 }
 
-export interface DecodedJwt {
+interface DecodedJwt {
   readonly jwt: string;
   readonly header: Record<string, unknown>;
   readonly claims: Record<string, unknown>;
 }
 
 /** The system integration `iss` names, as far as the judge knows it. */
-export interface ClaimRuleIssuer {
+interface ClaimRuleIssuer {
   readonly thumbprint: string;
   readonly machineId: string;
   readonly publicKey: KeyObject;
@@ -94,7 +94,7 @@ export interface ClaimRuleIssuer {
   readonly status?: string;
 }
 
-export interface ClaimRuleContext {
+interface ClaimRuleContext {
   /** The `aud` every assertion must carry. */
   readonly audience: string;
   /** The clock (ms) the time rules are judged by: the emulator's, or the local machine's for the CLI. */

@@ -36,7 +36,7 @@ export async function readJsonObject(
   return { value: value as Record<string, unknown> };
 }
 
-export interface FaultRequest {
+interface FaultRequest {
   readonly target: FaultTarget;
   readonly fault: EmulatorFault;
   readonly times: number;

@@ -8,7 +8,7 @@ import type { RegisteredIntegration, RegisterIntegrationInput } from './emulator
 export const CONTROL_PATH = '/_emulator/control';
 
 /** What the controls act on: the emulator's own methods, so that a control does exactly what a test's call does. */
-export interface ControlSources {
+interface ControlSources {
   readonly url: string;
   readonly registry: IntegrationRegistry;
   readonly faults: FaultQueues;

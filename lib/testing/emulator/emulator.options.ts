@@ -13,7 +13,7 @@ import type { TestCredentials } from '../test-credentials.util.js';
 import { checkRateLimit } from './emulator.rate-limit.js';
 
 /** What of the emulator's own settings an app needs to talk to it. */
-export interface EmulatorClientSettings {
+interface EmulatorClientSettings {
   readonly url: string;
   readonly audience: string;
   readonly thumbprintAlgorithm: ThumbprintAlgorithm;

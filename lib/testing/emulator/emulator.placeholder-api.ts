@@ -7,9 +7,9 @@ import { ApiRateWindows } from './emulator.rate-limit.js';
 import type { IntegrationPermission } from './emulator.types.js';
 
 /** Which `EmulatorCounters.apiCalls` bucket an answer counts in, besides `total`. */
-export type ApiCallOutcome = 'ok' | 'unauthorized' | 'forbidden' | 'throttled' | 'other';
+type ApiCallOutcome = 'ok' | 'unauthorized' | 'forbidden' | 'throttled' | 'other';
 
-export interface PlaceholderApiAnswer {
+interface PlaceholderApiAnswer {
   readonly response: EmulatorResponse;
   readonly outcome: ApiCallOutcome;
   /** Once the request was accepted under the integration's rate limit: whose, and the most in any second with it. */
@@ -26,7 +26,7 @@ interface PlaceholderRoute {
  * PLACEHOLDERS. The platform does not publish the paths, methods or payloads of the messaging and billing APIs; these
  * two routes exist only so that tests can exercise bearer tokens and the two permissions end to end.
  */
-export const PLACEHOLDER_ROUTES: ReadonlyMap<string, PlaceholderRoute> = new Map<string, PlaceholderRoute>([
+const PLACEHOLDER_ROUTES: ReadonlyMap<string, PlaceholderRoute> = new Map<string, PlaceholderRoute>([
   ['/api/messages', { method: 'POST', permission: 'Send message', handle: acceptMessage }],
   ['/api/billing', { method: 'GET', permission: 'Retrieve billing data', handle: placeholderBilling }],
 ]);

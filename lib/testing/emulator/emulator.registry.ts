@@ -7,7 +7,7 @@ import { checkRateLimit } from './emulator.rate-limit.js';
 export const ALL_PERMISSIONS: readonly IntegrationPermission[] = ['Send message', 'Retrieve billing data'];
 export const ACTIVE_STATUS = 'Active';
 
-export interface RegistryEntry {
+interface RegistryEntry {
   readonly integration: RegisteredIntegration;
   /** The certificate's public key, parsed once at registration: what the token endpoint verifies signatures with. */
   readonly publicKey: KeyObject;

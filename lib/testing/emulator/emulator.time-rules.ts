@@ -77,7 +77,7 @@ function relative(seconds: number): string {
   return seconds > 0 ? `${seconds} s after` : `${-seconds} s before`;
 }
 
-export function isoTime(ms: number): string {
+function isoTime(ms: number): string {
   const date = new Date(ms);
   return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
 }

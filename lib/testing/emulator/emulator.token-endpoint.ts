@@ -18,11 +18,11 @@ const FORM_PARAMETERS = ['grant_type', 'client_id', 'token'] as const;
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 /** What the journal keeps of a token request: never the assertion itself. */
-export type TokenRequestSummary = Pick<TokenRequestRecord, 'method' | 'contentType' | 'grantType' | 'clientId'> &
+type TokenRequestSummary = Pick<TokenRequestRecord, 'method' | 'contentType' | 'grantType' | 'clientId'> &
   DecodedAssertion;
 
 /** A token request with its body read and its form parsed, before the assertion is verified. */
-export interface ReceivedTokenRequest {
+interface ReceivedTokenRequest {
   readonly summary: TokenRequestSummary;
   /** The first request-level rule broken, if any. */
   readonly rejection?: TokenRejection;
@@ -34,12 +34,12 @@ export interface ReceivedTokenRequest {
   readonly userGrantForm?: URLSearchParams;
 }
 
-export interface TokenEndpointOutcome {
+interface TokenEndpointOutcome {
   readonly response: EmulatorResponse;
   readonly record: Omit<TokenRequestRecord, 'at'>;
 }
 
-export interface TokenEndpointSettings {
+interface TokenEndpointSettings {
   readonly verifier: AssertionVerifier;
   readonly tokens: AccessTokenStore;
   readonly tokenLifetimeSeconds: () => number;

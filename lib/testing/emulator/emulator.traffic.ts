@@ -19,7 +19,7 @@ import type { PlaceholderApi } from './emulator.placeholder-api.js';
 import type { TokenEndpoint } from './emulator.token-endpoint.js';
 import type { EmulatorCounters, EmulatorFault, TokenRequestRecord } from './emulator.types.js';
 
-export interface TrafficParts {
+interface TrafficParts {
   /** Emulator time, ms. */
   readonly now: () => number;
   readonly tokenEndpoint: TokenEndpoint;

@@ -15,6 +15,7 @@ const ESCAPES: Readonly<Record<string, string>> = {
   "'": '&#39;',
 };
 
+/** Text made safe for HTML text and quoted attributes alike. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (character) => ESCAPES[character]);
 }

@@ -3,7 +3,7 @@ import { html, type SafeHtml } from './inspector.html.js';
 import type { TokenRequestRecord } from '../emulator/emulator.types.js';
 
 /** Entries rendered on the page; `journal.json` has them all. */
-export const JOURNAL_SHOWN = 100;
+const JOURNAL_SHOWN = 100;
 const TIME_CLAIMS = new Set(['iat', 'nbf', 'exp']);
 /** Field names that could hold a secret in a record of a flow this page does not know yet (user sign-in). */
 const SECRET_NAME = /token|code|verifier|assertion|secret|password|pem|key|cookie|authorization/i;

@@ -35,7 +35,7 @@ export interface InspectorSources {
 }
 
 /** A queued fault as the inspector shows it: bodies and header values are left out (a test may queue a token). */
-export interface FaultSummary {
+interface FaultSummary {
   readonly target: FaultTarget;
   readonly kind: EmulatorFault['kind'];
   readonly status?: number;
@@ -74,7 +74,7 @@ export interface InspectorSnapshot {
   readonly signIn: readonly object[];
 }
 
-export const TOKENS_LISTED = 50;
+const TOKENS_LISTED = 50;
 
 /** The data of the page, and of `journal.json`. Holds no PEM, token, code or assertion. */
 export function takeSnapshot(sources: InspectorSources): InspectorSnapshot {

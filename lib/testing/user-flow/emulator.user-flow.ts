@@ -7,7 +7,7 @@ import { REVOCATION_PATH, UserGrants } from './user-flow.grants.js';
 import { DECISION_PATH } from './user-flow.page.js';
 import type { UserFlowRecord } from './user-flow.types.js';
 
-export interface UserFlowSettings {
+interface UserFlowSettings {
   readonly now: () => number;
   readonly issuer: string;
   readonly machineTokens: AccessTokenStore;

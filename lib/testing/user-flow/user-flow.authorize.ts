@@ -9,7 +9,7 @@ import type { UserFlowRecord } from './user-flow.types.js';
 /** How long the sign-in page may stay open before its decision is refused. */
 const PENDING_LIFETIME_MS = 10 * 60_000;
 /** Sign-in pages open at once, by default. */
-export const DEFAULT_MAX_PENDING_SIGN_INS = 10_000;
+const DEFAULT_MAX_PENDING_SIGN_INS = 10_000;
 /** An S256 challenge is the base64url of 32 bytes: exactly 43 characters (RFC 7636 §4.2). */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 /** RFC 6749 §3.3. */
@@ -26,7 +26,7 @@ interface PendingRequest {
   readonly expiresAt: number;
 }
 
-export interface AuthorizeSettings {
+interface AuthorizeSettings {
   readonly now: () => number;
   /** The `iss` of authorization responses (RFC 9207): the emulator's URL. */
   readonly issuer: string;

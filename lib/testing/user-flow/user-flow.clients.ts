@@ -1,7 +1,7 @@
 import type { RegisteredUserClient, RegisterUserClientInput, TestUser } from './user-flow.types.js';
 
 /** Two people to sign in as, until a test adds its own. */
-export const DEFAULT_TEST_USERS: readonly TestUser[] = [
+const DEFAULT_TEST_USERS: readonly TestUser[] = [
   { id: 'user-alice', name: 'Alice Example', email: 'alice@example.test' },
   { id: 'user-bob', name: 'Bob Example', email: 'bob@example.test' },
 ];

@@ -8,13 +8,13 @@ import type { UserFlowRecord } from './user-flow.types.js';
 /** The revocation endpoint (RFC 7009). An assumption like the token path: the platform publishes none. */
 export const REVOCATION_PATH = '/loginservice/connect/revocation';
 /** RFC 6749 §4.1.2: codes are short-lived; this emulator gives them a minute. */
-export const AUTHORIZATION_CODE_LIFETIME_MS = 60_000;
+const AUTHORIZATION_CODE_LIFETIME_MS = 60_000;
 const REFRESH_TOKEN_LIFETIME_MS = 8 * 60 * 60 * 1000;
 const USER_GRANTS = new Set(['authorization_code', 'refresh_token']);
 /** RFC 7636 §4.1. */
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
-export interface CodeBinding {
+interface CodeBinding {
   readonly clientId: string;
   readonly redirectUri: string;
   /** S256 `code_challenge`. */
@@ -40,14 +40,14 @@ interface IssuedUserToken {
   revoked: boolean;
 }
 
-export type UserGrantOutcome =
+type UserGrantOutcome =
   { readonly ok: true; readonly body: Record<string, unknown>; readonly userId: string } | TokenRejection;
 
-export type UserTokenCheck =
+type UserTokenCheck =
   | { readonly ok: true; readonly userId: string; readonly clientId: string; readonly scope?: string }
   | { readonly ok: false; readonly reason: string };
 
-export interface UserGrantSettings {
+interface UserGrantSettings {
   readonly now: () => number;
   readonly directory: UserDirectory;
   readonly tokenLifetimeSeconds: () => number;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EmulatorResponse } from '../emulator/emulator.http.js';
+import { escapeHtml } from '../inspector/inspector.html.js';
 import type { RegisteredUserClient, TestUser } from './user-flow.types.js';
 
 export const DECISION_PATH = '/loginservice/connect/authorize/decision';
@@ -18,10 +19,6 @@ function pageHeaders(styleNonce: string, formTarget?: string): Record<string, st
     'referrer-policy': 'no-referrer',
     'cache-control': 'no-store',
   };
-}
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function page(title: string, body: string, status: number, formTarget?: string): EmulatorResponse {
