@@ -19,6 +19,7 @@ import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { boundedBy } from '../util/bounded.util.js';
 import { RefusalTally } from './outbox.refusals.js';
+import { storedData } from './outbox.bull.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { assertSameRequest } from './outbox.identity.js';
 import { checkMessage, checkSealedSize } from './outbox.message.js';
@@ -126,13 +127,13 @@ export class PlatformOutbox
    * (`PlatformOutboxKeyConflictError`).
    */
   async enqueue(message: OutboxMessage): Promise<string> {
-    const { id, key, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { id, key, stored: checked, json: checkedJson } = checkMessage(message, this.#settings.storedHeaders);
     const { attempts, keepSentMs, bodyCodec } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
         ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
         : checked;
-    if (stored !== checked) checkSealedSize(stored);
+    const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const queue = this.queue();
     // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
     const held = await this.bounded(
@@ -144,11 +145,12 @@ export class PlatformOutbox
           removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
           removeOnFail: false,
         });
-        // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
-        return queue.getJob(id);
+        // BullMQ answers a taken id as it answers a new one, and leaves the job it holds unchanged: its data tells.
+        return (await queue.getBackend().client).hget(queue.toKey(id), 'data');
       })(),
     );
-    if (held) assertSameRequest(held.data, checked, { key, id }, bodyCodec);
+    // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
+    if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
   }
