@@ -20,6 +20,7 @@ import type { SendFetch } from './outbox.delivery.js';
 import { boundedBy } from '../util/bounded.util.js';
 import { RefusalTally } from './outbox.refusals.js';
 import { storedData } from './outbox.bull.js';
+import { storeJob } from './outbox.store.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { assertSameRequest } from './outbox.identity.js';
 import { checkMessage, checkSealedSize } from './outbox.message.js';
@@ -135,20 +136,13 @@ export class PlatformOutbox
         : checked;
     const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const queue = this.queue();
-    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
+    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command. The
+    // outbox's own client keeps no command back while it reconnects (it has no timer per command to drop it): the
+    // job is added once Redis answers within the bound, or never by this call.
+    let waiting = true;
     const held = await this.bounded(
-      (async () => {
-        await queue.add('message', stored, {
-          jobId: id,
-          attempts,
-          backoff: { type: 'outbox' },
-          removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
-          removeOnFail: false,
-        });
-        // BullMQ answers a taken id as it answers a new one, and leaves the job it holds unchanged: its data tells.
-        return (await queue.getBackend().client).hget(queue.toKey(id), 'data');
-      })(),
-    );
+      this.connected().then(() => (waiting ? storeJob(queue, stored, { id, attempts, keepSentMs }) : null)),
+    ).finally(() => (waiting = false));
     // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
     if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
@@ -219,6 +213,12 @@ export class PlatformOutbox
     const ids = await queue.getRanges(['wait', 'prioritized', 'delayed', 'active'], 0, OLDEST_LOOK - 1, true);
     const jobs = await Promise.all([...new Set(ids)].map((id) => queue.getJob(id)));
     return Math.min(...jobs.map((job) => job?.timestamp ?? Number.POSITIVE_INFINITY));
+  }
+
+  /** At once with a client the application gave, or while the outbox's own answers; else once it is ready again. */
+  private connected(): Promise<void> {
+    const redis = this.#redis;
+    return redis?.owned ? this.#availability.connected(() => redis.ready()) : Promise.resolve();
   }
 
   private tally(): RefusalTally {
