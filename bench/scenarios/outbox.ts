@@ -39,6 +39,10 @@ interface Run {
   /** What the platform counted for the run: requests answered 2xx, and distinct idempotency keys. */
   readonly answered: number;
   readonly keys: number;
+  /** Redis commands per message (`INFO commandstats`), those scripts ran included. */
+  readonly redisCommands: number;
+  /** Of those, the script calls (BullMQ's `EVALSHA`): a command on the wire each. */
+  readonly scriptCalls: number;
 }
 
 /** One way to send messages to the platform: it enqueues one, and tells when a number of them were answered. */
@@ -56,13 +60,14 @@ interface Sender {
  * concurrency that post each job's body with `fetch` and a hard-coded `Authorization` header: one redis-server, one
  * emulator in a process of its own, runs alternated A/B, B/A. Then a ladder from bare BullMQ to the outbox, one part
  * added per step, for what each part costs. The platform's counters check every run: all N answered 2xx under N
- * distinct keys, none lost.
+ * distinct keys, none lost; Redis's own counts give the commands each message took.
  */
 export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise<void> {
   const redis = await startRedis();
   const { child: platform, hello } = await BenchChild.start<{ url: string }>('./emulator.child.js');
   let app: INestApplicationContext | undefined;
   const senders: Sender[] = [];
+  const stats = createClient({ url: redis.url });
   try {
     const integration = await platform.request<PlatformAuthOptions>({ command: 'create', name: 'bench outbox' });
     app = await NestFactory.createApplicationContext(
@@ -87,6 +92,8 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
     ];
     senders.push(...ladder);
     const counters = () => platform.request<EmulatorCounters>({ command: 'counters' });
+    await stats.connect();
+    const commandStats = async () => redisCommandStats(String(await stats.info('commandstats')));
     const all: Run[] = [];
 
     let runs = 0;
@@ -94,6 +101,7 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       const label = `${sender.name}-${(runs += 1)}`;
       collectBetweenBlocks();
       const before = await counters();
+      const commandsBefore = await commandStats();
       const done = sender.delivered(messages);
       const others = () => (processCpuUs(redis.pid) ?? 0) + (processCpuUs(platform.pid) ?? 0);
       const othersBefore = others();
@@ -113,6 +121,7 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       const used = process.cpuUsage(cpu);
       const othersUsed = others() - othersBefore;
       const after = await counters();
+      const commandsAfter = await commandStats();
       const run = {
         messages,
         seconds,
@@ -120,6 +129,9 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
         otherCpuUs: othersUsed / messages,
         answered: after.apiCalls.ok - before.apiCalls.ok,
         keys: after.idempotency.keys - before.idempotency.keys,
+        // The two INFO calls themselves are counted too: two in a run of hundreds of messages.
+        redisCommands: (commandsAfter.all - commandsBefore.all) / messages,
+        scriptCalls: (commandsAfter.scripts - commandsBefore.scripts) / messages,
       };
       all.push(run);
       return run;
@@ -179,6 +191,16 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       { ...spread(addedCpuUs), kind: 'range' },
     );
 
+    const perMessage = (runs: Run[]) =>
+      `${median(runs.map((run) => run.redisCommands)).toFixed(2)}, of which ${median(runs.map((run) => run.scriptCalls)).toFixed(2)} script calls`;
+    report.info(
+      'outbox.redisCommands',
+      'outbox: Redis commands per message, enqueue to answer (INFO commandstats)',
+      median(outboxRuns.map((run) => run.redisCommands)),
+      `${perMessage(outboxRuns)} (bare: ${perMessage(bareRuns)})`,
+      'bare BullMQ, same rounds',
+    );
+
     // The ladder: each step's CPU per message (every process) against the step before it, round by round.
     const steps = ladder.map(() => [] as Run[]);
     for (let round = 0; round < sizes.ladderRounds; round += 1) {
@@ -224,10 +246,27 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
     });
   } finally {
     for (const sender of senders) await sender.close();
+    if (stats.isOpen) stats.destroy();
     await app?.close();
     await platform.close();
     await redis.stop();
   }
+}
+
+/** The commands that call a script: each one command on the wire, whatever the script runs inside Redis. */
+const SCRIPT_CALLS = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
+
+/** Redis's command counts so far (it counts the commands a script runs as well as the script's call). */
+function redisCommandStats(info: string): { all: number; scripts: number } {
+  let all = 0;
+  let scripts = 0;
+  for (const line of info.split('\n')) {
+    const match = /^cmdstat_([^:|]+):calls=(\d+)/.exec(line.trim());
+    if (!match) continue;
+    all += Number(match[2]);
+    if (SCRIPT_CALLS.has(match[1])) scripts += Number(match[2]);
+  }
+  return { all, scripts };
 }
 
 /** Completions counted by events; `delivered(n)` waits for n more. */

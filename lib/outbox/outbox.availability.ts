@@ -60,12 +60,19 @@ export class RedisAvailability {
 
   back(): void {
     const outage = this.#outage;
-    if (!outage) return;
     this.#outage = undefined;
-    this.logger.log(
-      `PlatformOutbox (queue ${this.queueName}): Redis answers again after ${Math.max(0, this.now() - outage.since)} ms`,
-    );
+    if (outage) {
+      this.logger.log(
+        `PlatformOutbox (queue ${this.queueName}): Redis answers again after ${Math.max(0, this.now() - outage.since)} ms`,
+      );
+    }
     for (const resolve of this.#waiting.splice(0)) resolve();
+  }
+
+  /** Resolves at once while `ready()`, else at the client's next `ready` event (or once the outbox closes). */
+  connected(ready: () => boolean): Promise<void> {
+    if (ready()) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
   /** Resolves at once while Redis answers, else once it answers again (or the outbox closes). */

@@ -47,6 +47,15 @@ export function tolerantBullMq(bull: BullMq): BullMq {
   return { ...bull, Job: Tolerant, Queue, Worker };
 }
 
+/** A job's data from its raw JSON in Redis, read as the queue's jobs read it (`UNREADABLE` when it is not JSON). */
+export function storedData(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return UNREADABLE;
+  }
+}
+
 /** A job as the lists, the events and `reconcile` show it. */
 export function outboxJob(job: Job): OutboxJob {
   const data: unknown = job.data;

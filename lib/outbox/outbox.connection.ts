@@ -87,6 +87,15 @@ export async function openRedis(
 /** Back-off between reconnections: fast at first, then every 2 s, for ever. */
 const reconnectStrategy = (retries: number): number => Math.min(50 * 2 ** retries, 2_000);
 
+/**
+ * No per-command timer. node-redis 6 arms an `AbortSignal.timeout` for every command unless told otherwise: a timer
+ * and a signal on each of the commands every message takes, about half their CPU in this process. The outbox bounds
+ * its own waits instead: `enqueue`, `status()`, the lists and `retry` by `enqueueTimeoutMs`; a worker waits for Redis
+ * as BullMQ's own commands do, its job's lock handing the job on if the wait outlasts it; a lost connection ends the
+ * commands in flight with its socket.
+ */
+const commandOptions = { timeout: 0 };
+
 function clientOptions(given: Exclude<OutboxConnection, OutboxRedisClient>): Record<string, unknown> {
   if ('url' in given) {
     if (typeof given.url !== 'string' || !/^rediss?:\/\//.test(given.url)) {
@@ -95,7 +104,7 @@ function clientOptions(given: Exclude<OutboxConnection, OutboxRedisClient>): Rec
         'PlatformOutboxModule: connection.url must be a redis:// or rediss:// URL',
       );
     }
-    return { url: given.url, socket: { reconnectStrategy } };
+    return { url: given.url, socket: { reconnectStrategy }, commandOptions };
   }
   const { host = '127.0.0.1', port = 6379, username, password, db, tls } = given;
   return {
@@ -103,6 +112,7 @@ function clientOptions(given: Exclude<OutboxConnection, OutboxRedisClient>): Rec
     ...(username !== undefined && { username }),
     ...(password !== undefined && { password }),
     ...(db !== undefined && { database: db }),
+    commandOptions,
   };
 }
 

@@ -32,26 +32,34 @@ const ERROR_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 /** The most of an error body read for its code: a body past it is cut off, and its connection closed. */
 export const ERROR_BODY_BYTES = 4_096;
 
-/** Up to `ERROR_BODY_BYTES` of the body, or `undefined` past them (a code cannot be read from part of the JSON). */
-async function boundedText(response: Response): Promise<string | undefined> {
+/**
+ * Reads the body to its end, keeping its chunks in `chunks` when given; false past `ERROR_BODY_BYTES` (then the body
+ * is cut off, and its connection closed) or when it fails.
+ */
+async function readBounded(response: Response, chunks?: Uint8Array[]): Promise<boolean> {
   const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
+  if (!reader) return true;
   let size = 0;
   try {
     for (;;) {
       const read = await reader.read();
-      if (read.done) return Buffer.concat(chunks).toString('utf8');
+      if (read.done) return true;
       const value: Uint8Array = read.value;
-      chunks.push(value);
+      chunks?.push(value);
       size += value.byteLength;
-      if (size > ERROR_BODY_BYTES) return undefined;
+      if (size > ERROR_BODY_BYTES) return false;
     }
   } catch {
-    return undefined;
+    return false;
   } finally {
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/** Up to `ERROR_BODY_BYTES` of the body, or `undefined` past them (a code cannot be read from part of the JSON). */
+async function boundedText(response: Response): Promise<string | undefined> {
+  const chunks: Uint8Array[] = [];
+  return (await readBounded(response, chunks)) ? Buffer.concat(chunks).toString('utf8') : undefined;
 }
 
 async function errorCode(response: Response): Promise<string | undefined> {
@@ -110,7 +118,9 @@ export function thrownVerdict(error: unknown): AttemptVerdict {
 /** The verdict on the platform's answer. */
 export async function answerVerdict(response: Response, nowMs: number): Promise<AttemptVerdict> {
   if (response.ok) {
-    await response.body?.cancel().catch(() => undefined);
+    // Read, not cancelled: a cancel aborts the fetch, an AbortError made and dropped per send, while a short answer
+    // has mostly arrived whole already. A long one is still cut off.
+    await readBounded(response);
     return { kind: 'sent', status: response.status };
   }
   const code = await errorCode(response);

@@ -72,16 +72,19 @@ function checkFields(
   };
 }
 
-function checkSize(stored: StoredMessage, fail: Fail): void {
-  if (Buffer.byteLength(JSON.stringify(stored)) > MAX_MESSAGE_BYTES)
+/** The message as BullMQ stores it (`JSON.stringify` of the job's data), refused over `MAX_MESSAGE_BYTES`. */
+function checkSize(stored: StoredMessage, fail: Fail): string {
+  const json = JSON.stringify(stored);
+  if (Buffer.byteLength(json) > MAX_MESSAGE_BYTES)
     fail(`the message is over ${MAX_MESSAGE_BYTES} bytes as JSON; send large content by reference`);
+  return json;
 }
 
-/** The message checked, its id (owner and key), and what the job stores. */
+/** The message checked, its id (owner and key), what the job stores, and that as the JSON Redis will hold. */
 export function checkMessage(
   message: OutboxMessage,
   allowed: ReadonlySet<string>,
-): { readonly id: string; readonly key: string; readonly stored: StoredMessage } {
+): { readonly id: string; readonly key: string; readonly stored: StoredMessage; readonly json: string } {
   const fail: Fail = (what) => {
     throw new PlatformOutboxError('invalid_message', `PlatformOutbox.enqueue: ${what}`);
   };
@@ -92,13 +95,13 @@ export function checkMessage(
     fail('idempotencyKey must be 1 to 255 printable ASCII characters without spaces or ":", and not only digits');
   const key = idempotencyKey ?? randomUUID();
   const stored: StoredMessage = { ...fields, ...(body !== undefined && { body }), idempotencyKey: key };
-  checkSize(stored, fail);
-  return { id: jobIdOf(stored, key), key, stored };
+  const json = checkSize(stored, fail);
+  return { id: jobIdOf(stored, key), key, stored, json };
 }
 
-/** After a body codec: what Redis will hold is bounded too. */
-export function checkSealedSize(stored: StoredMessage): void {
-  checkSize(stored, (what) => {
+/** After a body codec: what Redis will hold is bounded too. Returns it as JSON. */
+export function checkSealedSize(stored: StoredMessage): string {
+  return checkSize(stored, (what) => {
     throw new PlatformOutboxError('invalid_message', `PlatformOutbox.enqueue: ${what}`);
   });
 }

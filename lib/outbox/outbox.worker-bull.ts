@@ -99,35 +99,34 @@ function connectionLost(error: unknown, redis: WorkerRedis): boolean {
  * (ioredis's); node-redis's would fail the job instead, or, for a send the platform took, fail it to send it again.
  */
 export function outboxWorker(bull: BullMq, redis: WorkerRedis): BullMq['Worker'] {
-  const retried = (error: unknown): unknown =>
-    connectionLost(error, redis) ? new bull.ConnectionClosedError(redisReason(error), error) : error;
+  const recorded = async (move: () => Promise<Job>): Promise<Job> => {
+    try {
+      return await move();
+    } catch (error) {
+      throw connectionLost(error, redis) ? new bull.ConnectionClosedError(redisReason(error), error) : error;
+    }
+  };
   class OutboxWorker extends bull.Worker {
-    protected override async handleCompleted(
+    protected override handleCompleted(
       result: unknown,
       job: Job,
       token: string,
       fetchNextCallback?: () => boolean,
       span?: unknown,
     ): Promise<Job> {
-      try {
-        return await super.handleCompleted(result, job, token, fetchNextCallback, span as never);
-      } catch (error) {
-        throw retried(error);
-      }
+      return recorded(() => super.handleCompleted(result, job, token, fetchNextCallback, span as never));
     }
 
-    protected override async handleFailed(
+    protected override handleFailed(
       error: Error,
       job: Job,
       token: string,
       fetchNextCallback?: () => boolean,
       span?: unknown,
     ): Promise<Job> {
-      try {
-        return await super.handleFailed(outboxFailure(bull, error), job, token, fetchNextCallback, span as never);
-      } catch (moveError) {
-        throw retried(moveError);
-      }
+      return recorded(() =>
+        super.handleFailed(outboxFailure(bull, error), job, token, fetchNextCallback, span as never),
+      );
     }
   }
   return OutboxWorker;

@@ -19,6 +19,8 @@ import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import type { SendFetch } from './outbox.delivery.js';
 import { boundedBy } from '../util/bounded.util.js';
 import { RefusalTally } from './outbox.refusals.js';
+import { storedData } from './outbox.bull.js';
+import { storeJob } from './outbox.store.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { assertSameRequest } from './outbox.identity.js';
 import { checkMessage, checkSealedSize } from './outbox.message.js';
@@ -126,29 +128,23 @@ export class PlatformOutbox
    * (`PlatformOutboxKeyConflictError`).
    */
   async enqueue(message: OutboxMessage): Promise<string> {
-    const { id, key, stored: checked } = checkMessage(message, this.#settings.storedHeaders);
+    const { id, key, stored: checked, json: checkedJson } = checkMessage(message, this.#settings.storedHeaders);
     const { attempts, keepSentMs, bodyCodec } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
         ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
         : checked;
-    if (stored !== checked) checkSealedSize(stored);
+    const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const queue = this.queue();
-    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
+    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command. The
+    // outbox's own client keeps no command back while it reconnects (it has no timer per command to drop it): the
+    // job is added once Redis answers within the bound, or never by this call.
+    let waiting = true;
     const held = await this.bounded(
-      (async () => {
-        await queue.add('message', stored, {
-          jobId: id,
-          attempts,
-          backoff: { type: 'outbox' },
-          removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
-          removeOnFail: false,
-        });
-        // BullMQ answers a taken id with the job it holds, unchanged: only the same request may be acknowledged by it.
-        return queue.getJob(id);
-      })(),
-    );
-    if (held) assertSameRequest(held.data, checked, { key, id }, bodyCodec);
+      this.connected().then(() => (waiting ? storeJob(queue, stored, { id, attempts, keepSentMs }) : null)),
+    ).finally(() => (waiting = false));
+    // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
+    if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
     return id;
   }
@@ -217,6 +213,12 @@ export class PlatformOutbox
     const ids = await queue.getRanges(['wait', 'prioritized', 'delayed', 'active'], 0, OLDEST_LOOK - 1, true);
     const jobs = await Promise.all([...new Set(ids)].map((id) => queue.getJob(id)));
     return Math.min(...jobs.map((job) => job?.timestamp ?? Number.POSITIVE_INFINITY));
+  }
+
+  /** At once with a client the application gave, or while the outbox's own answers; else once it is ready again. */
+  private connected(): Promise<void> {
+    const redis = this.#redis;
+    return redis?.owned ? this.#availability.connected(() => redis.ready()) : Promise.resolve();
   }
 
   private tally(): RefusalTally {

@@ -81,6 +81,34 @@ describe('PlatformOutbox: idempotency keys belong to their integration or tenant
     expect(f.events.filter((e) => e.event === 'queued')).toHaveLength(1);
   });
 
+  it('stores one of two requests raced under one key and refuses the other, and acknowledges a request raced with itself', async () => {
+    const f = await start(redis().url, { worker: false });
+    const other = { ...MESSAGE, body: { text: 'invoice 1002 is due' }, idempotencyKey: 'raced-1' };
+    const outcomes = await Promise.allSettled([
+      f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'raced-1' }),
+      f.outbox.enqueue(other),
+    ]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const refused = outcomes.find((outcome) => outcome.status === 'rejected');
+    expect(refused?.reason).toBeInstanceOf(PlatformOutboxKeyConflictError);
+    expect(refused?.reason).toMatchObject({ idempotencyKey: 'raced-1', differs: ['body'] });
+
+    const same = { ...MESSAGE, idempotencyKey: 'raced-2' };
+    const [first, second] = await Promise.all([f.outbox.enqueue(same), f.outbox.enqueue({ ...same })]);
+    expect(second).toBe(first);
+    expect(await f.outbox.status()).toMatchObject({ waiting: 2 });
+  });
+
+  it('refuses a request under a key whose job holds data that is not JSON, written by something else than enqueue', async () => {
+    const f = await start(redis().url, { worker: false });
+    const id = await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'overwritten-1' });
+    await redis().command('HSET', `bull:${f.queueName}:${id}`, 'data', 'not { json');
+
+    const refusal = await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'overwritten-1' }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(PlatformOutboxKeyConflictError);
+    expect(refusal).toMatchObject({ idempotencyKey: 'overwritten-1', id, differs: ['stored data'] });
+  });
+
   it('compares a sealed body by its content, so the same request is acknowledged and another refused', async () => {
     const codec: OutboxBodyCodec = {
       // A new nonce each time, as a real cipher: the stored texts of one body differ.

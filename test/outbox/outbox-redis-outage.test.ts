@@ -109,6 +109,34 @@ describe('PlatformOutbox: Redis lost mid-send and back on the same port', () => 
   });
 });
 
+describe('PlatformOutbox: enqueue while Redis is down', () => {
+  it('rejects after enqueueTimeoutMs, not node-redis’s own 5 s, keeps nothing back, and stores what Redis is back in time for', async () => {
+    // Longer than node-redis's default bound on a command kept back while its client reconnects (5 s).
+    const enqueueTimeoutMs = 6_000;
+    const logger = new CapturingLogger();
+    const f = await start(redis().url, { platform, logger, enqueueTimeoutMs });
+    await f.outbox.status();
+    await redis().kill();
+    await eventually(() => expect(outageWarnings(logger)).toHaveLength(1));
+
+    const refusal = await f.outbox
+      .enqueue({ ...MESSAGE, idempotencyKey: 'while-down' })
+      .catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(PlatformOutboxError);
+    expect(refusal).toMatchObject({ reason: 'unavailable', message: expect.stringContaining('within 6000 ms') });
+
+    const waiting = f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'back-in-time' });
+    await redis().launch();
+    const id = await waiting;
+    await eventually(() => expect(names(f.events)).toEqual(['queued', 'sent']));
+    expect(f.events[1]?.payload).toMatchObject({ id });
+    // The refused enqueue was not kept back to be written once Redis answered: its key is still free.
+    expect(await f.outbox.status()).toMatchObject({ sent: 1, depth: 0 });
+    const other = { ...MESSAGE, body: { text: 'another request' }, idempotencyKey: 'while-down' };
+    await expect(f.outbox.enqueue(other)).resolves.toContain('while-down');
+  });
+});
+
 describe('PlatformOutbox: reasons name the cause', () => {
   it('dead-letters a message whose token cannot be had with the root of the failure, through the back-off', async () => {
     // Nothing listens there: the token exchange is refused a connection.
