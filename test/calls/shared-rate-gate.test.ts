@@ -257,7 +257,7 @@ describe("property: the fleet's bucket in Redis paces demand that never lets up,
    * The turns a replica's gate reserves for `count` requests asked one after another, none of them sent yet (the
    * gate's clock stands still), so each asks before the turn before it: demand that never lets up. Each turn is read
    * back from the bucket's window in Redis, on the store's clock, with the wait the gate was told: the two give when
-   * it asked. A Retry-After `holdMs` long reaches the gate before the request at `holdBefore`.
+   * it asked. A Retry-After `hold.ms` long reaches the gate before the request at `hold.before`.
    */
   async function reservedTurns(
     shape: RateLimitShape,
