@@ -3,6 +3,7 @@ import { FakeClock } from '../../lib/testing/fake.clock.js';
 import { LocalRateGate } from '../../lib/calls/rate-limit/local-rate.gate.js';
 import { RateLimitWaitError } from '../../lib/calls/rate-limit/rate-limit.errors.js';
 import { rateLimitShape, shareOf } from '../../lib/calls/rate-limit/rate-limit.schedule.js';
+import { worstPlatformSecond } from './fixtures/paced-turns.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -60,6 +61,20 @@ describe('the local rate limit on the fake clock', () => {
     // A plain token bucket with a burst of 5 would let requests 6 to 10 go during the first second; the gate keeps
     // the second's five within 1.1 s, the tenth being headroom for the way to the platform.
     expect(times[5]).toBe(1_100);
+  });
+
+  it('under demand that never lets up, sends one request per interval after the first burst, even when its sleeps end late', async () => {
+    const { clock, limit } = gate(5);
+    const { wentAt } = acquireAll(limit, clock, 16);
+    // Time moves 30 ms at a time: each sleep until a turn ends up to 30 ms late, as a busy event loop's does.
+    await advanceBy(clock, 3_500, 30);
+    const times = wentAt.map((t) => t!);
+    expect(times.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
+    // The window's edge lets one go, not a second burst: the bucket did not refill while the window held them.
+    expect(times[5]).toBe(1_110);
+    for (let i = 6; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(200 - 30);
+    expect(worstPlatformSecond(times, 100)).toBeLessThanOrEqual(5);
+    expect(worstPlatformSecond(times, 150)).toBeLessThanOrEqual(6);
   });
 
   it('spaces requests by the interval when the burst is 1', async () => {

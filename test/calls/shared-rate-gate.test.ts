@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/testing/fake.clock.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
@@ -8,6 +9,7 @@ import { RateLimitWaitError } from '../../lib/calls/rate-limit/rate-limit.errors
 import { rateLimitShape, type RateLimitShape } from '../../lib/calls/rate-limit/rate-limit.schedule.js';
 import { SharedRateGate } from '../../lib/calls/rate-limit/shared-rate.gate.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { brokenPromises, type Turn } from './fixtures/paced-turns.js';
 import { useRedisServer, type RedisServer } from '../support/redis-server.js';
 
 const redis = useRedisServer();
@@ -258,5 +260,62 @@ describe('the switch between the shared bucket and the share, planned again', ()
     }
     one.clock.advance(2_200);
     await next;
+  });
+});
+
+describe("property: the fleet's bucket in Redis paces demand that never lets up, one request per interval after the first burst", () => {
+  /**
+   * The turns a replica's gate reserves for `count` requests asked one after another, none of them sent yet (the
+   * gate's clock stands still), so each asks before the turn before it: demand that never lets up. Each turn is read
+   * back from the bucket's window in Redis, on the store's clock, with the wait the gate was told: the two give when
+   * it asked. A Retry-After `hold.ms` long reaches the gate before the request at `hold.before`.
+   */
+  async function reservedTurns(
+    shape: RateLimitShape,
+    count: number,
+    hold: { before: number; ms: number } | null,
+  ): Promise<Turn[]> {
+    const base = freshBase();
+    const { clock, gate } = replica(redis(), base, shape, 60_000);
+    const reader = new OwnedRedisChannel(
+      resolveRedisConnection({ url: redis().url }, new ConfigReport(undefined))!,
+      10_000,
+      10_000,
+    );
+    closing.push(() => reader.close());
+    const turns: Turn[] = [];
+    let went = 0;
+    for (let i = 0; i < count; i++) {
+      if (hold?.before === i) gate.holdUntil(clock.now() + hold.ms);
+      const sleepsBefore = clock.sleeps.length;
+      gate.acquire().then(
+        () => (went += 1),
+        () => undefined,
+      );
+      await expect.poll(() => went + clock.pendingSleeps, { interval: 1 }).toBe(i + 1);
+      const waitMs = clock.sleeps.length > sleepsBefore ? clock.sleeps.at(-1)! : 0;
+      const [at] = (await reader.send(`${base}:rate`, ['LRANGE', `${base}:rate:window`, '-1', '-1'])) as string[];
+      turns.push({ askedAt: Number(at) - waitMs, at: Number(at) });
+    }
+    gate.close();
+    return turns;
+  }
+
+  it('keeps the window, paces after the burst, and a late second stays near the limit, with the default burst', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 25 }),
+        fc.option(fc.record({ before: fc.integer({ min: 1, max: 40 }), ms: fc.integer({ min: 0, max: 3_000 }) })),
+        fc.integer({ min: 0, max: 500 }),
+        async (perSecond, hold, extraLateMs) => {
+          const shape = rateLimitShape(perSecond);
+          // Three windows' worth: the first burst's requests each ask after the one before went, so continuous demand
+          // starts at the first request the window pushes back, and its own first window's worth is let off.
+          const turns = await reservedTurns(shape, 3 * shape.perWindow + 5, hold);
+          expect(brokenPromises(shape, turns, extraLateMs)).toEqual([]);
+        },
+      ),
+      { numRuns: 6 },
+    );
   });
 });

@@ -60,7 +60,7 @@ export class LocalRateGate implements CallGate {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     if (this.closed) return Promise.reject(shutdownError());
     const now = this.clock.now();
-    const turn = this.schedule.simulate(now, this.queue.length + 1).at(-1)!;
+    const turn = this.schedule.simulate(now, [...this.askedAt(), now]).at(-1)!;
     if (turn - now > this.limits.maxWaitMs) return Promise.reject(this.tooLong(turn - now));
     if (this.queue.length === 0 && turn <= now) {
       this.schedule.take(now);
@@ -94,7 +94,7 @@ export class LocalRateGate implements CallGate {
   holdUntil(untilMs: number): void {
     this.schedule.hold(untilMs);
     const now = this.clock.now();
-    const turns = this.schedule.simulate(now, this.queue.length);
+    const turns = this.schedule.simulate(now, this.askedAt());
     const late = this.queue.filter((waiter, i) => turns[i] - waiter.enqueuedAt > this.limits.maxWaitMs);
     for (const waiter of late) {
       this.remove(waiter);
@@ -132,8 +132,9 @@ export class LocalRateGate implements CallGate {
     this.pumping = undefined;
     const now = this.clock.now();
     while (this.queue.length > 0 && this.schedule.next(now) <= now) {
-      this.schedule.take(now);
-      this.queue.shift()!.go();
+      const head = this.queue.shift()!;
+      this.schedule.take(now, head.enqueuedAt);
+      head.go();
     }
     if (this.queue.length === 0) return;
     const pumping = new AbortController();
@@ -144,6 +145,10 @@ export class LocalRateGate implements CallGate {
       },
       () => undefined,
     );
+  }
+
+  private askedAt(): number[] {
+    return this.queue.map((waiter) => waiter.enqueuedAt);
   }
 
   private tooLong(waitMs: number): RateLimitWaitError {

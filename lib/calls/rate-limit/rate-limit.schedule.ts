@@ -38,10 +38,20 @@ export function shareOf(shape: RateLimitShape, replicas: number): RateLimitShape
   return rateLimitShape(shape.requestsPerSecond / n, Math.max(1, Math.floor(shape.burst / n)));
 }
 
+/** When a request may go, and whether the window or a hold (not the bucket, not its arrival) set that time. */
+interface Due {
+  readonly at: number;
+  readonly held: boolean;
+}
+
 /**
  * When each request may go, for one process: a token bucket (GCRA: one request every `1000 / requestsPerSecond` ms,
  * `burst` at once) and the sliding window, both kept as reservations in arrival order, so a request never overtakes
- * an earlier one. The Redis script of the shared gate applies the same rules to the fleet's state; this is its model.
+ * an earlier one. The bucket does not refill while the window or a hold keeps a request waiting: that request leaves
+ * it empty, and those behind it go one per interval, so a burst follows a quiet spell only. Were it to refill, demand
+ * that never lets up would go as a whole burst at each window's edge, and a burst that reaches the platform later
+ * than the headroom would share a second with the next one. The Redis script of the shared gate applies the same
+ * rules to the fleet's state; this is its model.
  */
 export class RateLimitSchedule {
   /** GCRA's theoretical arrival time: when the bucket would be full again. */
@@ -54,13 +64,18 @@ export class RateLimitSchedule {
 
   /** When the next request may go, at the earliest `nowMs`; nothing is taken. */
   next(nowMs: number): number {
-    return this.earliest(nowMs, this.tat, this.granted);
+    return this.due(nowMs).at;
   }
 
-  /** Takes the next slot: the time the request may go (at the earliest `nowMs`). */
-  take(nowMs: number): number {
-    const at = this.earliest(nowMs, this.tat, this.granted);
-    this.commit(at);
+  /**
+   * Takes the next slot for a request that asked at `askedAtMs`: the time it may go, at the earliest `nowMs`. A
+   * request taken later than it asked (a queue's head, its sleep ended late) says when it asked, so a window or hold
+   * that kept it waiting still empties the bucket.
+   */
+  take(nowMs: number, askedAtMs = nowMs): number {
+    const due = this.due(Math.min(askedAtMs, nowMs));
+    const at = Math.max(nowMs, due.at);
+    this.commit(at, due.held);
     return at;
   }
 
@@ -75,29 +90,36 @@ export class RateLimitSchedule {
    */
   openAt(atMs: number): void {
     this.hold(atMs);
-    this.tat = Math.max(this.tat, atMs + (this.shape.burst - 1) * (1_000 / this.shape.requestsPerSecond));
+    this.tat = Math.max(this.tat, atMs + (this.shape.burst - 1) * this.interval());
   }
 
-  /** The times `count` requests queued now would go at, on a copy of the state. */
-  simulate(nowMs: number, count: number): number[] {
+  /** The times the requests queued now, which asked at `askedAtMs` (in order), would go at, on a copy of the state. */
+  simulate(nowMs: number, askedAtMs: readonly number[]): number[] {
     const copy = new RateLimitSchedule(this.shape);
     copy.tat = this.tat;
     copy.granted.push(...this.granted);
     copy.holdUntilMs = this.holdUntilMs;
-    return Array.from({ length: count }, () => copy.take(nowMs));
+    return askedAtMs.map((asked) => copy.take(nowMs, asked));
   }
 
-  private earliest(nowMs: number, tat: number, granted: readonly number[]): number {
-    const { burst, perWindow, windowMs, requestsPerSecond } = this.shape;
-    const interval = 1_000 / requestsPerSecond;
-    let at = Math.max(nowMs, this.holdUntilMs, tat - (burst - 1) * interval);
-    if (granted.length > 0) at = Math.max(at, granted.at(-1)!);
-    if (granted.length >= perWindow) at = Math.max(at, granted[granted.length - perWindow] + windowMs);
-    return at;
+  private interval(): number {
+    return 1_000 / this.shape.requestsPerSecond;
   }
 
-  private commit(at: number): void {
-    this.tat = Math.max(this.tat, at) + 1_000 / this.shape.requestsPerSecond;
+  private due(askedAtMs: number): Due {
+    const { burst, perWindow, windowMs } = this.shape;
+    const granted = this.granted;
+    let paced = Math.max(askedAtMs, this.tat - (burst - 1) * this.interval());
+    if (granted.length > 0) paced = Math.max(paced, granted.at(-1)!);
+    let held = this.holdUntilMs;
+    if (granted.length >= perWindow) held = Math.max(held, granted[granted.length - perWindow] + windowMs);
+    return { at: Math.max(paced, held), held: held > paced };
+  }
+
+  private commit(at: number, held: boolean): void {
+    const interval = this.interval();
+    if (held) this.tat = Math.max(this.tat, at + (this.shape.burst - 1) * interval);
+    this.tat = Math.max(this.tat, at) + interval;
     this.granted.push(at);
     if (this.granted.length > this.shape.perWindow) this.granted.splice(0, this.granted.length - this.shape.perWindow);
   }

@@ -5,11 +5,12 @@ import type { RateLimitShape } from './rate-limit.schedule.js';
 
 /**
  * The fleet's rate limit in one round trip: the replica's heartbeat, then (for `take`) the same rules as
- * `RateLimitSchedule` on the shared state, then the reservation. Time is the Redis server's (`TIME`): every replica
- * measures the one bucket by one clock, so skew between replicas cannot let them exceed the limit together. A hold
- * comes in as a delay and is stored on that clock too, in a key of its own that expires when the hold ends: a hold
- * never outlives its delay in Redis. The reply is `{granted, waitMs, replicasSeen}`; a wait beyond
- * `maxWaitMs` is not reserved. Numbers go back as text: Redis would truncate a Lua number to an integer.
+ * `RateLimitSchedule` on the shared state (a turn the window or a hold pushed back empties the bucket), then the
+ * reservation. Time is the Redis server's (`TIME`): every replica measures the one bucket by one clock, so skew
+ * between replicas cannot let them exceed the limit together. A hold comes in as a delay and is stored on that clock
+ * too, in a key of its own that expires when the hold ends: a hold never outlives its delay in Redis. The reply is
+ * `{granted, waitMs, replicasSeen}`; a wait beyond `maxWaitMs` is not reserved. Numbers go back as text: Redis would
+ * truncate a Lua number to an integer.
  */
 const RATE_SCRIPT = `
 local t = redis.call('TIME')
@@ -32,14 +33,17 @@ local rate, burst, perWindow, windowMs, maxWaitMs =
   tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local interval = 1000 / rate
 local tat = tonumber(redis.call('HGET', KEYS[1], 'tat')) or 0
-local at = math.max(now, hold, tat - (burst - 1) * interval)
+local paced = math.max(now, tat - (burst - 1) * interval)
 local count = redis.call('LLEN', KEYS[2])
-if count > 0 then at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], -1))) end
+if count > 0 then paced = math.max(paced, tonumber(redis.call('LINDEX', KEYS[2], -1))) end
+local held = hold
 if count >= perWindow then
-  at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], count - perWindow)) + windowMs)
+  held = math.max(held, tonumber(redis.call('LINDEX', KEYS[2], count - perWindow)) + windowMs)
 end
+local at = math.max(paced, held)
 local wait = at - now
 if wait > maxWaitMs then return {0, string.format('%.3f', wait), replicas} end
+if held > paced then tat = math.max(tat, at + (burst - 1) * interval) end
 tat = math.max(tat, at) + interval
 redis.call('HSET', KEYS[1], 'tat', string.format('%.3f', tat))
 redis.call('RPUSH', KEYS[2], string.format('%.3f', at))

@@ -29,9 +29,10 @@ export interface OutageTiming {
  * Out of it. A replica on its share asks the store every `probeMs`, so it is back at most `probeMs` after the store
  * answers again, and the requests queued on its share then take shared turns, in arrival order: it sends nothing on
  * its share after that. The first replica back, at R, holds the fleet until R + `probeMs` + W: every other replica
- * is back by R + `probeMs`, so the bucket's first turn (a full burst, when the store came back empty) lies a whole
- * window after the last request on any share. A replica back later holds the fleet `returnHoldMs` from its own
- * return, which covers its own last request on its share the same way.
+ * is back by R + `probeMs`, so the bucket's first turn lies a whole window after the last request on any share, and
+ * the requests the hold kept waiting go one per interval from its end, not as a burst (even when the store came back
+ * empty). A replica back later holds the fleet `returnHoldMs` from its own return, which covers its own last request
+ * on its share the same way.
  *
  * So an outage pauses the replica's requests for two windows (2.2 s at one request a second or more), and its end
  * for `probeMs` and a window (1.65 s at one request a second or more): seconds, never `maxWaitMs`.
