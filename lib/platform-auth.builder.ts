@@ -16,11 +16,11 @@ import { PlatformAuthRuntime } from './platform-auth.wiring.js';
  * by option only, in an error naming the tenant, and no environment is checked, since its variables say nothing
  * about the tenant's settings.
  */
-export type SettingsOwner =
+type SettingsOwner =
   | { readonly integration: string; readonly env?: Readonly<Record<string, string | undefined>> }
   | { readonly tenantId: string };
 
-export interface IntegrationLoadInput {
+interface IntegrationLoadInput {
   readonly options: PlatformAuthOptions;
   readonly owner: SettingsOwner;
   /** The injected clock's time: certificates are checked against it. */
@@ -32,7 +32,7 @@ export interface IntegrationLoadInput {
  * OpenTelemetry when the application has it, identified by the token URL and machine id unless `identity` says
  * otherwise (a tenant registry, whose attribute values must not grow with the number of tenants).
  */
-export type TelemetryPlan =
+type TelemetryPlan =
   | { readonly channelOnly: true }
   | {
       readonly channelOnly?: false;
@@ -41,7 +41,7 @@ export type TelemetryPlan =
       readonly metricAttributes?: Readonly<Record<string, string>>;
     };
 
-export interface IntegrationStartInput {
+interface IntegrationStartInput {
   readonly config: ResolvedPlatformAuthConfig;
   /** `default`, the name given to `forRoot`, or a tenant registry's name. */
   readonly integration: string;

@@ -24,7 +24,7 @@ import { CallRetryPolicy } from './calls/retry.policy.js';
 import { PlatformFetch } from './http/clients/platform-fetch.js';
 import { startupLine } from './platform-auth.startup-line.js';
 
-export interface PlatformAuthWiringInput {
+interface PlatformAuthWiringInput {
   readonly config: ResolvedPlatformAuthConfig;
   /** `default`, or the name given to `forRoot`. */
   readonly integration: string;

@@ -138,7 +138,7 @@ function form(
 }
 
 /** The client behind `PlatformHttpService`, and what tears it down. */
-export interface PlatformHttpClient {
+interface PlatformHttpClient {
   readonly httpService: PlatformHttpService;
   /** Detaches the interceptor and closes the client's sockets. */
   close(): void;

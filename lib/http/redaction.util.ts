@@ -44,7 +44,7 @@ function redactedHeaders(headers: AxiosResponse['headers'], tokens: readonly str
  * socket, and a keep-alive socket soon carries another request, whose head holds that request's token: whoever
  * inspects an old error would read a live one. A fetch `Request` holds the headers sent. The snapshot holds neither.
  */
-export class DetachedRequest {
+class DetachedRequest {
   constructor(
     readonly method: string | undefined,
     readonly protocol: string | undefined,

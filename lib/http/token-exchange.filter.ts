@@ -40,7 +40,7 @@ export interface PlatformAuthErrorBody {
 }
 
 /** The errors the filter answers. */
-export type PlatformAuthAnsweredError =
+type PlatformAuthAnsweredError =
   | TokenExchangeError
   | PlatformUnavailableError
   | RateLimitWaitError

@@ -5,7 +5,7 @@ import { reveal, secretText } from '../util/secret.util.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import type { OutboxConnection, OutboxRedisClient } from './outbox.types.js';
 
-export const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
+const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
 
 /** The part of bullmq the outbox uses: loaded when the outbox starts, so an app without it never loads it. */
 export type BullMq = Pick<

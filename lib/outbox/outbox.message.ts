@@ -21,7 +21,7 @@ function isPlatformPath(path: unknown): path is string {
   return true;
 }
 /** The most a job may hold, as JSON: Redis keeps every job in memory. */
-export const MAX_MESSAGE_BYTES = 1_048_576;
+const MAX_MESSAGE_BYTES = 1_048_576;
 
 /** The allow-list in lower case; refuses a header that is never stored. */
 export function storedHeaderNames(names: readonly string[] = []): ReadonlySet<string> {

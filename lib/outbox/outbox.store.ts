@@ -2,7 +2,7 @@ import type { OutboxQueue } from './outbox.connection.js';
 import type { StoredMessage } from './outbox.types.js';
 
 /** What a job is given at `enqueue`: its id, and its attempts and retention from the outbox's settings. */
-export interface StoreOptions {
+interface StoreOptions {
   readonly id: string;
   readonly attempts: number;
   readonly keepSentMs: number;

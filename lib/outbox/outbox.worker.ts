@@ -16,7 +16,7 @@ import {
 } from './outbox.worker-bull.js';
 import type { OutboxBodyCodec, OutboxReconcile, StoredMessage } from './outbox.types.js';
 
-export { REFUSED, outboxJob, type DeliveryListener, type WorkerRedis };
+export { REFUSED, outboxJob, type DeliveryListener };
 
 /** The longest wait before a completion or failure lost with Redis is recorded again. */
 const RECORD_RETRY_MS = 1_000;
@@ -71,7 +71,7 @@ function opened(message: StoredMessage, codec: OutboxBodyCodec | undefined): Sto
 }
 
 /** Exponential back-off from `delayMs`, at least `Retry-After`, at most `maxDelayMs`; jitter spreads a fleet's re-sends. */
-export function backoffMs(settings: DeliverySettings, attempt: number, retryAfterMs?: number): number {
+function backoffMs(settings: DeliverySettings, attempt: number, retryAfterMs?: number): number {
   const exponential = settings.delayMs * 2 ** Math.max(0, attempt - 1) * (0.8 + Math.random() * 0.4);
   return Math.round(Math.min(settings.maxDelayMs, Math.max(exponential, retryAfterMs ?? 0)));
 }

@@ -26,7 +26,7 @@ export interface RateLimitGate extends CallGate {
   close(): void;
 }
 
-export interface RateLimitGateInput {
+interface RateLimitGateInput {
   readonly settings: ResolvedRateLimit;
   readonly integration: string;
   readonly clock: Clock;

@@ -64,7 +64,7 @@ export interface SharedBucketChannel {
   readonly operationTimeoutMs: number;
 }
 
-export interface BucketReply {
+interface BucketReply {
   readonly granted: boolean;
   /** How long until the request may go (granted), or would have waited (not granted), ms. */
   readonly waitMs: number;

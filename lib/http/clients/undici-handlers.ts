@@ -8,7 +8,7 @@ import { parseRawHeaders, type RawHeaders } from './undici-headers.util.js';
  */
 
 /** The newer kind's controller. */
-export interface Controller {
+interface Controller {
   readonly aborted: boolean;
   readonly paused: boolean;
   readonly reason: Error | null;
