@@ -1,15 +1,14 @@
-// The outbox soak: `npm run soak -- --outbox [--quick] [--scale S] [--replicas N] [--tenants T] [--rate R]
-// [--platform honours|ignores] [--report f.json]`. N application processes (soak/outbox-replica.mjs, workers on)
-// enqueue messages for the default integration, a named integration and T tenants (forTenants), R per second each,
-// into one BullMQ queue on a real redis-server (append-only file, fsync on every write), while the fault schedule
-// runs: platform 503 bursts and a long outage, 429 storms with Retry-After (the emulator's fault controls), Redis
-// killed and restarted twice on the same port, workers SIGKILLed mid-send (their sends reached the platform, the
-// answers held back), and the portal's certificate cut-over. The platform is the emulator behind a fault proxy that
-// counts every request it processed by idempotency key and by owner (the integration the token belongs to); with
-// `--platform ignores` the proxy takes the key off, as a platform that does not honour it. Every duration is
-// multiplied by --scale (default 1); --quick runs the whole schedule in under 2 minutes. Last line:
-// `outbox soak: N enqueued, O delivered once, T delivered twice or more, D dead-lettered, L lost, Q still queued,
-// W to the wrong owner`.
+// The outbox soak: `npm run soak -- --outbox [--quick] [--scale S] [--replicas N] [--tenants T] [--rate R] [--platform
+// honours|ignores] [--report f.json]`. N application processes (test/outbox/outbox-replica.child.mjs, workers on)
+// enqueue messages for the default integration, a named integration and T tenants (forTenants), R per second each, into
+// one BullMQ queue on a real redis-server (append-only file, fsync on every write), while the fault schedule runs:
+// platform 503 bursts and a long outage, 429 storms with Retry-After (the emulator's fault controls), Redis killed and
+// restarted twice on the same port, workers SIGKILLed mid-send (their sends reached the platform, the answers held
+// back), and the portal's certificate cut-over. The platform is the emulator behind a fault proxy that counts every
+// request it processed by idempotency key and by owner (the integration the token belongs to); with `--platform
+// ignores` the proxy takes the key off, as a platform that does not honour it. Every duration is multiplied by --scale
+// (default 1); --quick runs the whole schedule in under 2 minutes. Last line: `outbox soak: N enqueued, O delivered
+// once, T delivered twice or more, D dead-lettered, L lost, Q still queued, W to the wrong owner`.
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +38,7 @@ const REPLICAS = Number(args.replicas);
 const TENANTS = Number(args.tenants);
 const RATE = Number(args.rate);
 const HONOURS = args.platform === 'honours';
-const CHILD = fileURLToPath(new URL('./outbox-replica.mjs', import.meta.url));
+const CHILD = fileURLToPath(new URL('../test/outbox/outbox-replica.child.mjs', import.meta.url));
 const QUEUE = 'soak-outbox';
 const NAMED = 'partner';
 const startedAt = Date.now();

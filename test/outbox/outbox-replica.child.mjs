@@ -1,6 +1,7 @@
-// One application process of an outbox fleet, on the built package: the default integration, a tenant registry,
-// and PlatformOutboxModule with its workers on (or off, to only enqueue). The parent drives it over IPC and hears of
-// every job event; it may SIGKILL the process at any moment, which is the point. Used by test/outbox and the soak.
+// One application process with the outbox, on the built package: the default integration, named integrations, a
+// tenant registry, and PlatformOutboxModule with its workers on (or off, to only enqueue). The parent drives it over
+// IPC and hears of every job event; it may SIGKILL the process at any moment, which is the point. Used by test/outbox
+// and by the outbox soak (soak/outbox.mjs).
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -11,12 +12,18 @@ const quiet = { log() {}, warn() {}, error() {}, debug() {}, verbose() {} };
 let app;
 
 const handlers = {
-  /** `integration`: forRoot options of the default integration; `tenants`: tenant id → forRoot options. */
-  start: async ({ integration, tenants = {}, outbox }) => {
+  /**
+   * `integration`: forRoot options of the default integration; `integrations`: name → forRoot options of a named
+   * one; `tenants`: tenant id → forRoot options; `outbox`: PlatformOutboxModule options.
+   */
+  start: async ({ integration, integrations = {}, tenants = {}, outbox }) => {
     class ReplicaModule {}
     Module({
       imports: [
         PlatformAuthModule.forRoot({ ...integration, startupCheck: 'off' }),
+        ...Object.entries(integrations).map(([name, options]) =>
+          PlatformAuthModule.forRoot({ ...options, name, startupCheck: 'off' }),
+        ),
         PlatformAuthModule.forTenants({ resolve: async (id) => tenants[id] }),
         PlatformOutboxModule.forRoot(outbox),
       ],
@@ -29,17 +36,12 @@ const handlers = {
       outboxService.on(event, (payload) => process.send?.({ event, payload }));
     }
   },
+  // All at once: while Redis is down, each waits out its own enqueue timeout, not the sum of those before it.
   enqueue: async ({ messages }) => {
     const outbox = app.get(PlatformOutbox);
-    const ids = [];
-    for (const message of messages) {
-      try {
-        ids.push(await outbox.enqueue(message));
-      } catch (error) {
-        ids.push({ error: String(error?.message ?? error) });
-      }
-    }
-    return ids;
+    return Promise.all(
+      messages.map((message) => outbox.enqueue(message).catch((error) => ({ error: String(error?.message ?? error) }))),
+    );
   },
   status: async () => app.get(PlatformOutbox).status(),
   stop: async () => {

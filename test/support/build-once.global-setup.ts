@@ -8,7 +8,15 @@ import { packageRoot, SHARED_PACK_VARIABLE } from './built-package.js';
 const OUTPUTS = ['dist', 'sample-app/dist'];
 /** What the package build and the sample app's build read, besides the installed packages' lockfile. */
 const INPUTS = ['lib', 'sample-app', 'tools/build-cjs.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
-const stampFile = join(packageRoot, 'node_modules/.cache/platform-auth-build/stamp.json');
+/**
+ * One stamp per checkout: work trees that share one `node_modules` (a symlink to it) would otherwise overwrite each
+ * other's stamp, and each run would rebuild.
+ */
+const stampFile = join(
+  packageRoot,
+  'node_modules/.cache/platform-auth-build',
+  `${createHash('sha256').update(packageRoot).digest('hex').slice(0, 16)}.json`,
+);
 
 /**
  * Vitest global set-up: builds the package and the sample app once, from clean output folders, before any test file

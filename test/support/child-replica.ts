@@ -30,6 +30,21 @@ export class ChildReplica {
     return new ChildReplica(child);
   }
 
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Whether the process (and its IPC channel) keeps this process's event loop alive. */
+  hold(held: boolean): void {
+    if (held) {
+      this.child.ref();
+      this.child.channel?.ref();
+    } else {
+      this.child.unref();
+      this.child.channel?.unref();
+    }
+  }
+
   ask<T>(command: string, args: Record<string, unknown> = {}): Promise<T> {
     const id = (this.nextId += 1);
     return new Promise<T>((resolve, reject) => {
@@ -40,5 +55,15 @@ export class ChildReplica {
 
   kill(): void {
     this.child.kill();
+  }
+
+  /** Ends the process: `signal` at once, or SIGKILL if it has not exited after a grace period. */
+  async end(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    if (!this.alive) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
   }
 }

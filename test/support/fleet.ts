@@ -1,8 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import type { PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { FakeClock } from 'nestjs-platform-auth/testing';
+import { ChildReplica } from './child-replica.js';
 
 const CHILD = fileURLToPath(new URL('../store/fleet-replica.child.mjs', import.meta.url));
 
@@ -14,89 +14,29 @@ export interface LogLine {
   message: string;
 }
 
-class Replica {
-  private nextId = 0;
-  private readonly pending = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
-
-  private constructor(readonly child: ChildProcess) {
-    child.on('message', (message: { id?: number; result?: unknown }) => {
-      if (message.id === undefined) return;
-      this.pending.get(message.id)?.resolve(message.result);
-      this.pending.delete(message.id);
-    });
-    child.once('exit', () => {
-      for (const { reject } of this.pending.values()) reject(new Error('replica process exited'));
-      this.pending.clear();
-    });
-  }
-
-  /** A new process, once it has loaded the package and is ready for `start`. */
-  static async spawn(): Promise<Replica> {
-    const child = fork(CHILD, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
-      child.once('exit', (code) => reject(new Error(`replica process exited (${code}) while starting`)));
-    });
-    return new Replica(child);
-  }
-
-  /** Whether the process (and its IPC channel) keeps this process's event loop alive. */
-  hold(held: boolean): void {
-    if (held) {
-      this.child.ref();
-      this.child.channel?.ref();
-    } else {
-      this.child.unref();
-      this.child.channel?.unref();
-    }
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  request<T>(command: string, fields: Record<string, unknown> = {}): Promise<T> {
-    const id = (this.nextId += 1);
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
-      this.child.send({ id, command, ...fields });
-    });
-  }
-
-  /** Ends the process: `signal` at once, or SIGKILL if it has not exited after a grace period. */
-  async end(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    if (!this.alive) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill(signal);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
 /**
  * Replica processes for fleets. Starting Node and loading Nest is most of what a fleet costs (over a second of CPU a
  * process), so a process whose fleet closed is reused by the next fleet, with new module instances on a new clock.
  */
 export class ReplicaProcesses {
-  private readonly started = new Set<Replica>();
-  private readonly idle: Replica[] = [];
+  private readonly started = new Set<ChildReplica>();
+  private readonly idle: ChildReplica[] = [];
 
-  async take(count: number): Promise<Replica[]> {
+  async take(count: number): Promise<ChildReplica[]> {
     const taken = this.idle.splice(0, count);
     for (const replica of taken) if (!replica.alive) this.started.delete(replica);
     const reused = taken.filter((replica) => replica.alive);
     for (const replica of reused) replica.hold(true);
-    const spawned = await Promise.all(Array.from({ length: count - reused.length }, () => Replica.spawn()));
+    const spawned = await Promise.all(Array.from({ length: count - reused.length }, () => ChildReplica.spawn(CHILD)));
     for (const replica of spawned) this.started.add(replica);
     return [...reused, ...spawned];
   }
 
   /** Back for the next fleet once its instances are closed; a process that does not manage that is ended. */
-  async release(replica: Replica): Promise<void> {
+  async release(replica: ChildReplica): Promise<void> {
     if (!replica.alive) return;
     const timer = setTimeout(() => void replica.end('SIGKILL'), 5_000);
-    const stopped = await replica.request('stop').then(
+    const stopped = await replica.ask('stop').then(
       () => true,
       () => false,
     );
@@ -137,7 +77,7 @@ export function useReplicaProcesses(): ReplicaProcesses {
  */
 export class Fleet {
   private constructor(
-    readonly replicas: Replica[],
+    readonly replicas: ChildReplica[],
     private readonly clock: FakeClock,
     private readonly pool: ReplicaProcesses,
   ) {}
@@ -153,7 +93,7 @@ export class Fleet {
     const fleet = new Fleet(replicas, options.clock, options.pool);
     await Promise.all(
       replicas.map((replica) =>
-        replica.request('start', {
+        replica.ask('start', {
           startMs: options.clock.now(),
           instances: options.instances,
           // Fleets count exchanges from the first call; a fleet that tests the boot-time check asks for it.
@@ -166,26 +106,26 @@ export class Fleet {
 
   /** `getAccessToken()` on every instance of the given processes (default all) at once. */
   async getAll(processes: readonly number[] = this.replicas.map((_, i) => i)): Promise<CallOutcome[]> {
-    const results = await Promise.all(processes.map((i) => this.replicas[i].request<CallOutcome[]>('get')));
+    const results = await Promise.all(processes.map((i) => this.replicas[i].ask<CallOutcome[]>('get')));
     return results.flat();
   }
 
   async peekAll(): Promise<(string | null)[]> {
-    return (await Promise.all(this.replicas.map((r) => r.request<(string | null)[]>('peek')))).flat();
+    return (await Promise.all(this.replicas.map((r) => r.ask<(string | null)[]>('peek')))).flat();
   }
 
   async invalidate(process: number, token: string): Promise<boolean[]> {
-    return this.replicas[process].request<boolean[]>('invalidate', { token });
+    return this.replicas[process].ask<boolean[]>('invalidate', { token });
   }
 
   async advance(ms: number): Promise<void> {
     this.clock.advance(ms);
-    await Promise.all(this.live().map((r) => r.request('advance', { ms })));
+    await Promise.all(this.live().map((r) => r.ask('advance', { ms })));
   }
 
   /** Every log line each process captured since the last call. */
   async logs(): Promise<LogLine[]> {
-    return (await Promise.all(this.live().map((r) => r.request<LogLine[]>('logs')))).flat();
+    return (await Promise.all(this.live().map((r) => r.ask<LogLine[]>('logs')))).flat();
   }
 
   kill(process: number): void {
@@ -197,7 +137,7 @@ export class Fleet {
     await Promise.all(this.replicas.map((replica) => this.pool.release(replica)));
   }
 
-  private live(): Replica[] {
+  private live(): ChildReplica[] {
     return this.replicas.filter((replica) => replica.alive);
   }
 }
