@@ -99,6 +99,7 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
   | { readonly event: 'call:retry'; readonly reason: RetryReason; readonly resendCount: number }
   | { readonly event: 'call:retry-budget-exhausted' }
+  | { readonly event: 'rate_limit:turn'; readonly waitMs: number }
   | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode }
   | { readonly event: 'outbox'; readonly outcome: OutboxTelemetryEvent; readonly queue: string };
 

@@ -201,6 +201,7 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
   /** Every request's wait, on the histogram only: an event per request would flood the channel. */
   rateLimitWait(waitMs: number): void {
     this.instruments?.rateLimitWait.record(waitMs / 1000, this.attributes);
+    this.publish({ event: 'rate_limit:turn', waitMs });
   }
 
   rateLimitMode(mode: RateLimitMode): void {

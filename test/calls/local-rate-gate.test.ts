@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/testing/fake.clock.js';
 import { LocalRateGate } from '../../lib/calls/rate-limit/local-rate.gate.js';
@@ -163,6 +164,19 @@ describe('the local rate limit on the fake clock', () => {
     acquireAll(limit, clock, 2);
     await advanceBy(clock, 1_100, 100);
     expect(waits).toEqual([0, 1_100]);
+  });
+
+  it('reports each wait in the asynchronous context of the request whose turn came, not the queue timer’s', async () => {
+    const clock = new FakeClock(T0);
+    const request = new AsyncLocalStorage<string>();
+    const reportedFor: (string | undefined)[] = [];
+    const limit = new LocalRateGate(rateLimitShape(1), clock, { integration: 'billing', maxWaitMs: 10_000 }, () =>
+      reportedFor.push(request.getStore()),
+    );
+    const turns = ['first', 'second', 'third'].map((id) => request.run(id, () => limit.acquire()));
+    await advanceBy(clock, 3_000, 100);
+    await Promise.all(turns);
+    expect(reportedFor).toEqual(['first', 'second', 'third']);
   });
 
   it('splits a limit among replicas so that together they stay within it', () => {

@@ -67,7 +67,7 @@ export class LocalRateGate implements CallGate {
       this.waited(0);
       return Promise.resolve();
     }
-    return new Promise<void>((resolve, reject) => {
+    const turnCame = new Promise<void>((resolve, reject) => {
       const leave = () => {
         this.remove(waiter);
         reject(signal!.reason as Error);
@@ -76,7 +76,6 @@ export class LocalRateGate implements CallGate {
         enqueuedAt: now,
         go: () => {
           signal?.removeEventListener('abort', leave);
-          this.waited(this.clock.now() - now);
           resolve();
         },
         fail: (error) => {
@@ -88,6 +87,9 @@ export class LocalRateGate implements CallGate {
       this.queue.push(waiter);
       this.pump();
     });
+    // Reported in the caller's own asynchronous context, not the queue's timer's: a diagnostics subscriber that
+    // reads an AsyncLocalStorage sees the request whose turn came.
+    return turnCame.then(() => this.waited(this.clock.now() - now));
   }
 
   /** No request goes before `untilMs`; those queued whose turn would now lie beyond `maxWaitMs` fail. */
