@@ -136,13 +136,8 @@ export class PlatformOutbox
         : checked;
     const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const queue = this.queue();
-    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command. The
-    // outbox's own client keeps no command back while it reconnects (it has no timer per command to drop it): the
-    // job is added once Redis answers within the bound, or never by this call.
-    let waiting = true;
-    const held = await this.bounded(
-      this.connected().then(() => (waiting ? storeJob(queue, stored, { id, attempts, keepSentMs }) : null)),
-    ).finally(() => (waiting = false));
+    // One bound for both commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
+    const held = await this.bounded(() => storeJob(queue, stored, { id, attempts, keepSentMs }));
     // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
     if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
@@ -161,16 +156,16 @@ export class PlatformOutbox
 
   /** Puts a dead-lettered or failed job back in the queue with its attempts renewed, under the same key. */
   async retry(id: string): Promise<void> {
-    const job = await this.bounded(this.queue().getJob(String(id)));
-    if (!job || (await this.bounded(job.getState())) !== 'failed') {
+    const job = await this.bounded(() => this.queue().getJob(String(id)));
+    if (!job || (await this.bounded(() => job.getState())) !== 'failed') {
       throw new PlatformOutboxError('not_found', 'PlatformOutbox.retry: no failed or dead-lettered job with that id');
     }
     // BullMQ's retry clears the failed reason and the counts that tell an ambiguous last attempt: the job keeps it.
     if (mayHaveReached(job) && !(job.data as StoredMessage).mayHaveReached) {
-      await this.bounded(job.updateData({ ...(job.data as StoredMessage), mayHaveReached: true }));
+      await this.bounded(() => job.updateData({ ...(job.data as StoredMessage), mayHaveReached: true }));
     }
-    await this.bounded(this.tally().remove(job.id!));
-    await this.bounded(job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
+    await this.bounded(() => this.tally().remove(job.id!));
+    await this.bounded(() => job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true }));
   }
 
   /**
@@ -181,14 +176,14 @@ export class PlatformOutbox
     const queue = this.queue();
     const outage = this.#availability.outage;
     if (outage) throw new PlatformOutboxError('unavailable', `PlatformOutbox: Redis is ${outageText(outage)}`);
-    const [counts, refusals] = await this.bounded(
+    const [counts, refusals] = await this.bounded(() =>
       Promise.all([
         queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
         this.tally().count(),
       ]),
     );
     const failed = Math.min(counts.failed, refusals);
-    const oldest = await this.bounded(this.oldestEnqueuedAt());
+    const oldest = await this.bounded(() => this.oldestEnqueuedAt());
     const waiting = counts.wait + counts.prioritized;
     return {
       queueName: this.#settings.queueName,
@@ -227,7 +222,7 @@ export class PlatformOutbox
   }
 
   private async failedJobs(): Promise<OutboxFailedJob[]> {
-    const jobs = await this.bounded(this.queue().getFailed(0, FAILED_PAGE - 1));
+    const jobs = await this.bounded(() => this.queue().getFailed(0, FAILED_PAGE - 1));
     return jobs.map((job) => ({ ...outboxJob(job), reason: job.failedReason ?? '', failedAt: job.finishedOn }));
   }
 
@@ -236,10 +231,20 @@ export class PlatformOutbox
     return this.#queue;
   }
 
-  /** Redis out of reach is an error after `enqueueTimeoutMs`, not a caller waiting for as long as the outage lasts. */
-  private bounded<T>(operation: Promise<T>): Promise<T> {
+  /**
+   * Redis out of reach is an error after `enqueueTimeoutMs`, not a caller waiting for as long as the outage lasts.
+   * The outbox's own client keeps every command back while it reconnects (it has no timer per command to drop one),
+   * so `operation` starts only once the client is ready within the bound: a call that rejected sends nothing later,
+   * and no sequence of commands (`retry`'s) is left half done by one that ran after the caller was told it did not.
+   */
+  private bounded<T>(operation: () => Promise<T>): Promise<T> {
     const { enqueueTimeoutMs, clock } = this.#settings;
-    return boundedBy(operation, enqueueTimeoutMs, () => this.unanswered(), clock);
+    let waiting = true;
+    const started = this.connected().then(() => {
+      if (!waiting) throw this.unanswered();
+      return operation();
+    });
+    return boundedBy(started, enqueueTimeoutMs, () => this.unanswered(), clock).finally(() => (waiting = false));
   }
 
   /** The error of a call Redis did not answer in time: why, when the outbox knows Redis is out of reach. */

@@ -137,6 +137,28 @@ describe('PlatformOutbox: enqueue while Redis is down', () => {
   });
 });
 
+describe('PlatformOutbox: every operation while Redis is down', () => {
+  it('rejects retry(id) and the lists after enqueueTimeoutMs and sends none of their commands once Redis is back', async () => {
+    const logger = new CapturingLogger();
+    // No workers: every command Redis counts once it is back is one of the calls below, or BullMQ's own start-up.
+    const f = await start(redis().url, { platform, logger, worker: false, enqueueTimeoutMs: 500 });
+    await f.outbox.status();
+    await redis().kill();
+    await eventually(() => expect(outageWarnings(logger)).toHaveLength(1));
+
+    const unavailable = { reason: 'unavailable', message: expect.stringContaining('within 500 ms') };
+    await expect(f.outbox.retry('outbox-test-job')).rejects.toMatchObject(unavailable);
+    await expect(f.outbox.deadLetters()).rejects.toMatchObject(unavailable);
+
+    await redis().launch();
+    await eventually(() => expect(recoveryLines(logger)).toHaveLength(1));
+    // A call that rejected left nothing queued in the client to run later: no job was looked up, no list read.
+    const stats = String(await redis().command('INFO', 'commandstats'));
+    expect(stats.match(/^cmdstat_(hgetall|zrevrange|zrange|lrange|evalsha|eval)\b.*$/gm) ?? []).toEqual([]);
+    await expect(f.outbox.status()).resolves.toMatchObject({ depth: 0 });
+  });
+});
+
 describe('PlatformOutbox: reasons name the cause', () => {
   it('dead-letters a message whose token cannot be had with the root of the failure, through the back-off', async () => {
     // Nothing listens there: the token exchange is refused a connection.
