@@ -203,6 +203,30 @@ describe.each(TRANSPORTS)('$name', ({ client, throughMsw }) => {
       for (const seen of foreign.requests) expect(seen.authorization).toBeUndefined();
     });
 
+    it("a 303 to a foreign origin drops the body with all its Content-* headers, and the caller's cookies and Host", async () => {
+      const f = await start();
+      const foreign = await server();
+      const call = client.bind(f);
+      redirectOnce(f, `${foreign.url}/landing`, 303);
+      const headers = {
+        'content-encoding': 'identity',
+        'content-language': 'en',
+        'content-location': '/api/messages/draft',
+        cookie: 'session=the-callers',
+        'proxy-authorization': 'Basic cHJveHk6c2VjcmV0',
+        host: new URL(f.url).host,
+      };
+      const outcome = await call({ url: '/api/messages', method: 'POST', body: 'json', headers });
+      // undici's request without the redirect interceptor hands the 303 back.
+      if (!('error' in outcome) || !throughMsw) expect([200, 303]).toContain(statusOf(outcome));
+      for (const seen of foreign.requests) {
+        expect(seen.method).toBe('GET');
+        const kept = Object.keys(seen.headers).filter((name) => /^content-|^cookie$|^proxy-authorization$/.test(name));
+        expect(kept).toEqual([]);
+        expect(seen.headers.host).toBe(new URL(foreign.url).host);
+      }
+    });
+
     if (throughMsw)
       it('https → http on the same host is another origin: no token on the downgraded hop', async () => {
         const f = await start();

@@ -1,4 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { afterEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
 
@@ -6,6 +12,7 @@ export interface RecordedRequest {
   method: string;
   url: string;
   authorization?: string;
+  headers: IncomingHttpHeaders;
 }
 
 export interface LoopbackServer {
@@ -23,7 +30,12 @@ export async function startLoopbackServer(
 ): Promise<LoopbackServer> {
   const requests: RecordedRequest[] = [];
   const server: Server = createServer((req, res) => {
-    requests.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    requests.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      authorization: req.headers.authorization,
+      headers: req.headers,
+    });
     req.resume();
     req.on('end', () => handler(req, res));
   });

@@ -1,7 +1,7 @@
 import axios, { AxiosError, AxiosHeaders, type AxiosResponse, type InternalAxiosRequestConfig } from 'axios';
 import { detachedConfig } from '../error-detach.js';
 import { detachedRequest, leavingError } from '../redaction.util.js';
-import { isRedirectStatus } from '../engine/redirect.rules.js';
+import { isRedirectStatus, redirectDroppedHeaders } from '../engine/redirect.rules.js';
 import { isNonReplayable, parseUrl, requestProtocol } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { followRedirects, type Answers, type Followed, type HopClient } from '../engine/redirect-follow.js';
@@ -115,14 +115,7 @@ function redirectHeaders(
   // cookie once the origin changed) or the caller's `beforeRedirect` changed stays so.
   const headers = new AxiosHeaders(hop.headers);
   headers.delete('Authorization');
-  if (how.crossed) {
-    headers.delete('Cookie');
-    headers.delete('Proxy-Authorization');
-  }
-  if (how.dropsBody) {
-    headers.delete('Content-Type');
-    headers.delete('Content-Length');
-  }
+  for (const name of redirectDroppedHeaders(how)) headers.delete(name);
   const hook = config.beforeRedirect as RedirectHook | undefined;
   if (!hook) return headers;
   const options: Record<string, unknown> = {

@@ -40,26 +40,10 @@ export function withHeader(headers: HeadersInit | undefined, name: string, value
   return recordWith(headers, name, value);
 }
 
-const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
-/** What fetch itself drops on a redirect to another origin (WHATWG fetch, "HTTP-redirect fetch"; undici). */
-const ORIGIN_HEADERS = ['cookie', 'proxy-authorization', 'host'];
-
-function without(headers: HeadersInit | undefined, names: readonly string[]): HeadersInit | undefined {
-  if (headers === undefined) return undefined;
+/** A copy of `headers` without `names` (lower case); `undefined` stays so. */
+export function withoutHeaders(headers: HeadersInit | undefined, names: readonly string[]): HeadersInit | undefined {
+  if (headers === undefined || names.length === 0) return headers;
   const copy = new Headers(headers);
   for (const name of names) copy.delete(name);
   return copy;
-}
-
-/** A copy of `headers` without the `Content-*` headers of a body a redirect drops. */
-export function withoutBodyHeaders(headers: HeadersInit | undefined): HeadersInit | undefined {
-  return without(headers, BODY_HEADERS);
-}
-
-/**
- * A copy of `headers` for a hop to another origin: redirects followed here must not send the caller's cookies or
- * proxy credentials where fetch following them would not.
- */
-export function withoutOriginHeaders(headers: HeadersInit | undefined): HeadersInit | undefined {
-  return without(headers, ORIGIN_HEADERS);
 }

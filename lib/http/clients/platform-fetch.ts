@@ -1,10 +1,10 @@
 import { OPEN_GATE } from '../../calls/call-gate.js';
-import { isRedirectStatus } from '../engine/redirect.rules.js';
+import { isRedirectStatus, redirectDroppedHeaders } from '../engine/redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { asksPlan } from '../engine/call-plan.js';
 import { discardBody, FETCH_ANSWERS, FetchCall } from './fetch-call.js';
-import { hasAuthorization, withAuthorization, withoutBodyHeaders, withoutOriginHeaders } from './fetch-headers.util.js';
+import { hasAuthorization, withAuthorization, withoutHeaders } from './fetch-headers.util.js';
 import { continueCall, runCall } from '../engine/policy-call.js';
 import { followRedirects, type Followed, type HopClient } from '../engine/redirect-follow.js';
 import { newPlatformAgent } from './undici-agent.js';
@@ -244,11 +244,9 @@ class FetchHopClient implements HopClient<RequestInit, Response> {
   }
 
   /** As fetch's own redirects: a dropped body takes its `Content-*` headers, another origin gets no cookies. */
-  next(request: RequestInit, hop: { from: URL; to: URL; dropsBody: boolean }): RequestInit {
-    let next = request;
-    if (hop.dropsBody) next = { ...next, method: 'GET', body: undefined, headers: withoutBodyHeaders(next.headers) };
-    if (hop.to.origin !== hop.from.origin) next = { ...next, headers: withoutOriginHeaders(next.headers) };
-    return next;
+  next(request: RequestInit, hop: { dropsBody: boolean; crossed: boolean }): RequestInit {
+    const next = hop.dropsBody ? { ...request, method: 'GET', body: undefined } : request;
+    return { ...next, headers: withoutHeaders(next.headers, redirectDroppedHeaders(hop)) };
   }
 
   tooMany(): TypeError {

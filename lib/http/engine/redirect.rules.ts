@@ -13,6 +13,20 @@ export function redirectDropsBody(status: number, method: string): boolean {
     : (status === 301 || status === 302) && method === 'POST';
 }
 
+/** The headers of a body: a redirect that drops the body drops them with it (WHATWG fetch; follow-redirects). */
+const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
+/** What belongs to the first origin: fetch and follow-redirects drop these once the chain changes origin. */
+const ORIGIN_HEADERS = ['cookie', 'proxy-authorization', 'host'];
+
+/**
+ * The headers (lower case) the next hop of a redirect goes without, for every client that follows redirects itself:
+ * the body's when the redirect drops the body, the first origin's once the chain has `crossed` to another origin.
+ * The token is not among them: which hop carries it is `RedirectChain`'s to say.
+ */
+export function redirectDroppedHeaders(hop: { readonly dropsBody: boolean; readonly crossed: boolean }): string[] {
+  return [...(hop.dropsBody ? BODY_HEADERS : []), ...(hop.crossed ? ORIGIN_HEADERS : [])];
+}
+
 /**
  * Which hops of one redirect chain carry the token, for every client: a hop does only while every hop of the chain
  * so far, itself included, is at an allowed origin with no userinfo. Once the chain has left, no later hop carries
