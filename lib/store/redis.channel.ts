@@ -1,4 +1,5 @@
 import { PlatformAuthConfigError } from '../platform-auth.errors.js';
+import { isPlainObject } from '../util/plain-object.util.js';
 import { BoundedReadConnection } from './redis-bounded.reader.js';
 import type { RedisConnectionSettings } from './redis-connection.options.js';
 import {
@@ -70,11 +71,6 @@ export function clientChannel(client: unknown): RedisChannel {
 
 function isNodeRedisClient(client: Members): boolean {
   return typeof client.isOpen === 'boolean' && typeof client.duplicate === 'function';
-}
-
-function isPlainObject(value: unknown): boolean {
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  return prototype === Object.prototype || prototype === null;
 }
 
 /**

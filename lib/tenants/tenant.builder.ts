@@ -5,7 +5,7 @@ import { loadIntegration, startIntegration } from '../platform-auth.builder.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { TenantStoreConnection } from './tenant-store.js';
-import { isPlainObject } from './tenants.secrets.js';
+import { isPlainObject } from '../util/plain-object.util.js';
 import type { PlatformTenantOptions } from './tenants.types.js';
 
 /** Where a tenant's id may appear in its telemetry (`forTenants({ telemetry })`, checked). */

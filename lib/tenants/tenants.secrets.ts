@@ -1,11 +1,7 @@
 import { PLATFORM_AUTH_OPTIONS, type OptionTable } from '../options/options.table.js';
+import { isPlainObject } from '../util/plain-object.util.js';
 import { isSecret, secretText } from '../util/secret.util.js';
 import type { PlatformTenantsOptions } from './tenants.types.js';
-
-/** An object literal's kind of object (not an instance, an array or `null`): a group of options. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
-}
 
 /**
  * `forTenants` options as the module keeps them: every secret and PEM text of the shared settings (the store's URL,

@@ -78,4 +78,29 @@ describe("forTenants' shared store password and encryption key", () => {
       expect(options.tokenStore).toMatchObject({ url: expect.stringContaining(PASSWORD) as unknown });
     },
   );
+
+  it('are sealed in a store group without a prototype, as a configuration loader builds it', async () => {
+    const key = randomBytes(32);
+    // Object.create(null): a bag of fields like a literal, which some configuration parsers hand back.
+    const tokenStore = Object.assign(Object.create(null) as Record<string, unknown>, {
+      url: `redis://:${PASSWORD}@127.0.0.1:${redis().port}`,
+      encryptionKey: key.toString('base64'),
+      keyPrefix: `tenants-${randomBytes(4).toString('hex')}:`,
+    });
+    const options = {
+      clock,
+      resolve: (tenantId: string) => Promise.resolve(emulatedTenant(platform.url, certificates, tenantId)),
+      tokenStore,
+    } as PlatformTenantsOptions;
+    moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forTenants(options)] }).compile();
+    await moduleRef.init();
+    const tenants = moduleRef.get(PlatformTenants);
+    const tenant = await tenants.get('t1');
+    await tenant.tokens.getAccessToken();
+    expect(tenant.tokens.status().sharedStore?.state).toBe('shared');
+
+    const secrets = [PASSWORD, key.toString('base64'), key.toString('hex')];
+    expectNone(renderReachable(moduleRef, 10), secrets, 'inspect(moduleRef)');
+    expectNone(inspect(tenants, { depth: Infinity, showHidden: true }), secrets, 'inspect(PlatformTenants)');
+  });
 });
