@@ -8,6 +8,7 @@ import type { CallGate } from './call-gate.js';
 import { PlatformUnavailableError } from './calls.errors.js';
 import { RetryBudget } from './retry.budget.js';
 import { eitherSignal } from '../util/abort.util.js';
+import { equalJitterMs } from '../util/backoff.util.js';
 import { isTransientAnswer } from '../util/transient.rules.js';
 
 /** Methods whose repetition changes nothing more than the first send did (RFC 9110 §9.2.2), so a re-send is safe. */
@@ -146,13 +147,7 @@ export class CallRetryPolicy {
     }
     this.exhausted = false;
     this.observer.retried(reason, attempt);
-    return retryAfterMs ?? this.backoff(attempt);
-  }
-
-  /** Exponential with equal jitter, capped at `maxDelayMs`: replicas failed together do not come back together. */
-  private backoff(attempt: number): number {
-    const ceiling = Math.min(this.settings.maxDelayMs, this.settings.baseDelayMs * 2 ** (attempt - 1));
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    return retryAfterMs ?? equalJitterMs(attempt, this.settings.baseDelayMs, this.settings.maxDelayMs);
   }
 }
 

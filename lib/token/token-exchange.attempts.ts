@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
+import { equalJitterMs } from '../util/backoff.util.js';
 import { effectiveClockMargin } from './assertion.signer.js';
 import type { AttemptFailure, AttemptSuccess, TokenExchangeClient } from './token-exchange.client.js';
 import { describeClockSkew, exchangeError, isSkewed, offsetSeconds, type HintContext } from './token-exchange.hints.js';
@@ -127,8 +128,7 @@ export class TokenExchangeAttempts {
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number | undefined {
     const { baseDelayMs, maxDelayMs } = this.config.retry;
     if (retryAfterMs !== undefined) return retryAfterMs <= maxDelayMs ? retryAfterMs : undefined;
-    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    return equalJitterMs(attempt, baseDelayMs, maxDelayMs);
   }
 
   /** A refusal (not a rate limit or timeout) while the platform's clock is off: worth one try with corrected times. */
