@@ -1,4 +1,5 @@
-import { certificateNotAfterMs, daysLeft } from './credentials/active-credentials.js';
+import { certificateNotAfterMs } from './credentials/active-credentials.js';
+import { daysLeft } from './credentials/certificate.loader.js';
 import type { ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 
 /** Enough of the thumbprint to match it against the portal's, not a stand-in for it. */

@@ -1,4 +1,3 @@
-import { DAY_MS } from './certificate.loader.js';
 import type { LoadedCredentials } from './credentials.loader.js';
 
 /** The credentials assertions are signed with right now, and whose they are. */
@@ -32,9 +31,4 @@ export interface ReloadedPairs extends CredentialsInUse {
 /** The certificate's end of validity in ms, when a certificate (not only a thumbprint) is configured. */
 export function certificateNotAfterMs(credentials: LoadedCredentials): number | undefined {
   return credentials.certificate ? Date.parse(credentials.certificate.validTo) : undefined;
-}
-
-/** Whole days left until `notAfterMs` (negative once past), rounded down. */
-export function daysLeft(notAfterMs: number, nowMs: number): number {
-  return Math.floor((notAfterMs - nowMs) / DAY_MS);
 }

@@ -1,8 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
-import { certificateNotAfterMs, daysLeft, type CredentialsInUse } from './active-credentials.js';
-import { DAY_MS } from './certificate.loader.js';
+import { certificateNotAfterMs, type CredentialsInUse } from './active-credentials.js';
+import { DAY_MS, daysLeft } from './certificate.loader.js';
 
 /** Days left at which a running app warns; each is reported once per certificate. */
 const CERTIFICATE_EXPIRY_WARNING_THRESHOLDS_DAYS = [30, 14, 7, 1] as const;

@@ -9,6 +9,15 @@ type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePa
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * Whole days left until `notAfterMs` (negative once past), rounded down: never more time than there is, and the one
+ * count for the start-up report, the CLI, `status()` and the expiry monitor, so that they agree (6 at 6.6 days) and
+ * "fewer than N days" holds exactly when the count is under N.
+ */
+export function daysLeft(notAfterMs: number, nowMs: number): number {
+  return Math.floor((notAfterMs - nowMs) / DAY_MS);
+}
+
 interface LoadedCertificate {
   readonly x509: X509Certificate;
   readonly source: string;
@@ -80,8 +89,7 @@ export function certificateValidity(certificate: X509Certificate, nowMs: number)
     notBeforeMs,
     notAfterMs,
     state: nowMs < notBeforeMs ? 'not-yet-valid' : nowMs > notAfterMs ? 'expired' : 'valid',
-    // Rounded: a certificate made for 10 days shows 10, not 9 days and 23 hours.
-    daysToExpiry: Math.round((notAfterMs - nowMs) / DAY_MS),
+    daysToExpiry: daysLeft(notAfterMs, nowMs),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { certificateNotAfterMs, daysLeft } from '../credentials/active-credentials.js';
+import { certificateNotAfterMs } from '../credentials/active-credentials.js';
+import { daysLeft } from '../credentials/certificate.loader.js';
 import type { CredentialsLifecycle } from './credentials.lifecycle.js';
 import type { ExchangeReport, TokenCache, TokenCacheListener } from './token.cache.js';
 import type {

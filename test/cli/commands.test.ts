@@ -130,7 +130,8 @@ describe.concurrent('platform-auth keygen', () => {
     expect(result.stdout).toContain('Add System integration');
     expect(result.stdout).toContain(`PLATFORM_PRIVATE_KEY_PATH=${keyFile}`);
     expect(result.stdout).toContain(`npx platform-auth emulator --certificate ${certificateFile}`);
-    expect(result.stdout).toContain('(30 days left)');
+    // A moment after it was made, less than 30 whole days are left: days left are rounded down, never overstated.
+    expect(result.stdout).toContain('(29 days left)');
     expectNoSecrets(result, pemFragments(readFileSync(keyFile, 'utf8')));
   });
 

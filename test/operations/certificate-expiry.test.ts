@@ -83,4 +83,29 @@ describe('certificate expiry monitor', () => {
     expect(warnings()[1]).toMatch(/expires in 2[45] day/);
     monitor.stop();
   });
+
+  it('says the same days left at start-up as the monitor: 6 at 6.6 days, never more than there are', async () => {
+    const now = Date.UTC(2026, 0, 1);
+    const pem = await createTestCredentials({ notBefore: new Date(now - DAY), notAfter: new Date(now + 6.6 * DAY) });
+    const report = new ConfigReport();
+    const credentials = loadCredentials(
+      { privateKey: pem.privateKeyPem, certificate: pem.certificatePem },
+      now,
+      report,
+    );
+    expect(report.warnings.map((warning) => warning.message)).toEqual([expect.stringMatching(/^expires in 6 days /)]);
+
+    const clock = new FakeClock(now);
+    const logger = new RecordingLogger();
+    const holder = { active: { machineId: 'machine', credentials: credentials!, activatedAtMs: now } };
+    const monitor = new CertificateExpiryMonitor(
+      clock,
+      holder,
+      PlatformAuthTelemetry.channelOnly('abc', clock),
+      logger,
+    );
+    monitor.start();
+    expect(logger.messages('warn')).toEqual([expect.stringMatching(/expires in 6 day\(s\)/)]);
+    monitor.stop();
+  });
 });
