@@ -1,6 +1,7 @@
 import { PlatformAuthError, TokenExchangeError } from '../platform-auth.errors.js';
 import { PlatformTenantConfigError, UnknownTenantError } from '../tenants/tenants.errors.js';
 import { parseRetryAfter } from '../token/retry-after.util.js';
+import { readBodyUpTo } from '../util/body-read.util.js';
 import { isTransientAnswer } from '../util/transient.rules.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { boundedReason, describeCause, exchangeReason } from './outbox.reasons.js';
@@ -32,34 +33,10 @@ const ERROR_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 /** The most of an error body read for its code: a body past it is cut off, and its connection closed. */
 export const ERROR_BODY_BYTES = 4_096;
 
-/**
- * Reads the body to its end, keeping its chunks in `chunks` when given; false past `ERROR_BODY_BYTES` (then the body
- * is cut off, and its connection closed) or when it fails.
- */
-async function readBounded(response: Response, chunks?: Uint8Array[]): Promise<boolean> {
-  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
-  if (!reader) return true;
-  let size = 0;
-  try {
-    for (;;) {
-      const read = await reader.read();
-      if (read.done) return true;
-      const value: Uint8Array = read.value;
-      chunks?.push(value);
-      size += value.byteLength;
-      if (size > ERROR_BODY_BYTES) return false;
-    }
-  } catch {
-    return false;
-  } finally {
-    await reader.cancel().catch(() => undefined);
-  }
-}
-
 /** Up to `ERROR_BODY_BYTES` of the body, or `undefined` past them (a code cannot be read from part of the JSON). */
 async function boundedText(response: Response): Promise<string | undefined> {
-  const chunks: Uint8Array[] = [];
-  return (await readBounded(response, chunks)) ? Buffer.concat(chunks).toString('utf8') : undefined;
+  const chunks = await readBodyUpTo(response.body, ERROR_BODY_BYTES).catch(() => undefined);
+  return chunks && Buffer.concat(chunks).toString('utf8');
 }
 
 async function errorCode(response: Response): Promise<string | undefined> {
@@ -120,7 +97,7 @@ export async function answerVerdict(response: Response, nowMs: number): Promise<
   if (response.ok) {
     // Read, not cancelled: a cancel aborts the fetch, an AbortError made and dropped per send, while a short answer
     // has mostly arrived whole already. A long one is still cut off.
-    await readBounded(response);
+    await readBodyUpTo(response.body, ERROR_BODY_BYTES).catch(() => undefined);
     return { kind: 'sent', status: response.status };
   }
   const code = await errorCode(response);

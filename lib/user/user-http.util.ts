@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi';
+import { readBodyUpTo } from '../util/body-read.util.js';
 import { USER_RESPONSE_LIMIT_BYTES } from './platform-user-auth.constants.js';
 
 /** An answer larger than the limit: its body was not read past it. */
@@ -27,21 +28,8 @@ function boundedFetch(): typeof fetch {
       await response.body?.cancel().catch(() => undefined);
       throw new ResponseTooLargeError(limitBytes);
     }
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    if (response.body) {
-      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > limitBytes) {
-          await reader.cancel().catch(() => undefined);
-          throw new ResponseTooLargeError(limitBytes);
-        }
-        chunks.push(value);
-      }
-    }
+    const chunks = await readBodyUpTo(response.body as ReadableStream<Uint8Array> | null, limitBytes);
+    if (!chunks) throw new ResponseTooLargeError(limitBytes);
     const body = NULL_BODY_STATUSES.has(response.status) ? null : Buffer.concat(chunks);
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
