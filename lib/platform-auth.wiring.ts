@@ -19,6 +19,7 @@ import { createRateLimitGate, type RateLimitGate } from './calls/rate-limit/rate
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import { createPlatformHttpClient, type PlatformHttpService } from './http/platform-http.service.js';
 import { BearerPolicy } from './http/engine/bearer.policy.js';
+import type { CallAdmission } from './http/engine/call-admission.js';
 import { OPEN_GATE } from './calls/call-gate.js';
 import { CallRetryPolicy } from './calls/retry.policy.js';
 import { PlatformFetch } from './http/clients/platform-fetch.js';
@@ -58,6 +59,7 @@ export class PlatformAuthRuntime {
     readonly client: TokenExchangeClient;
     readonly closeHttp: () => void;
     readonly detachInterceptor: () => void;
+    readonly policy: BearerPolicy;
   };
 
   constructor(input: PlatformAuthWiringInput) {
@@ -157,7 +159,13 @@ export class PlatformAuthRuntime {
       client,
       closeHttp: () => http.close(),
       detachInterceptor: () => interceptor.detachAll(),
+      policy,
     };
+  }
+
+  /** @internal A tenant's: every call of every client of this runtime enters through `admission`. */
+  admitThrough(admission: CallAdmission): void {
+    this.#parts.policy.admission = admission;
   }
 
   /** Says what was configured, connects the shared store before the first token is wanted, starts the watch. */
@@ -183,7 +191,9 @@ export class PlatformAuthRuntime {
     const parts = this.#parts;
     this.#shutdown.abort(shutdownError());
     parts.credentials.stop();
-    parts.detachInterceptor();
+    // A tenant's own instance keeps its interceptor: the tenant's admission refuses every later call there, where a
+    // detached instance would send it without a token.
+    if (parts.policy.admission === undefined) parts.detachInterceptor();
     parts.closeHttp();
     await this.platformFetch.close();
     parts.client.destroy();

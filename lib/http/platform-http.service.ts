@@ -140,7 +140,7 @@ function form(
 /** The client behind `PlatformHttpService`, and what tears it down. */
 interface PlatformHttpClient {
   readonly httpService: PlatformHttpService;
-  /** Detaches the interceptor and closes the client's sockets. */
+  /** Closes the client's sockets. */
   close(): void;
 }
 
@@ -151,11 +151,10 @@ interface PlatformHttpClient {
 export function createPlatformHttpClient(baseUrl: string, interceptor: PlatformAuthInterceptor): PlatformHttpClient {
   const agents = createOpaqueAgents();
   const instance = axios.create({ baseURL: baseUrl, ...agents });
-  const detach = interceptor.attach(instance);
+  interceptor.attach(instance);
   return {
     httpService: new PlatformHttpService(instance),
     close: () => {
-      detach();
       agents.httpAgent.destroy();
       agents.httpsAgent.destroy();
     },

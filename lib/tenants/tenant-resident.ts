@@ -1,16 +1,18 @@
-import type { AxiosInstance } from 'axios';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
+import type { CallAdmission } from '../http/engine/call-admission.js';
 import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import { nameTenantError, nameTokenProviderErrors } from './tenant-error-naming.js';
 import { TenantReleasedError } from './tenants.errors.js';
 import type { PlatformTenant } from './tenants.types.js';
 
 /**
- * One built tenant: its runtime, a count of the calls in flight through its `http` and `fetch`, and its stop. Evicted,
- * it takes no new call (`TenantReleasedError`) but lets the calls in flight have their answers before its sockets
- * close, for at most the drain time: a POST the platform already took must not be cut.
+ * One built tenant: its runtime, a count of the calls in flight through any of its clients, and its stop. Evicted, it
+ * takes no new call (`TenantReleasedError`) but lets the calls in flight have their answers before its sockets close,
+ * for at most the drain time: a POST the platform already took must not be cut. Every client of the runtime asks it
+ * at the one place each call enters (see `CallAdmission`): `http` and its `axiosRef` by any method, `fetch`, and its
+ * undici `dispatcher` and `interceptor`.
  */
-export class ResidentTenant {
+export class ResidentTenant implements CallAdmission {
   readonly tenant: PlatformTenant;
   /** The same settled promise for every `get` of a warm tenant: nothing is allocated per call. */
   readonly answer: Promise<PlatformTenant>;
@@ -26,13 +28,9 @@ export class ResidentTenant {
     this.#tenantId = tenantId;
     this.#runtime = runtime;
     this.lastUsedMs = nowMs;
-    const axiosRef: AxiosInstance = runtime.httpService.axiosRef;
-    // Every call of `PlatformHttpService` goes through its instance's `request`; `fetch` is the instance's own field.
-    axiosRef.request = this.#counted(axiosRef.request.bind(axiosRef)) as AxiosInstance['request'];
-    const platformFetch = runtime.platformFetch;
-    platformFetch.fetch = this.#counted(platformFetch.fetch);
+    runtime.admitThrough(this);
     nameTokenProviderErrors(runtime.tokens, tenantId);
-    this.tenant = { tenantId, http: runtime.httpService, fetch: platformFetch, tokens: runtime.tokens };
+    this.tenant = { tenantId, http: runtime.httpService, fetch: runtime.platformFetch, tokens: runtime.tokens };
     this.answer = Promise.resolve(this.tenant);
   }
 
@@ -63,38 +61,17 @@ export class ResidentTenant {
     return this.#stopped;
   }
 
-  /** `send`, refusing every call once the tenant was evicted and counting each call in flight until it settles. */
-  #counted<A, B, R>(send: (a: A, b?: B) => Promise<R>): (a: A, b?: B) => Promise<R> {
-    return (a, b) => {
-      if (this.#draining) return Promise.reject(new TenantReleasedError(this.#tenantId, 'evicted'));
-      this.#inFlight += 1;
-      try {
-        return this.#track(send(a, b));
-      } catch (error) {
-        this.#done();
-        throw error;
-      }
-    };
+  /** Refuses every call once the tenant was evicted; counts the others in flight. */
+  enter(): Error | undefined {
+    if (this.#draining) return new TenantReleasedError(this.#tenantId, 'evicted');
+    this.#inFlight += 1;
+    return undefined;
   }
 
-  /** The call's own promise, counted out when it settles: one `then` per call, with handlers made once. */
-  #track<T>(sending: Promise<T>): Promise<T> {
-    return sending.then<T, never>(this.#answered, this.#failed);
-  }
-
-  readonly #answered = <T>(answer: T): T => {
-    this.#done();
-    return answer;
-  };
-
-  readonly #failed = (error: unknown): never => {
-    this.#done();
-    // The exception filter logs the message: it says which tenant failed. Only on failure, at no cost to a call.
-    throw nameTenantError(error, this.#tenantId);
-  };
-
-  #done(): void {
+  /** A call settled. The exception filter logs a failure's message: it says which tenant failed. */
+  leave(failure?: unknown): unknown {
     this.#inFlight -= 1;
     if (this.#inFlight === 0) this.#drained?.();
+    return failure === undefined ? undefined : nameTenantError(failure, this.#tenantId);
   }
 }

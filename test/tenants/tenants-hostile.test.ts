@@ -256,6 +256,41 @@ describe('the tenant registry under hostile input', () => {
     expect(tenant.tokens.status().state).toBe('shutdown');
   });
 
+  it("counts an evicted tenant's calls through axiosRef by any method and through its undici dispatcher, and refuses them after it stopped", async () => {
+    const { tenants } = await registry({ drainTimeoutMs: 60_000 });
+    const tenant = await tenants.get('t14');
+    await tenant.tokens.getAccessToken();
+    const held = proxy.holdNextAnswer();
+    const sending = fetch(`${proxy.url}/api/billing`, { dispatcher: tenant.fetch.dispatcher });
+    await held.arrived;
+
+    const evicting = tenants.evict('t14');
+    const axiosRef = tenant.http.axiosRef;
+    const refusals = [
+      axiosRef.get('/api/billing'),
+      axiosRef.post('/api/messages', { text: 'late' }),
+      axiosRef({ url: '/api/billing' }),
+      // fetch rejects with its own TypeError; what the dispatcher failed with is its cause.
+      fetch(`${proxy.url}/api/billing`, { dispatcher: tenant.fetch.dispatcher }).catch((error: Error) => {
+        throw error.cause;
+      }),
+    ];
+    for (const refused of refusals)
+      expect(await rejection(refused)).toMatchObject({
+        name: 'TenantReleasedError',
+        tenantId: 't14',
+        reason: 'evicted',
+      });
+    expect(tenant.tokens.status().state).not.toBe('shutdown');
+    held.release();
+    expect((await sending).status).toBe(200);
+    await evicting;
+    expect(tenant.tokens.status().state).toBe('shutdown');
+    // Stopped, its instance still refuses rather than send without a token.
+    expect(await rejection(axiosRef.get('/api/billing'))).toBeInstanceOf(TenantReleasedError);
+    expect(await rejection(firstValueFrom(tenant.http.get('/api/billing')))).toBeInstanceOf(TenantReleasedError);
+  });
+
   it("cuts an evicted tenant's call that outlasts drainTimeoutMs", async () => {
     const { tenants } = await registry({ drainTimeoutMs: 10_000 });
     const tenant = await tenants.get('t10');

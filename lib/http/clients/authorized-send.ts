@@ -5,6 +5,7 @@ import { detachedConfig } from '../error-detach.js';
 import { REDACTED_BEARER, leavingError, leavingResponse, statusError } from '../redaction.util.js';
 import { resolveRequestUrl } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { admitted } from '../engine/call-admission.js';
 import { CallPlan, type CallFacts } from '../engine/call-plan.js';
 import { runCall, type PolicyCall } from '../engine/policy-call.js';
 import type { Followed } from '../engine/redirect-follow.js';
@@ -28,6 +29,12 @@ export class AuthorizedSend {
   }
 
   send(adapter: Adapter, config: InternalAxiosRequestConfig): Promise<AxiosResponse> {
+    const admission = this.policy.admission;
+    if (admission === undefined) return this.sendAdmitted(adapter, config);
+    return admitted(admission, () => this.sendAdmitted(adapter, config));
+  }
+
+  private sendAdmitted(adapter: Adapter, config: InternalAxiosRequestConfig): Promise<AxiosResponse> {
     const headers = config.headers;
     const header: unknown = headers.get('Authorization');
     const ours = header === undefined || header === null || header === REDACTED_BEARER;

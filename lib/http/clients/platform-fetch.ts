@@ -2,6 +2,7 @@ import { OPEN_GATE } from '../../calls/call-gate.js';
 import { isRedirectStatus, redirectDroppedHeaders } from '../engine/redirect.rules.js';
 import { parseUrl, resolveRequestText } from '../request-target.util.js';
 import type { BearerPolicy } from '../engine/bearer.policy.js';
+import { admitted } from '../engine/call-admission.js';
 import { asksPlan } from '../engine/call-plan.js';
 import { discardBody, FETCH_ANSWERS, FetchCall } from './fetch-call.js';
 import { hasAuthorization, withAuthorization, withoutHeaders } from './fetch-headers.util.js';
@@ -86,6 +87,12 @@ export class PlatformFetch {
    * the integration's `retry` policy says, unless `init.retry` is `false`.
    */
   fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
+    const admission = this.#policy.admission;
+    if (admission === undefined) return this.#fetch(input, init);
+    return admitted(admission, () => this.#fetch(input, init));
+  };
+
+  readonly #fetch = (input: string | URL | Request, init?: PlatformFetchInit): Promise<Response> => {
     if (init === undefined && this.#quick && typeof input === 'string') {
       const quick = this.quickFetch(input);
       if (quick !== undefined) return quick;
@@ -118,7 +125,7 @@ export class PlatformFetch {
     for (const [key, value] of Object.entries(init ?? {}) as [string, unknown][])
       if (value !== undefined) Object.assign(merged, { [key]: value });
     if (body !== null && init?.body === undefined) Object.assign(merged, { body, duplex: 'half' });
-    return this.fetch(request.url, merged);
+    return this.#fetch(request.url, merged);
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { CallAdmission } from '../engine/call-admission.js';
 import { parseRawHeaders, type RawHeaders } from './undici-headers.util.js';
 
 /*
@@ -124,5 +125,51 @@ class ViewController implements Controller {
     if (!this.#paused) return;
     this.#paused = false;
     this.resumeWith?.();
+  }
+}
+
+/** A dispatch counted by the tenant's admission until its handler completes or fails. */
+export class AdmittedHandler implements LegacyHandler {
+  constructor(
+    private readonly admission: CallAdmission,
+    private readonly handler: LegacyHandler,
+  ) {}
+
+  onConnect(abort: (reason?: Error) => void, context?: unknown): void {
+    this.handler.onConnect?.(abort, context);
+  }
+
+  onResponseStarted(): void {
+    this.handler.onResponseStarted?.();
+  }
+
+  onUpgrade(statusCode: number, rawHeaders: RawHeaders, socket: unknown): void {
+    this.admission.leave();
+    this.handler.onUpgrade?.(statusCode, rawHeaders, socket);
+  }
+
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void, statusText?: string): boolean | void {
+    return this.handler.onHeaders?.(statusCode, rawHeaders, resume, statusText);
+  }
+
+  onData(chunk: Buffer): boolean | void {
+    return this.handler.onData?.(chunk);
+  }
+
+  onBodySent(chunk: unknown): void {
+    this.handler.onBodySent?.(chunk);
+  }
+
+  onRequestSent(): void {
+    this.handler.onRequestSent?.();
+  }
+
+  onComplete(rawTrailers: RawHeaders | null): void {
+    this.admission.leave();
+    this.handler.onComplete?.(rawTrailers);
+  }
+
+  onError(error: Error): void {
+    this.handler.onError?.(this.admission.leave(error) as Error);
   }
 }

@@ -1,6 +1,6 @@
 import type { BearerPolicy } from '../engine/bearer.policy.js';
 import { asksPlan, CallPlan, FINISH, gateTurn, RENEW, type CallFacts, type CallStep } from '../engine/call-plan.js';
-import { asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
+import { AdmittedHandler, asLegacy, type Handler, type LegacyHandler } from './undici-handlers.js';
 import { ForeignHopHandler, guardedRedirect } from './undici-redirect-guard.js';
 import {
   findHeaders,
@@ -62,6 +62,20 @@ export function bearerInterceptor(policy: BearerPolicy): PlatformInterceptor {
  * with their handler untouched.
  */
 export function bearerDispatch(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
+  const dispatch = bearerRules(policy, next);
+  return (options, handler) => {
+    const admission = policy.admission;
+    if (admission === undefined) return dispatch(options, handler);
+    const legacy = asLegacy(handler);
+    const refused = admission.enter();
+    if (refused === undefined) return dispatch(options, new AdmittedHandler(admission, legacy));
+    legacy.onError?.(refused);
+    return true;
+  };
+}
+
+/** The bearer rules alone, for a dispatch the admission (if any) let in. */
+function bearerRules(policy: BearerPolicy, next: AnyDispatch): AnyDispatch {
   return (options, handler) => {
     if (!policy.isAllowedOrigin(options.origin))
       return next(options, new ForeignHopHandler(policy, options, asLegacy(handler)));

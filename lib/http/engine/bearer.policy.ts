@@ -2,6 +2,7 @@ import type { PlatformAuthObserver } from '../../platform-auth.observer.js';
 import type { TokenProvider } from '../../token/token.provider.js';
 import type { CallGate } from '../../calls/call-gate.js';
 import type { CallRetryPolicy } from '../../calls/retry.policy.js';
+import type { CallAdmission } from './call-admission.js';
 import { isAllowedUrl, isNonReplayable, parseUrl, startsWithOrigin } from '../request-target.util.js';
 
 /** Origins seen by `isAllowedOrigin` stop being remembered here: a few platform origins are the point. */
@@ -21,6 +22,8 @@ export class BearerPolicy {
   /** Allowed `http:` (loopback) origins exist: their requests must not go through an environment proxy in clear. */
   readonly clearTextAllowed: boolean;
   private lastBearer?: { readonly token: string; readonly value: string };
+  /** A tenant's: every call of every client enters through it (see {@link CallAdmission}); none for an integration. */
+  admission: CallAdmission | undefined = undefined;
 
   constructor(
     private readonly tokens: TokenProvider,
