@@ -198,7 +198,11 @@ export class PlatformAuthTelemetry implements PlatformAuthObserver {
     this.publish({ event: 'call:retry-budget-exhausted' });
   }
 
-  /** Every request's wait, on the histogram only: an event per request would flood the channel. */
+  /**
+   * Every request's wait under a rate limit: on the histogram, and as an event in that request's own context (a
+   * subscriber's `AsyncLocalStorage` ties it to the call; undici publishes per request the same way). Integrations
+   * without a rate limit publish none, and nothing is built while nobody subscribes.
+   */
   rateLimitWait(waitMs: number): void {
     this.instruments?.rateLimitWait.record(waitMs / 1000, this.attributes);
     this.publish({ event: 'rate_limit:turn', waitMs });
