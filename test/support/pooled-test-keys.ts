@@ -22,7 +22,7 @@ export type { SelfSignedCredentials, SelfSignedCredentialsOptions };
  * worker slot has a folder of its own: processes that run at the same time never share a key either.
  *
  * The certificate for a cached key is encoded here, byte for byte the one lib/testing's @peculiar/x509 builds (its
- * test: test/unit/pooled-test-keys.test.ts), in a tenth of the CPU: the suite issues one per emulated integration.
+ * test: test/unit/pooled-test-keys.test.ts), for a quarter of the CPU: the suite issues one per emulated integration.
  */
 const folder = join(packageRoot, 'node_modules/.cache/platform-auth-test-keys', process.env.VITEST_POOL_ID ?? 'main');
 /** How many keys of each size this process has taken. */
