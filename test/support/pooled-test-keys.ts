@@ -95,9 +95,9 @@ const COMMON_NAME = hex('06 03 55 04 03');
 const NOT_A_CA = hex('a3 10 30 0e 30 0c 06 03 55 1d 13 01 01 ff 04 02 30 00');
 /**
  * PrintableString's alphabet (X.680), a name outside it being a UTF8String, less the ',', '+' and '=' that
- * @peculiar/x509 reads in `CN=…` as the start of another attribute.
+ * @peculiar/x509 reads in `CN=…` as the start of another attribute; no space at either end, which a parser may trim.
  */
-const PRINTABLE = /^[A-Za-z0-9 '()\-./:?]{1,64}$/;
+const PRINTABLE = /^(?! )[A-Za-z0-9 '()\-./:?]{1,64}(?<! )$/;
 
 /** UTCTime up to 2049, GeneralizedTime after (RFC 5280, 4.1.2.5), whole seconds. */
 function time(date: Date): Buffer {

@@ -42,7 +42,7 @@ describe("the key cache's certificates", () => {
     expect(certificate.verify(certificate.publicKey)).toBe(true);
   });
 
-  it.each(['Zürich integration', 'billing, EU'])(
+  it.each(['Zürich integration', 'billing, EU', ' padded '])(
     'leave a name outside PrintableString, or one @peculiar/x509 parses, to lib/testing: %s',
     async (commonName) => {
       const { privateKeyPem, certificatePem } = await createSelfSignedCredentials({ commonName });
