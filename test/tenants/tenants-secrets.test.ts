@@ -63,15 +63,7 @@ describe("forTenants' shared store password and encryption key", () => {
             : PlatformAuthModule.forTenantsAsync({ useFactory: () => options }),
         ],
       }).compile();
-      await moduleRef.init();
-      const tenants = moduleRef.get(PlatformTenants);
-      const tenant = await tenants.get('t1');
-      await tenant.tokens.getAccessToken();
-      expect(tenant.tokens.status().sharedStore?.state).toBe('shared');
-
-      const secrets = [PASSWORD, key.toString('base64'), key.toString('hex')];
-      expectNone(renderReachable(moduleRef, 10), secrets, 'inspect(moduleRef)');
-      expectNone(inspect(tenants, { depth: Infinity, showHidden: true }), secrets, 'inspect(PlatformTenants)');
+      const { tenants, secrets } = await expectSealedAfterUse(moduleRef, key);
       expectNone(JSON.stringify(tenants.status()), secrets, 'status()');
       expectNone(logger.lines.map((line) => line.message).join('\n'), secrets, 'the log');
       // The caller's own object is left as it was, for reuse.
@@ -93,14 +85,25 @@ describe("forTenants' shared store password and encryption key", () => {
       tokenStore,
     } as PlatformTenantsOptions;
     moduleRef = await Test.createTestingModule({ imports: [PlatformAuthModule.forTenants(options)] }).compile();
-    await moduleRef.init();
-    const tenants = moduleRef.get(PlatformTenants);
-    const tenant = await tenants.get('t1');
-    await tenant.tokens.getAccessToken();
-    expect(tenant.tokens.status().sharedStore?.state).toBe('shared');
-
-    const secrets = [PASSWORD, key.toString('base64'), key.toString('hex')];
-    expectNone(renderReachable(moduleRef, 10), secrets, 'inspect(moduleRef)');
-    expectNone(inspect(tenants, { depth: Infinity, showHidden: true }), secrets, 'inspect(PlatformTenants)');
+    await expectSealedAfterUse(moduleRef, key);
   });
 });
+
+/**
+ * Starts the module, takes tenant `t1`'s token through the shared store, then finds neither the store's password
+ * nor its encryption key in anything reachable from the module or the registry.
+ */
+async function expectSealedAfterUse(
+  ref: TestingModule,
+  key: Buffer,
+): Promise<{ tenants: PlatformTenants; secrets: string[] }> {
+  await ref.init();
+  const tenants = ref.get(PlatformTenants);
+  const tenant = await tenants.get('t1');
+  await tenant.tokens.getAccessToken();
+  expect(tenant.tokens.status().sharedStore?.state).toBe('shared');
+  const secrets = [PASSWORD, key.toString('base64'), key.toString('hex')];
+  expectNone(renderReachable(ref, 10), secrets, 'inspect(moduleRef)');
+  expectNone(inspect(tenants, { depth: Infinity, showHidden: true }), secrets, 'inspect(PlatformTenants)');
+  return { tenants, secrets };
+}
