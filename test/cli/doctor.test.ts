@@ -1,6 +1,4 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTestCredentials,
@@ -9,7 +7,7 @@ import {
   type TestCredentials,
 } from 'nestjs-platform-auth/testing';
 import { platformChecks } from '../../lib/cli/commands/doctor.command.js';
-import { startLoopbackServer } from '../support/loopback-server.js';
+import { refusedPort, startLoopbackServer } from '../support/loopback-server.js';
 import {
   expectNoSecrets,
   parseJson,
@@ -75,21 +73,13 @@ function failure(report: DoctorReport, id: string): DoctorCheck {
   return failed!;
 }
 
-async function freePortThenClosed(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 beforeAll(async () => {
   const now = Date.now();
   const [started, skewed, otherCredentials, closed] = await Promise.all([
     PlatformEmulator.start(),
     PlatformEmulator.start({ clockOffsetMs: SKEW_MS }),
     createTestCredentials(),
-    freePortThenClosed(),
+    refusedPort(),
   ]);
   platform = started;
   skewedPlatform = skewed;

@@ -3,7 +3,7 @@ import { firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { PlatformAuthInterceptor, TokenExchangeError } from 'nestjs-platform-auth';
 import { expectNoSecrets } from '../support/leak-check.js';
-import { startLoopbackServer, useLoopbackServers } from '../support/loopback-server.js';
+import { refusedOrigin, useLoopbackServers } from '../support/loopback-server.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 import { eventually } from '../support/eventually.js';
 
@@ -180,10 +180,9 @@ describe('the token stays out of errors in every failure shape', () => {
   });
 
   it('when the connection is refused (the request head never left)', async () => {
-    const closed = await startLoopbackServer();
-    await closed.close();
-    const f = await start({ module: { allowedOrigins: [closed.origin] } });
-    const error = await settle(firstValueFrom(f.http.get(`${closed.url}/x`)));
+    const closed = await refusedOrigin();
+    const f = await start({ module: { allowedOrigins: [closed] } });
+    const error = await settle(firstValueFrom(f.http.get(`${closed}/x`)));
     expect((error as AxiosError).code).toBe('ECONNREFUSED');
     expectNoSecrets(error, [await f.tokens.getAccessToken()]);
   });

@@ -13,7 +13,7 @@ import {
 import { createOpaqueAgents } from '../../lib/util/opaque-agents.util.js';
 import { eventually } from '../support/eventually.js';
 import { findLiveObjects, findSecret } from '../support/live-objects.js';
-import { startLoopbackServer, useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
+import { refusedOrigin, useLoopbackServers, type LoopbackServer } from '../support/loopback-server.js';
 import { usePlatformFixtures, type PlatformFixture } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();
@@ -161,17 +161,16 @@ describe.each(Object.keys(CLIENTS))('the error %s hands the caller', (clientName
   it.each(failures)(
     'after %s reaches no agent, socket or request, shows no token, and reads as before',
     async (failure) => {
-      const refusing = await startLoopbackServer();
-      await refusing.close();
+      const refusing = await refusedOrigin();
       const s = await server(withHeld(HANDLERS[failure]));
-      const f = await start({ module: { allowedOrigins: [s.origin, refusing.origin] } });
+      const f = await start({ module: { allowedOrigins: [s.origin, refusing] } });
       const token = await f.tokens.getAccessToken();
       const client = CLIENTS[clientName](f);
       client.held(`${s.url}/held`);
       await eventually(() => expect(s.requests).toHaveLength(1));
-      const target = failure === 'a refused connection' ? refusing : s;
+      const target = failure === 'a refused connection' ? refusing : s.url;
       const timeoutMs = failure === 'a timeout' ? TIMEOUT_MS : undefined;
-      const error = await client.fail(`${target.url}/fail?page=2`, { timeoutMs });
+      const error = await client.fail(`${target}/fail?page=2`, { timeoutMs });
       expectDetached(error, token);
       client.expectReadable(error, failure);
     },
@@ -219,11 +218,10 @@ describe('errors of the library itself hold nothing live either', () => {
   });
 
   it.each(Object.keys(CLIENTS))('the last error once the re-sends are spent, from %s', async (clientName) => {
-    const refusing = await startLoopbackServer();
-    await refusing.close();
-    const f = await start({ module: { allowedOrigins: [refusing.origin] } });
+    const refusing = await refusedOrigin();
+    const f = await start({ module: { allowedOrigins: [refusing] } });
     const token = await f.tokens.getAccessToken();
-    const error = await CLIENTS[clientName](f).fail(`${refusing.url}/fail`, { retry: true });
+    const error = await CLIENTS[clientName](f).fail(`${refusing}/fail`, { retry: true });
     expectDetached(error, token);
     expect(JSON.stringify(error) + inspect(error)).toContain('ECONNREFUSED');
   });

@@ -10,7 +10,8 @@ import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from '../../lib/telemetry/telemetry
 import { codeIn, operationsTables } from '../support/markdown-tables.js';
 import { eventually } from '../support/eventually.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
-import { freePort, useRedisServer } from '../support/redis-server.js';
+import { refusedPort } from '../support/loopback-server.js';
+import { useRedisServer } from '../support/redis-server.js';
 import { useOutboxFixtures } from './outbox-kit.js';
 
 const redis = useRedisServer();
@@ -97,7 +98,7 @@ describe('isOutboxHealthy', () => {
     });
     await bare.close();
 
-    const nowhere = `redis://127.0.0.1:${await freePort()}`;
+    const nowhere = `redis://127.0.0.1:${await refusedPort()}`;
     const app = await Test.createTestingModule({
       imports: [HealthModule, PlatformOutboxModule.forRoot({ connection: { url: nowhere }, enqueueTimeoutMs: 200 })],
     }).compile();

@@ -4,7 +4,8 @@ import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { eventually } from '../support/eventually.js';
 import { startHoldingProxy, type HoldingProxy } from '../support/holding-proxy.js';
-import { freePort, until, useRedisServer } from '../support/redis-server.js';
+import { refusedOrigin } from '../support/loopback-server.js';
+import { until, useRedisServer } from '../support/redis-server.js';
 import { QUICK_RETRY, useOutboxFixtures } from './outbox-kit.js';
 
 // Every write reaches the disk before Redis answers: what BullMQ recorded before Redis died is there when it is back.
@@ -162,7 +163,7 @@ describe('PlatformOutbox: every operation while Redis is down', () => {
 describe('PlatformOutbox: reasons name the cause', () => {
   it('dead-letters a message whose token cannot be had with the root of the failure, through the back-off', async () => {
     // Nothing listens there: the token exchange is refused a connection.
-    const closed = `http://127.0.0.1:${await freePort()}`;
+    const closed = await refusedOrigin();
     const f = await start(redis().url, { platform, through: closed, retry: { ...QUICK_RETRY, attempts: 3 } });
     const id = await f.outbox.enqueue(MESSAGE);
     await eventually(() => expect(names(f.events)).toContain('dead-lettered'));

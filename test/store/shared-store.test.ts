@@ -9,6 +9,7 @@ import { FakeClock, PlatformEmulator, type EmulatedIntegration } from 'nestjs-pl
 import { packageRoot } from '../support/built-package.js';
 import { useCleanup } from '../support/cleanup.js';
 import { startHoldingProxy } from '../support/holding-proxy.js';
+import { refusedPort } from '../support/loopback-server.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { storeOf, withStore } from '../support/store-fleet.js';
 import { eventually } from '../support/eventually.js';
@@ -245,7 +246,7 @@ describe('the shared token store protocol', () => {
   it('starts and serves tokens with Redis unreachable, saying so once', async () => {
     const { shared, emulator } = await startPlatform();
     const logger = new CapturingLogger();
-    const closedPort = `redis://127.0.0.1:${redis().port + 1}`;
+    const closedPort = `redis://127.0.0.1:${await refusedPort()}`;
     // Waiting for the store, rather than giving up on the refused connection at once, would take a minute.
     const patient = { operationTimeoutMs: 60_000, lockTtlMs: 60_000, waitTimeoutMs: 90_000 };
     const { tokens } = await replica(withStore(shared, { url: closedPort, ...patient }), logger);

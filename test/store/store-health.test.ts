@@ -7,7 +7,7 @@ import { PlatformAuthModule } from 'nestjs-platform-auth';
 import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
 import { CapturingLogger } from '../support/capturing-logger.js';
 import { useCleanup } from '../support/cleanup.js';
-import { freePort } from '../support/redis-server.js';
+import { refusedPort } from '../support/loopback-server.js';
 import { startStorePlatform } from '../support/store-fleet.js';
 
 const track = useCleanup();
@@ -15,7 +15,7 @@ const track = useCleanup();
 describe('the health indicator while the store cannot be used', () => {
   it('stays up (the app still calls the platform) and reports the store degraded, with the reason', async () => {
     const { shared, clock } = await startStorePlatform(track, {
-      url: `redis://:s3cret-pass@127.0.0.1:${await freePort()}`,
+      url: `redis://:s3cret-pass@127.0.0.1:${await refusedPort()}`,
     });
 
     @Controller()

@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { afterEach } from 'vitest';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
   method: string;
@@ -70,4 +70,39 @@ export function useLoopbackServers(): (
     open.push(s);
     return s;
   };
+}
+
+/**
+ * Ports below the ephemeral range (32768–60999 here): no `listen(0)` of any test is given one, and no client socket
+ * is bound to one, so a connection to one is refused for the whole run. A port taken with `listen(0)` and closed
+ * again is not: another test's server may be given it a moment later, or a client's own socket (a self-connect), and
+ * a request sent there waits for an answer that never comes (undici's default is 300 s). None is on fetch's list of
+ * bad ports, which `fetch` refuses before it connects.
+ */
+const REFUSING_CANDIDATES = [47, 61, 97, 787, 911, 1013, 1021];
+let refusing: Promise<number> | undefined;
+
+function refuses(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
+
+/** A port on 127.0.0.1 that refuses every connection while the tests run (checked once per process). */
+export function refusedPort(): Promise<number> {
+  refusing ??= (async () => {
+    for (const port of REFUSING_CANDIDATES) if (await refuses(port)) return port;
+    throw new Error(`every one of ports ${REFUSING_CANDIDATES.join(', ')} on 127.0.0.1 accepted a connection`);
+  })();
+  return refusing;
+}
+
+/** `http://127.0.0.1:<port>` where nothing answers: every connection is refused. */
+export async function refusedOrigin(): Promise<string> {
+  return `http://127.0.0.1:${await refusedPort()}`;
 }
