@@ -80,9 +80,17 @@ export class RedisServer {
   /** `options`: more arguments as a list, or the whole set of options. */
   static async start(options: readonly string[] | RedisServerOptions = {}): Promise<RedisServer> {
     const resolved = Array.isArray(options) ? { args: options } : (options as RedisServerOptions);
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'platform-auth-redis-')), resolved);
-    await server.launch();
-    return server;
+    const dir = mkdtempSync(join(tmpdir(), 'platform-auth-redis-'));
+    // The free port is closed again before redis-server binds it: another test's server may be given it meanwhile.
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(await freePort(), dir, resolved);
+      try {
+        await server.launch();
+        return server;
+      } catch (error) {
+        if (attempt === 5 || !/Address already in use/.test((error as Error).message)) throw error;
+      }
+    }
   }
 
   get url(): string {
