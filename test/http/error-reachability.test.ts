@@ -209,8 +209,12 @@ describe('errors of the library itself hold nothing live either', () => {
   });
 
   it('a failed token exchange after a refused connection', async () => {
-    const f = await start({ module: { exchange: { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 } } } });
-    await f.platform.close();
+    const f = await start({
+      module: {
+        baseUrl: await refusedOrigin(),
+        exchange: { retry: { maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 } },
+      },
+    });
     const error = await settle(f.tokens.getAccessToken());
     expect(error).toMatchObject({ networkCode: 'ECONNREFUSED' });
     expect(error).toBeInstanceOf(TokenExchangeError);

@@ -13,6 +13,7 @@ import {
 } from 'nestjs-platform-auth';
 import { createTestCredentials, FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { refusedOrigin } from '../support/loopback-server.js';
 
 @Controller()
 class BillingController {
@@ -126,6 +127,8 @@ describe.each(['express', 'fastify'] as const)('PlatformAuthExceptionFilter on %
     await platform.close();
     const { url, logger } = await appFor(adapter, {
       ...integration.moduleOptions,
+      // Not the closed emulator's port: another test's server may be given it meanwhile.
+      baseUrl: await refusedOrigin(),
       exchange: { retry: { maxAttempts: 1 } },
     });
 
