@@ -43,7 +43,7 @@ type StandaloneClient = OwnedRedisClient & { sendCommand(args: string[]): Promis
 /** The part of the `redis` package the module calls, typed here so that it stays an optional peer. */
 interface NodeRedisModule {
   createClient(this: void, options: ClientOptions): StandaloneClient;
-  /** node-redis 5.1 and later: the client class, whose `factory(config)` builds it with the commands attached. */
+  /** The client class, whose `factory(config)` builds it with the commands attached (6.3.1 exports it; 5.0.0 does not). */
   RedisClient?: { factory?(config: object): (options: ClientOptions) => StandaloneClient };
   createCluster(
     this: void,
