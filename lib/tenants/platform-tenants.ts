@@ -145,6 +145,10 @@ export class PlatformTenants {
     this.#pending.clear();
     await Promise.all([...this.#residents].map(([tenantId, resident]) => this.#stop(tenantId, resident)));
     await this.#storeConnection.close();
+    // Once `run` has been called, Node keeps async hooks on for every promise of the process until each
+    // AsyncLocalStorage is disabled: without this, an application that starts and closes modules (a test suite)
+    // would pay for every registry it ever made.
+    this.#context.disable();
   }
 
   async #build(tenantId: string, pending: PendingTenant): Promise<void> {

@@ -16,3 +16,11 @@ declare module 'oidc-provider' {
     proxy: boolean;
   }
 }
+
+// The package's one AsyncLocalStorage, which each request runs in (lib/helpers/als.js).
+declare module 'oidc-provider/lib/helpers/als.js' {
+  import type { AsyncLocalStorage } from 'node:async_hooks';
+
+  const context: AsyncLocalStorage<unknown>;
+  export default context;
+}

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { type ClientMetadata, type Configuration } from 'oidc-provider';
+import providerContext from 'oidc-provider/lib/helpers/als.js';
 import { expect } from 'vitest';
 import { pooledRsaKeyPair } from '../support/pooled-test-keys.js';
 
@@ -22,6 +23,9 @@ export interface OidcProviderFixture {
   readonly provider: Provider;
   close(): Promise<void>;
 }
+
+/** Providers started and not yet closed: the last to close disables the package's one AsyncLocalStorage. */
+let open = 0;
 
 export async function startOidcProvider(
   clients: ClientMetadata[],
@@ -62,14 +66,20 @@ export async function startOidcProvider(
   // Its errors are the test's to assert on, not noise on the console.
   provider.on('server_error', () => undefined);
   mounted.handler = provider.callback();
+  open += 1;
   return {
     issuer,
     provider,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      // oidc-provider runs each request in its module's AsyncLocalStorage and never disables it, which would leave
+      // promise hooks on for the later files of a shared worker (test/support/async-hooks.guard.ts).
+      open -= 1;
+      if (open === 0) providerContext.disable();
+    },
   };
 }
 
