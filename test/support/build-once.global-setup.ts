@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { packageRoot, SHARED_PACK_VARIABLE } from './built-package.js';
+import { withPlainStack } from './plain-stack.js';
 
 const OUTPUTS = ['dist', 'sample-app/dist'];
 /** What the package build and the sample app's build read, besides the installed packages' lockfile. */
@@ -27,6 +28,14 @@ const stampFile = join(
  * processes inherit its path, and it is removed after the run.
  */
 export default function buildOnce(): () => void {
+  try {
+    return setUp();
+  } catch (error) {
+    throw withPlainStack(error);
+  }
+}
+
+function setUp(): () => void {
   const inputs = digest(inputFiles());
   const stamp = existsSync(stampFile) ? (JSON.parse(readFileSync(stampFile, 'utf8')) as Stamp) : undefined;
   if (stamp?.inputs !== inputs || stamp.outputs !== digest(outputFiles())) {
