@@ -9,20 +9,13 @@ const sourceOf = (path: string) => fileURLToPath(new URL(path, import.meta.url))
  * Files that need a process of their own:
  * - OpenTelemetry's HTTP instrumentation patches `node:http` when it is registered, which it cannot do once another
  *   file of the same worker has loaded it;
- * - SoftHSM2 reads `SOFTHSM2_CONF` (each file's throwaway token directory) once per process, when the PKCS#11
- *   library is first initialised, so a second file of the same worker would not see its own tokens;
  * - Playwright enables an AsyncLocalStorage of its own, out of reach, when it starts a browser, which would leave
  *   promise hooks on for the files after it (test/support/async-hooks.guard.ts).
+ * The SoftHSM files share workers: the library is finalised when a file's last key closes, and the next file's
+ * `C_Initialize` reads that file's `SOFTHSM2_CONF`, as long as no file before it replaced `process.env` with a plain
+ * object (test/support/environment.guard.ts).
  */
-const ISOLATED_FILES = [
-  'test/operations/telemetry-tracing.test.ts',
-  'test/keys/keys-cli.test.ts',
-  'test/keys/pkcs11-key.test.ts',
-  'test/user/user-private-key-jwt-pkcs11.test.ts',
-  'test/rotation/next-pair-sources.test.ts',
-  'test/tenants/tenants-pkcs11.test.ts',
-  'test/emulator/inspector.browser.test.ts',
-];
+const ISOLATED_FILES = ['test/operations/telemetry-tracing.test.ts', 'test/emulator/inspector.browser.test.ts'];
 
 /**
  * The files that take minutes: the quick soak runs a fleet through its fault schedule in real time, and the
@@ -100,7 +93,11 @@ export default defineConfig({
           name: 'shared',
           include: ['test/**/*.test.ts'],
           exclude: ['test/e2e/**', ...ISOLATED_FILES, ...SLOW_FILES],
-          setupFiles: [...testOptions.setupFiles, 'test/support/async-hooks.guard.ts'],
+          setupFiles: [
+            ...testOptions.setupFiles,
+            'test/support/async-hooks.guard.ts',
+            'test/support/environment.guard.ts',
+          ],
           // The files of a worker share one module graph: loading Nest, axios and the library once per worker
           // instead of once per file halves the suite's CPU time. They leave no state behind (environment variables
           // are restored, spies undone, servers closed).

@@ -8,6 +8,7 @@ import { PlatformEmulator } from 'nestjs-platform-auth/testing';
 import { blockContaining, importBlock, scratchProject } from '../support/docs-blocks.js';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { restoreEnv } from '../support/environment.js';
 import { useOutboxFixtures } from './outbox-kit.js';
 
 const redis = useRedisServer();
@@ -24,7 +25,7 @@ describe('docs/outbox.md', () => {
     platform = await PlatformEmulator.start();
   });
   afterAll(async () => {
-    process.env = saved;
+    restoreEnv(saved);
     await platform.close();
   });
 
