@@ -23,12 +23,19 @@ export async function loadInstrumentationScope(): Promise<InstrumentationScope |
   };
 }
 
+/** Read once per process: every telemetry service (one per integration, tenant and outbox) asks for it. */
+let versionRead: Promise<string | undefined> | undefined;
+
+function packageVersion(): Promise<string | undefined> {
+  return (versionRead ??= readPackageVersion());
+}
+
 /**
  * The version of the package's manifest: the first package.json above this file that names the package. Read at run
  * time because the file sits at a different depth in each build (dist/telemetry/, dist/cjs/telemetry/ below the
  * CommonJS build's nameless package.json, lib/telemetry/ under test); `undefined` when no manifest can be read.
  */
-async function packageVersion(): Promise<string | undefined> {
+async function readPackageVersion(): Promise<string | undefined> {
   let dir = new URL('.', import.meta.url);
   for (;;) {
     const manifest = await readFile(new URL('package.json', dir), 'utf8')
