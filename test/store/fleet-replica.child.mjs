@@ -4,7 +4,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { PlatformAuthModule, TokenProvider } from '../../dist/index.js';
-import { FakeClock } from '../../dist/testing/index.js';
+// The clock alone, not the testing entry (the emulator and its helpers): a replica process starts for each fleet slot.
+import { FakeClock } from '../../dist/testing/fake.clock.js';
 
 const logs = [];
 const capture = {
