@@ -84,10 +84,7 @@ describe("a token endpoint's error_description, wherever it is shown", () => {
   });
 
   it("is escaped on the proxy's stderr and in its 502 body", async () => {
-    const cli = startCli(
-      ['proxy', '--port', '0', '--no-env-file', '--json'],
-      integration.env as unknown as Record<string, string>,
-    );
+    const cli = startCli(['proxy', '--port', '0', '--no-env-file', '--json'], integration.env);
     try {
       const { url } = await untilJson<{ url: string }>(cli);
       platform.injectFault({
