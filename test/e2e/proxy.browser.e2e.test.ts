@@ -92,7 +92,7 @@ async function visit(pageOrigin: string, target: string): Promise<void> {
   const page = await context.newPage();
   try {
     await page.goto(`${pageOrigin}/?target=${encodeURIComponent(target)}`);
-    await page.waitForFunction(() => document.title === 'done');
+    await page.waitForFunction("document.title === 'done'");
   } finally {
     await page.close();
   }
