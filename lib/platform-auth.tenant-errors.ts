@@ -1,7 +1,7 @@
 import { PlatformAuthError, type ConfigProblem } from './platform-auth.errors.js';
-import { describeFailure, describeTenant } from './util/tenant-text.util.js';
+import { describeFailure, describeTenant } from './util/remote-text.util.js';
 
-export { describeTenant } from './util/tenant-text.util.js';
+export { describeTenant } from './util/remote-text.util.js';
 
 /** The resolver answered `undefined`: the application does not know this tenant. */
 export class UnknownTenantError extends PlatformAuthError {

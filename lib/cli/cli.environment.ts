@@ -87,11 +87,14 @@ type Configuration =
       readonly options: ReadPlatformAuthOptions;
       readonly config: ResolvedPlatformAuthConfig;
       readonly problems?: undefined;
+      /** The variables the configuration was read from (the environment and the .env file). */
+      readonly env: Env;
     }
   | {
       readonly options: ReadPlatformAuthOptions;
       readonly config?: undefined;
       readonly problems: readonly ConfigProblem[];
+      readonly env: Env;
     };
 
 /**
@@ -108,9 +111,9 @@ export async function resolveConfiguration(context: CommandContext, nowMs: numbe
   const options = readOptions(fromEnv, new ConfigReport(integration));
   try {
     const owner = { integration: integration ?? DEFAULT_INTEGRATION, env };
-    return { options, config: await loadIntegration({ options: fromEnv, owner, nowMs }) };
+    return { options, config: await loadIntegration({ options: fromEnv, owner, nowMs }), env };
   } catch (error) {
-    if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems };
+    if (error instanceof PlatformAuthConfigError) return { options, problems: error.problems, env };
     throw error;
   }
 }

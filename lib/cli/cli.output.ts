@@ -29,6 +29,24 @@ export interface Output {
   error(text: string): void;
 }
 
+/**
+ * `stream` for a reader that may go away before the command is done (`platform-auth emulator fault … | head -1`):
+ * once a write fails with EPIPE, what is still written is dropped, and the command finishes its work and exits with
+ * its own code. A reader that has read enough is no failure; before, Node threw the EPIPE as an unhandled error and
+ * the process exited 1 after the work was done.
+ */
+export function toReaderThatMayLeave(stream: NodeJS.WriteStream): OutputStream {
+  let readerLeft = false;
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    readerLeft = true;
+  });
+  return {
+    isTTY: stream.isTTY,
+    write: (text) => readerLeft || stream.write(text),
+  };
+}
+
 const ANSI: Record<keyof Style, [open: number, close: number]> = {
   ok: [32, 39],
   fail: [31, 39],

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CommandFailure, UsageError, type Command, type Env, type OptionSpec } from './cli.command.js';
+import { sanitizeRemoteText } from '../util/remote-text.util.js';
 import { createOutput, type Output, type OutputStream } from './cli.output.js';
 
 interface CliIo {
@@ -152,7 +153,7 @@ function reportError(out: Output, error: unknown, commandName: string | undefine
   const kind = error instanceof UsageError ? 'usage' : error instanceof CommandFailure ? 'failure' : 'unexpected';
   const message =
     kind === 'unexpected'
-      ? `unexpected error: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`
+      ? `unexpected error: ${sanitizeRemoteText(error instanceof Error ? `${error.name}: ${error.message}` : String(error))}`
       : (error as Error).message;
   if (out.json) out.printJson({ ok: false, error: { kind, message } });
   out.error(message);

@@ -3,6 +3,7 @@
 // its own flag and exit 9 when FILE is missing, before this program could parse it.
 // First, before anything that loads the library: its Nest-decorated classes record metadata through it.
 import 'reflect-metadata';
+import { toReaderThatMayLeave } from './cli.output.js';
 import { runCli } from './cli.program.js';
 
 function untilStopped(): Promise<string> {
@@ -19,8 +20,8 @@ function untilStopped(): Promise<string> {
 
 // The exit code is set rather than forced with process.exit(), which could cut off output still flowing into a pipe.
 process.exitCode = await runCli(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
+  stdout: toReaderThatMayLeave(process.stdout),
+  stderr: toReaderThatMayLeave(process.stderr),
   env: process.env,
   cwd: process.cwd(),
   untilStopped,

@@ -9,7 +9,7 @@ import { TenantFailures } from './tenant-failures.js';
 import { PendingTenant, resolveWithin } from './tenant-pending.js';
 import { ResidentTenant } from './tenant-resident.js';
 import { TenantLogger } from './tenant-logger.js';
-import { describeTenant, escapeText } from '../util/tenant-text.util.js';
+import { describeTenant, escapeText } from '../util/remote-text.util.js';
 import { PlatformTenantConfigError, TenantReleasedError, UnknownTenantError } from './tenants.errors.js';
 import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
 

@@ -1,6 +1,6 @@
 import { PlatformAuthError } from '../platform-auth.errors.js';
 import { TokenProvider } from '../token/token.provider.js';
-import { describeTenant } from '../util/tenant-text.util.js';
+import { describeTenant } from '../util/remote-text.util.js';
 
 /**
  * Makes an error of a tenant's integration (a failed exchange and its back-off, a refused rotation, a rate-limit

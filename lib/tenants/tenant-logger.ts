@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { describeTenant } from '../util/tenant-text.util.js';
+import { describeTenant } from '../util/remote-text.util.js';
 
 /**
  * The registry's logger for one tenant: every line the tenant's integration writes (its start-up line, a failed

@@ -236,7 +236,7 @@ export class TokenExchangeClient {
       summary: `token response is invalid: ${problem}`,
     });
     if (body === undefined) {
-      const type = String(response.headers['content-type'] ?? 'no content type').split(';')[0];
+      const type = sanitizeRemoteText(String(response.headers['content-type'] ?? 'no content type').split(';')[0]);
       return invalid(`body is not JSON (${type})`);
     }
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {

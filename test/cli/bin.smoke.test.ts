@@ -1,6 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { startHoldingProxy } from '../support/holding-proxy.js';
 import { root, startBin, tempDir, untilJson } from './cli-harness.js';
 
 // The other CLI tests call runCli(argv, io) in this process; these few run the built bin as a user's shell does, for
@@ -47,5 +49,25 @@ describe('the platform-auth bin', () => {
     const stopped = await emulator.stop('SIGINT');
     expect(stopped).toMatchObject({ code: 0, stderr: expect.stringContaining('SIGINT: emulator closed.') as unknown });
     await expect(fetch(report.url)).rejects.toThrow();
+  });
+
+  it('exits 0 when its reader leaves before it writes (| head -1), the fault queued all the same', async () => {
+    const platform = await PlatformEmulator.start({ control: true });
+    const holding = await startHoldingProxy(platform.url);
+    try {
+      // The emulator queues the fault and answers; the answer waits while the bin's reader goes away.
+      const answer = holding.holdNextAnswer();
+      const bin = startBin(['emulator', 'fault', '--target', 'api', '--status', '503', '--url', holding.url]);
+      await answer.arrived;
+      bin.closeStdout!();
+      answer.release();
+      const result = await bin.result;
+      expect(result.stderr).not.toContain('EPIPE');
+      expect(result.code).toBe(0);
+      expect((await fetch(`${platform.url}/api/billing`)).status).toBe(503);
+    } finally {
+      await holding.close();
+      await platform.close();
+    }
   });
 });

@@ -30,6 +30,8 @@ export interface RunningCli {
   until(ready: (stdout: string) => boolean): Promise<void>;
   /** Asks a long-running command (`emulator`) to stop with `signal`, and resolves with its result. */
   stop(signal?: 'SIGINT' | 'SIGTERM'): Promise<CliResult>;
+  /** A spawned bin only: closes the reading end of its stdout, as `| head -1` does once it has read enough. */
+  closeStdout?(): void;
   readonly result: Promise<CliResult>;
 }
 
@@ -167,6 +169,7 @@ export function startBin(
       child.kill(signal);
       return result;
     },
+    closeStdout: () => child.stdout.destroy(),
     result,
   };
 }

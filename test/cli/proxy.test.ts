@@ -21,21 +21,28 @@ afterAll(async () => {
   await platform.close();
 });
 
-/** The proxy for `env` (default: the emulator's integration), and the address it listens on. */
+interface StartReport {
+  readonly url: string;
+  readonly keyRequired: boolean;
+  readonly key: string | null;
+}
+
+/** The proxy for `env` (default: the emulator's integration), the address it listens on and the key it made. */
 async function proxy(
   env: Record<string, string> = integration.env,
   args: string[] = [],
-): Promise<{ cli: RunningCli; url: string }> {
+): Promise<{ cli: RunningCli; url: string; report: StartReport }> {
   const cli = startCli(['proxy', '--port', '0', '--no-env-file', '--json', ...args], env);
   running.push(cli);
-  return { cli, url: await listening(cli) };
+  const report = await started(cli);
+  return { cli, url: report.url, report };
 }
 
-/** The address a starting proxy prints; what it printed instead when it did not start. */
-async function listening(cli: RunningCli): Promise<string> {
-  const report = await untilJson<{ url?: string }>(cli);
+/** What a starting proxy prints; what it printed instead when it did not start. */
+async function started(cli: RunningCli): Promise<StartReport> {
+  const report = await untilJson<Partial<StartReport>>(cli);
   if (report.url === undefined) throw new Error(`the proxy did not start: ${cli.stdout()}${cli.stderr()}`);
-  return report.url;
+  return report as StartReport;
 }
 
 interface Answer {
@@ -138,17 +145,59 @@ describe('platform-auth proxy', () => {
     expect(answer.text).not.toContain('PRIVATE KEY');
   });
 
-  it('listens on another address only when --host says so, and warns that anyone reaching it uses the token', async () => {
-    const { cli, url } = await proxy(undefined, ['--host', '0.0.0.0']);
-    expect(cli.stderr()).toContain(`warning: listening on 0.0.0.0, not loopback: anyone who can reach ${url}`);
+  it('listens on another address only when --host says so, with a key it makes and prints, and warns', async () => {
+    const { cli, url, report } = await proxy(undefined, ['--host', '0.0.0.0']);
+    expect(cli.stderr()).toContain(
+      `warning: listening on 0.0.0.0, not loopback: anyone who can reach ${url} and has its key calls the platform`,
+    );
+    expect(report).toMatchObject({ keyRequired: true, key: expect.stringMatching(/^[\w-]{43}$/) as unknown });
+    const key = report.key!;
     const port = new URL(url).port;
-    expect(
-      (await send(`http://127.0.0.1:${port}`, '/api/billing', { headers: { host: `127.0.0.1:${port}` } })).status,
-    ).toBe(200);
+    const calls = platform.counters.apiCalls.total;
+    // What a page on the network makes a browser send to a plain-http address: no Origin, no Sec-Fetch-*.
+    const simpleGet = await send(`http://127.0.0.1:${port}`, '/api/billing', { headers: { host: `0.0.0.0:${port}` } });
+    expect([simpleGet.status, simpleGet.text]).toEqual([403, expect.stringContaining('"error":"proxy_key_required"')]);
+    expect(platform.counters.apiCalls.total).toBe(calls);
+    const withKey = await send(`http://127.0.0.1:${port}`, '/api/billing', {
+      headers: { host: `127.0.0.1:${port}`, 'x-platform-proxy-key': key },
+    });
+    expect(withKey.status).toBe(200);
     const rebound = await send(`http://127.0.0.1:${port}`, '/api/billing', {
-      headers: { host: `attacker.example:${port}` },
+      headers: { host: `attacker.example:${port}`, 'x-platform-proxy-key': key },
     });
     expect(rebound.status).toBe(400);
+    // A key made for one run is not the next run's.
+    const next = await proxy(undefined, ['--host', '0.0.0.0']);
+    expect(next.report.key).not.toBe(key);
+    expect(cli.stderr() + next.cli.stderr()).not.toContain(key);
+  });
+
+  it('takes its key from PLATFORM_PROXY_KEY, on loopback too, and never prints it; refuses a weak one', async () => {
+    const key = 'f3a1c9e07b2d4e6a8c0b1d3f5e7a9c2b4d6f8e0a1c3b5d7f';
+    const { cli, url, report } = await proxy({ ...integration.env, PLATFORM_PROXY_KEY: key });
+    expect(report).toMatchObject({ keyRequired: true, key: null });
+    expect((await send(url, '/api/billing')).status).toBe(403);
+    expect((await send(url, '/api/billing', { headers: { 'x-platform-proxy-key': key } })).status).toBe(200);
+    expect(cli.stdout() + cli.stderr()).not.toContain(key);
+
+    for (const weak of ['short', 'aaaaaaaaaaaaaaaaaaaaaaaa', 'with a space in the middle of it']) {
+      const refused = await startCli(['proxy', '--port', '0', '--no-env-file'], {
+        ...integration.env,
+        PLATFORM_PROXY_KEY: weak,
+      }).result;
+      expect(refused.code, weak).toBe(1);
+      expect(refused.stderr).toContain('PLATFORM_PROXY_KEY must be at least 16 printable ASCII characters');
+      expect(refused.stdout + refused.stderr).not.toContain(weak);
+    }
+  });
+
+  it('prints the key and the curl line that carries it, off loopback', async () => {
+    const cli = startCli(['proxy', '--port', '0', '--no-env-file', '--host', '0.0.0.0'], integration.env);
+    running.push(cli);
+    await cli.until((stdout) => stdout.includes('Running until'));
+    const key = /key {10}(\S+)/.exec(cli.stdout())?.[1];
+    expect(key).toMatch(/^[\w-]{43}$/);
+    expect(cli.stdout()).toContain(`curl -H "X-Platform-Proxy-Key: ${key}" http://0.0.0.0:`);
   });
 
   it('stops on SIGTERM: closes its port and the integration, exit 0', async () => {
@@ -168,7 +217,7 @@ describe('the proxy bin, with curl as its client', () => {
     const bin = startBin(['proxy', '--port', '0', '--no-env-file', '--json'], {
       env: integration.env as unknown as Record<string, string>,
     });
-    const url = await listening(bin);
+    const { url } = await started(bin);
     const billing = await curl('-H', 'Authorization: Bearer from-curl', `${url}/api/billing`);
     expect(billing).toMatch(/ 200$/);
     expect(billing).toContain(`"machineId":"${integration.machineId}"`);

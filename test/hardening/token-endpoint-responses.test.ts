@@ -270,7 +270,7 @@ describe('redirects and refusals', () => {
       });
     };
     const error = await exchangeFailure(h);
-    expect(error.oauthErrorDescription).toBe('bad token [REDACTED] [31m');
+    expect(error.oauthErrorDescription).toBe('bad token [REDACTED] \\x00\\x1b[31m');
   });
 
   it('with tokenEncoding base64, an echoed (encoded) assertion is sanitised too', async () => {

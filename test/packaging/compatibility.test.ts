@@ -24,7 +24,7 @@ const APPS = [
   {
     app: 'nest11-cjs-jest',
     stack: 'nest11',
-    tests: 7,
+    tests: 8,
     report: ['--json', '--outputFile=e2e-report.json', APP_HANG_GUARD],
   },
   {
@@ -37,9 +37,18 @@ const APPS = [
 /** The README's testing recipe, which both apps run as it is. */
 const RECIPE = 'test/platform-auth.e2e-spec.ts';
 /** Where the docs tell a user to install something, in the order a user meets them. */
-const INSTALL_DOCUMENTS = ['README.md', 'docs/operations.md'];
+const INSTALL_DOCUMENTS = ['README.md', 'docs/operations.md', 'docs/testing.md'];
 /** What the docs' lines install: not in a fixture's own manifest, so that only those lines can bring it. */
-const INSTALLED_BY_THE_DOCS = ['nestjs-platform-auth', '@nestjs/axios', '@nestjs/config', '@nestjs/terminus', 'axios'];
+const INSTALLED_BY_THE_DOCS = [
+  'nestjs-platform-auth',
+  '@nestjs/axios',
+  '@nestjs/config',
+  '@nestjs/terminus',
+  'axios',
+  'msw',
+];
+/** The MSW example under Jest and the Jest settings it needs, which the Nest 11 app runs as docs/testing.md gives them. */
+const MSW_RECIPES = ['platform-auth.msw.e2e-spec.ts', 'jest-e2e.json'];
 
 interface CommandResult {
   code: number;
@@ -221,6 +230,8 @@ describe("the apps the Nest CLIs make, with the tarball installed by the docs' l
       console.info(`${app}: npm install ${install.seconds} s, npm run test:e2e ${test?.seconds ?? '-'} s`);
       expect(install.code, install.output).toBe(0);
       expect(install.output).not.toMatch(/ERESOLVE|peer dep/i);
+      // The tarball carries no script npm 11 would ask to approve (it lists the others the apps install).
+      expect(install.output).not.toMatch(/install-scripts\s+nestjs-platform-auth@/);
       // What npm installed is this tarball, not a cached copy of an older one.
       const installed = join(dir, 'node_modules/nestjs-platform-auth');
       for (const file of ['package.json', 'dist/index.js', 'dist/cjs/index.js']) {
@@ -316,6 +327,16 @@ describe("the apps the Nest CLIs make, with the tarball installed by the docs' l
         listed.filter((name) => INSTALLED_BY_THE_DOCS.includes(name)),
         app,
       ).toEqual([]);
+    }
+  });
+
+  it("nest11-cjs-jest: runs docs/testing.md's MSW example under Jest with the settings the docs give, word for word", () => {
+    const testing = readFileSync(join(root, 'docs/testing.md'), 'utf8');
+    for (const recipe of MSW_RECIPES) {
+      const block = new RegExp(
+        `<!-- recipe:${recipe.replaceAll('.', '\\.')} -->\\s*\`\`\`\\w+\\n([\\s\\S]*?)\`\`\`\\s*<!-- /recipe -->`,
+      ).exec(testing);
+      expect(block?.[1], recipe).toBe(readFileSync(join(fixtures, 'nest11-cjs-jest/test', recipe), 'utf8'));
     }
   });
 

@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
@@ -113,6 +113,26 @@ describe('npm pack from a clean tree, installed into a fresh app', () => {
     const links = [...readme.matchAll(/\]\((?!https?:|#)([^)#]+)/g)].map((match) => match[1]);
     expect(links.length).toBeGreaterThan(0);
     expect(links.filter((link) => !packedFiles.includes(link))).toEqual([]);
+  });
+
+  it('packs a manifest without install scripts (npm 11 would ask a tarball user to review prepare), and leaves package.json as it was', () => {
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    const ownManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(Object.keys(manifest.scripts).filter((name) => /^(pre|post)?install$|^prepare$/.test(name))).toEqual([]);
+    // Only prepare is left out: a git install still builds with it.
+    expect(manifest.scripts).toEqual(
+      Object.fromEntries(Object.entries(ownManifest.scripts).filter(([name]) => name !== 'prepare')),
+    );
+    // The tree npm packed has its package.json back, prepare and all, and nothing left beside it.
+    const packedTree = join(dirname(tarball), 'clone');
+    expect(readFileSync(join(packedTree, 'package.json'), 'utf8')).toBe(
+      readFileSync(join(root, 'package.json'), 'utf8'),
+    );
+    expect(readdirSync(packedTree).filter((file) => file.includes('packing'))).toEqual([]);
   });
 
   it("compiles the README's quick start verbatim and makes one authenticated call against the emulator", async () => {

@@ -15,7 +15,7 @@ export interface PackedPackage {
 }
 
 /**
- * `npm pack` (its `prepare` builds both builds) of a copy of the files git knows, committed or not, ignored ones
+ * `npm pack` (its `prepack` builds both builds) of a copy of the files git knows, committed or not, ignored ones
  * left out: what a fresh clone packs, without this work tree's dist/ or .env. Writes under `work`.
  */
 export function packCleanTree(work: string): PackedPackage {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { CONTROL_PATH } from '../../testing/emulator/emulator.control.js';
 import { isLoopbackHost } from '../../util/loopback.util.js';
+import { sanitizeRemoteText } from '../../util/remote-text.util.js';
 import { CommandFailure, UsageError, stringOption, type CommandContext, type OptionSpec } from '../cli.command.js';
 import { readEmulatorState } from './emulator-state.js';
 
@@ -73,7 +74,7 @@ export async function control<T>(url: string, path: string, init: RequestInit, a
     );
   }
   throw new CommandFailure(
-    `the emulator refused ${action} (HTTP ${response.status}): ${body?.message ?? 'no reason given'}`,
+    `the emulator refused ${action} (HTTP ${response.status}): ${sanitizeRemoteText(body?.message) ?? 'no reason given'}`,
   );
 }
 

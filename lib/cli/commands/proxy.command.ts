@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
+import { repeatsTooFewBytes } from '../../util/key-strength.util.js';
 import { isLoopbackHost } from '../../util/loopback.util.js';
 import {
   CommandFailure,
@@ -7,6 +9,7 @@ import {
   stringOption,
   type Command,
   type CommandContext,
+  type Env,
 } from '../cli.command.js';
 import { ENV_FILE_OPTION, requireConfiguration } from '../cli.environment.js';
 import { applicationRuntime } from '../cli.exchange.js';
@@ -15,6 +18,9 @@ import { AuthProxy } from '../proxy/auth-proxy.server.js';
 
 const DEFAULT_PORT = 8787;
 const DEFAULT_HOST = '127.0.0.1';
+const KEY_VARIABLE = 'PLATFORM_PROXY_KEY';
+/** The shortest key taken from the variable; a generated one has 43 characters (32 random bytes). */
+const MIN_KEY_LENGTH = 16;
 
 export const proxyCommand: Command = {
   name: 'proxy',
@@ -25,8 +31,9 @@ export const proxyCommand: Command = {
     'configure (as doctor and token read them, ./.env included). The token is the module’s own: acquired, cached,',
     'renewed before expiry, and after a 401 renewed once and the request sent again. A path is forwarded to the',
     "platform's origin and nowhere else: an absolute URL, a Host that does not name the proxy, a browser's request,",
-    'TRACE and CONNECT are refused, and an Authorization the client sent is dropped. Loopback only, unless --host says',
-    'otherwise. Runs until Ctrl+C (SIGINT) or SIGTERM.',
+    'TRACE, CONNECT and OPTIONS are refused, and an Authorization the client sent is dropped. Loopback only, unless',
+    '--host says otherwise: then it makes a key when it starts (or takes PLATFORM_PROXY_KEY), prints it, and forwards',
+    'only requests that carry it in X-Platform-Proxy-Key. Runs until Ctrl+C (SIGINT) or SIGTERM.',
   ].join('\n'),
   options: {
     port: {
@@ -37,7 +44,7 @@ export const proxyCommand: Command = {
     host: {
       type: 'string',
       placeholder: 'ADDRESS',
-      description: `address to listen on; default ${DEFAULT_HOST}. Anyone who can reach another address calls the platform as this integration`,
+      description: `address to listen on; default ${DEFAULT_HOST}. On another address, anyone who can reach it and has the key calls the platform as this integration`,
     },
     ...ENV_FILE_OPTION,
   },
@@ -50,7 +57,8 @@ async function run(context: CommandContext): Promise<number> {
   const host = hostOption(context);
   const configuration = await requireConfiguration(context);
   if (!configuration) return 1;
-  const { config } = configuration;
+  const { config, env } = configuration;
+  const key = proxyKey(env, host);
   const integration = stringOption(context, 'integration') ?? 'default';
   // The module's wiring, as an application runs it: its warnings, retry policy, rate limit and shared store.
   const runtime = await applicationRuntime(config, integration, stderrLogger(out));
@@ -61,18 +69,32 @@ async function run(context: CommandContext): Promise<number> {
     proxy = await listen(host, port, {
       platformOrigin,
       send: runtime.platformFetch.fetch,
+      key: key?.value,
       report: (line) => out.error(line),
     });
     if (!isLoopbackHost(host)) {
       out.error(
-        `warning: listening on ${host}, not loopback: anyone who can reach ${proxy.url} calls the platform as this integration, with its token`,
+        `warning: listening on ${host}, not loopback: anyone who can reach ${proxy.url} and has its key calls the platform as this integration, with its token`,
       );
     }
-    if (out.json) out.printJson({ url: proxy.url, platform: platformOrigin, integration });
-    else {
+    if (out.json) {
+      const printed = key?.generated ? key.value : null;
+      out.printJson({
+        url: proxy.url,
+        platform: platformOrigin,
+        integration,
+        keyRequired: key !== undefined,
+        key: printed,
+      });
+    } else {
       out.print(`Auth proxy listening on ${out.style.bold(proxy.url)}`);
       out.print(`  forwards to  ${platformOrigin}, with the token of integration '${integration}'`);
-      out.print(`  try          curl ${proxy.url}/api/billing`);
+      if (key === undefined) out.print(`  try          curl ${proxy.url}/api/billing`);
+      else {
+        const shown = key.generated ? key.value : `$${KEY_VARIABLE}`;
+        out.print(`  key          ${key.generated ? out.style.bold(key.value) : `the value of ${KEY_VARIABLE}`}`);
+        out.print(`  try          curl -H "X-Platform-Proxy-Key: ${shown}" ${proxy.url}/api/billing`);
+      }
       out.print('Running until Ctrl+C (SIGINT) or SIGTERM.');
     }
     const signal = await context.untilStopped();
@@ -83,6 +105,23 @@ async function run(context: CommandContext): Promise<number> {
     await proxy?.close();
     await runtime.onApplicationShutdown();
   }
+}
+
+/**
+ * The key every request must carry: `PLATFORM_PROXY_KEY` when it is set, else, off loopback, 32 random bytes made
+ * now. On loopback without the variable, none.
+ */
+function proxyKey(env: Env, host: string): { readonly value: string; readonly generated: boolean } | undefined {
+  const given = env[KEY_VARIABLE];
+  if (given !== undefined && given !== '') {
+    if (given.length < MIN_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(given) || repeatsTooFewBytes(given)) {
+      throw new CommandFailure(
+        `${KEY_VARIABLE} must be at least ${MIN_KEY_LENGTH} printable ASCII characters without spaces, with at least 16 different bytes (openssl rand -hex 32 makes one); its value is not shown`,
+      );
+    }
+    return { value: given, generated: false };
+  }
+  return isLoopbackHost(host) ? undefined : { value: randomBytes(32).toString('base64url'), generated: true };
 }
 
 function hostOption(context: CommandContext): string {
