@@ -6,13 +6,13 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { fromDrizzle, type DrizzleDatabaseLike } from '../../lib/outbox/postgres/drizzle.executor.js';
-import { fromKnex, type KnexLike } from '../../lib/outbox/postgres/knex.executor.js';
-import { fromKysely, type KyselyLike } from '../../lib/outbox/postgres/kysely.executor.js';
+import { fromKnex } from '../../lib/outbox/postgres/knex.executor.js';
+import { fromKysely } from '../../lib/outbox/postgres/kysely.executor.js';
 import { fromPg } from '../../lib/outbox/postgres/pg.executor.js';
-import { fromPglite, type PgliteLike } from '../../lib/outbox/postgres/pglite.executor.js';
+import { fromPglite } from '../../lib/outbox/postgres/pglite.executor.js';
 import type { PostgresExecutor } from '../../lib/outbox/postgres/postgres.executor.js';
 import { fromPrisma } from '../../lib/outbox/postgres/prisma.executor.js';
-import { fromTypeOrm, type TypeOrmDataSourceLike } from '../../lib/outbox/postgres/typeorm.executor.js';
+import { fromTypeOrm } from '../../lib/outbox/postgres/typeorm.executor.js';
 import { openPrismaClient } from './prisma-client.js';
 
 /** One library on one database, as an application holds it. */
@@ -44,7 +44,7 @@ export const DRIVERS: readonly DriverCase[] = [
     async open() {
       const db = await PGlite.create();
       return {
-        executor: fromPglite(db as unknown as PgliteLike),
+        executor: fromPglite(db),
         transaction: (work) => db.transaction(work),
         notATransaction: db,
         close: () => db.close(),
@@ -111,7 +111,7 @@ export const DRIVERS: readonly DriverCase[] = [
     async open(url) {
       const dataSource = await new DataSource({ type: 'postgres', url }).initialize();
       return {
-        executor: fromTypeOrm(dataSource as unknown as TypeOrmDataSourceLike),
+        executor: fromTypeOrm(dataSource),
         transaction: (work) => dataSource.transaction(work),
         notATransaction: dataSource.manager,
         close: () => dataSource.destroy(),
@@ -139,7 +139,7 @@ export const DRIVERS: readonly DriverCase[] = [
         dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url }) }),
       });
       return {
-        executor: fromKysely(db as unknown as KyselyLike),
+        executor: fromKysely(db),
         transaction: (work) => db.transaction().execute(work),
         notATransaction: db,
         close: () => db.destroy(),
@@ -152,7 +152,7 @@ export const DRIVERS: readonly DriverCase[] = [
     async open(url) {
       const db = knex({ client: 'pg', connection: url });
       return {
-        executor: fromKnex(db as unknown as KnexLike),
+        executor: fromKnex(db),
         transaction: (work) => db.transaction(work),
         notATransaction: db,
         close: () => db.destroy(),

@@ -2,7 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { FakeClock } from 'nestjs-platform-auth/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ClaimedRow } from '../../lib/outbox/postgres/postgres.claim.js';
-import { fromPglite, type PgliteLike } from '../../lib/outbox/postgres/pglite.executor.js';
+import { fromPglite } from '../../lib/outbox/postgres/pglite.executor.js';
 import { insertOutboxRows } from '../../lib/outbox/postgres/postgres.insert.js';
 import { countRows, listDeadLetters, retryDeadLetter } from '../../lib/outbox/postgres/postgres.operations.js';
 import { PostgresRelay, type RelaySink } from '../../lib/outbox/postgres/postgres.relay.js';
@@ -12,7 +12,7 @@ import { messageRow, storedIds } from './outbox-rows.js';
 
 const schema = outboxSchema();
 let db: PGlite;
-const executor = (): ReturnType<typeof fromPglite> => fromPglite(db as unknown as PgliteLike);
+const executor = (): ReturnType<typeof fromPglite> => fromPglite(db);
 let clock: FakeClock;
 
 beforeAll(async () => {

@@ -5,8 +5,11 @@ import { fileURLToPath } from 'node:url';
 import type { PrismaClientLike } from '../../lib/outbox/postgres/prisma.executor.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-/** Git-ignored, and inside the project so that Vitest compiles the TypeScript Prisma generates. */
-const folder = join(root, 'test-artifacts', 'prisma-outbox');
+/**
+ * Inside the project, so that Vitest compiles the TypeScript Prisma generates; in a folder named dist, which git,
+ * ESLint and Prettier leave alone as they do every build output.
+ */
+const folder = join(root, 'test-artifacts', 'prisma-outbox', 'dist');
 
 /** The application's schema: raw statements only, so no model is needed; the client is what Prisma 7 generates. */
 const SCHEMA = `generator client {

@@ -7,7 +7,7 @@ import {
 } from './postgres.executor.js';
 
 /** What the outbox uses of a Knex instance or transaction (`knex` 3 with the `pg` client). */
-export interface KnexLike {
+interface KnexLike {
   raw(sql: string, bindings: SqlParameter[]): PromiseLike<unknown>;
   transaction<T>(work: (trx: KnexLike) => Promise<T>): Promise<T>;
   readonly isTransaction?: boolean;

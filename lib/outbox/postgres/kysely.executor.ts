@@ -1,7 +1,7 @@
 import { loadPeer, rowsOf, type PostgresExecutor, type SqlParameter, type SqlSession } from './postgres.executor.js';
 
 /** What the outbox uses of a Kysely instance or transaction (`kysely` 0.28 on its Postgres dialect). */
-export interface KyselyLike {
+interface KyselyLike {
   readonly isTransaction: boolean;
   executeQuery(query: unknown): Promise<unknown>;
   transaction(): { execute<T>(work: (trx: KyselyLike) => Promise<T>): Promise<T> };

@@ -7,20 +7,20 @@ import {
 } from './postgres.executor.js';
 
 /** What the outbox uses of a node-postgres client (a `PoolClient`, a `Client`). */
-export interface PgClientLike {
+interface PgClientLike {
   query(sql: string, parameters?: readonly SqlParameter[]): Promise<unknown>;
-  /** `'I'` idle, `'T'` in a transaction, `'E'` in a failed one (node-postgres 8.16 and later). */
+  /** `'I'` idle, `'T'` in a transaction, `'E'` in a failed one (node-postgres 8.21 and later; before, only a Pool is told apart). */
   getTransactionStatus?(): string | null;
   on(event: 'notification', listener: (message: { channel: string }) => void): unknown;
   on(event: 'error', listener: (error: unknown) => void): unknown;
 }
 
-export interface PgPoolClientLike extends PgClientLike {
+interface PgPoolClientLike extends PgClientLike {
   release(destroy?: boolean | Error): void;
 }
 
 /** What the outbox uses of a node-postgres `Pool`. */
-export interface PgPoolLike {
+interface PgPoolLike {
   query(sql: string, parameters?: readonly SqlParameter[]): Promise<unknown>;
   connect(): Promise<PgPoolClientLike>;
 }

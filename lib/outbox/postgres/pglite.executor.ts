@@ -1,13 +1,13 @@
 import { rowsOf, type PostgresExecutor, type SqlParameter, type SqlSession } from './postgres.executor.js';
 
 /** What the outbox uses of a PGlite transaction (the `tx` of `db.transaction(async (tx) => …)`). */
-export interface PgliteTransactionLike {
+interface PgliteTransactionLike {
   query(sql: string, parameters?: SqlParameter[]): Promise<unknown>;
   readonly closed: boolean;
 }
 
 /** What the outbox uses of a PGlite database (`@electric-sql/pglite`). */
-export interface PgliteLike {
+interface PgliteLike {
   query(sql: string, parameters?: SqlParameter[]): Promise<unknown>;
   transaction<T>(work: (tx: PgliteTransactionLike) => Promise<T>): Promise<T>;
   listen(channel: string, callback: (payload: string) => void): Promise<() => Promise<void>>;

@@ -16,7 +16,7 @@ export interface ClaimedRow {
 }
 
 /** The relay's hold on the rows of one claim: every later write checks both. */
-export interface Lease {
+interface Lease {
   readonly owner: string;
   readonly epoch: string;
 }
@@ -110,7 +110,7 @@ export async function claimRows(
       seq: String(row.seq),
       id: String(row.id),
       owner: String(row.owner),
-      ...(row.order_key != null && { orderKey: String(row.order_key) }),
+      ...(row.order_key != null && { orderKey: row.order_key as string }),
       message: JSON.parse(String(row.message)) as unknown,
       attempts: Number(row.attempts),
       enqueuedAt: Number(row.enqueued_at),

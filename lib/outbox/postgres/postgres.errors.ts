@@ -4,7 +4,7 @@ import { PlatformAuthError } from '../../index.js';
  * What is wrong: a setting (the schema's name, a driver that is not installed), a handle that is not an open
  * transaction, or an idempotency key already taken by another request.
  */
-export type PostgresOutboxFailure = 'config' | 'not_in_transaction' | 'key_conflict';
+type PostgresOutboxFailure = 'config' | 'not_in_transaction' | 'key_conflict';
 
 /** A call of the Postgres outbox that cannot be done. The message names what is wrong, never a value it stores. */
 export class PostgresOutboxError extends PlatformAuthError {

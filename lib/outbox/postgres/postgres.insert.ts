@@ -18,7 +18,7 @@ export interface OutboxRowInput {
 }
 
 /** The parts of a request that decide whether a key used again is the same request. */
-export interface FingerprintedRequest {
+interface FingerprintedRequest {
   readonly method: string;
   readonly path: string;
   readonly headers?: Readonly<Record<string, string>>;

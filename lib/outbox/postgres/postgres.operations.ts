@@ -2,7 +2,7 @@ import type { PostgresExecutor } from './postgres.executor.js';
 import type { OutboxSchema } from './postgres.schema.js';
 
 /** The outbox's rows by state, at one moment. */
-export interface PostgresOutboxCounts {
+interface PostgresOutboxCounts {
   /** Due now, no relay holding them (or a relay's lease ran out). */
   readonly waiting: number;
   /** In a retry's back-off. */
@@ -15,7 +15,7 @@ export interface PostgresOutboxCounts {
 }
 
 /** A message given up on, as the dead letters hold it. */
-export interface PostgresDeadLetter {
+interface PostgresDeadLetter {
   readonly id: string;
   readonly owner: string;
   readonly orderKey?: string;
@@ -67,7 +67,7 @@ export async function listDeadLetters(
   return rows.map((row) => ({
     id: String(row.id),
     owner: String(row.owner),
-    ...(row.order_key != null && { orderKey: String(row.order_key) }),
+    ...(row.order_key != null && { orderKey: row.order_key as string }),
     message: JSON.parse(String(row.message)) as unknown,
     attempts: Number(row.attempts),
     reason: String(row.reason),

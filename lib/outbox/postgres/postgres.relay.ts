@@ -5,7 +5,7 @@ import type { PostgresExecutor, SqlSession } from './postgres.executor.js';
 import type { OutboxSchema } from './postgres.schema.js';
 
 /** What the sink made of a row: sent (delete it), due again at `retryAt`, or given up on with a reason. */
-export type RelaySinkOutcome =
+type RelaySinkOutcome =
   'done' | { readonly retryAt: number; readonly reason: string } | { readonly deadLetter: string };
 
 /**
@@ -15,9 +15,9 @@ export type RelaySinkOutcome =
 export type RelaySink = (row: ClaimedRow) => Promise<RelaySinkOutcome>;
 
 /** Where a failure the relay rides out happened: it goes on after each. */
-export type RelayStep = 'claim' | 'sink' | 'settle' | 'renew' | 'listen';
+type RelayStep = 'claim' | 'sink' | 'settle' | 'renew' | 'listen';
 
-export interface PostgresRelayOptions {
+interface PostgresRelayOptions {
   readonly executor: PostgresExecutor;
   readonly schema: OutboxSchema;
   readonly sink: RelaySink;
@@ -39,7 +39,7 @@ export interface PostgresRelayOptions {
 }
 
 /** What the relay did since it was made. */
-export interface RelayCounts {
+interface RelayCounts {
   claimed: number;
   sent: number;
   retried: number;

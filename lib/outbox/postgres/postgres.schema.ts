@@ -3,7 +3,7 @@ import { PostgresOutboxError } from './postgres.errors.js';
 import type { PostgresExecutor } from './postgres.executor.js';
 
 /** The schema the outbox's tables are in unless the application names another. */
-export const DEFAULT_SCHEMA = 'platform_outbox';
+const DEFAULT_SCHEMA = 'platform_outbox';
 
 /** The file the package ships for teams that migrate with their own tool: the one copy of the tables. */
 const SCHEMA_FILE = 'sql/platform-outbox.postgres.sql';
@@ -56,7 +56,7 @@ async function readSchemaFile(): Promise<string> {
 }
 
 /** The shipped file's statements for `schema`, one by one: every library's raw query takes one statement. */
-export async function schemaStatements(schema: OutboxSchema): Promise<string[]> {
+async function schemaStatements(schema: OutboxSchema): Promise<string[]> {
   const text = (await readSchemaFile()).replace(/--.*$/gm, '').replaceAll(SCHEMA_IN_FILE, `"${schema.name}"`);
   return text
     .split(';')

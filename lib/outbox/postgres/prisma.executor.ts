@@ -1,7 +1,7 @@
 import { rowsOf, type PostgresExecutor, type SqlParameter, type SqlSession } from './postgres.executor.js';
 
 /** What the outbox uses of a Prisma client, or of the `tx` of its interactive transaction (Prisma 7). */
-export interface PrismaTransactionLike {
+interface PrismaTransactionLike {
   $queryRawUnsafe(sql: string, ...parameters: SqlParameter[]): Promise<unknown>;
 }
 

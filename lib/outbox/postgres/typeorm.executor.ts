@@ -1,14 +1,14 @@
 import type { PostgresExecutor, SqlParameter, SqlRow, SqlSession } from './postgres.executor.js';
 
 /** What the outbox uses of a TypeORM `QueryRunner`. */
-export interface TypeOrmQueryRunnerLike {
+interface TypeOrmQueryRunnerLike {
   readonly isTransactionActive: boolean;
   query(sql: string, parameters: SqlParameter[], structured: true): Promise<{ records: unknown[] }>;
   release(): Promise<void>;
 }
 
 /** What the outbox uses of a TypeORM `DataSource` (`typeorm` 1, the `postgres` driver). */
-export interface TypeOrmDataSourceLike {
+interface TypeOrmDataSourceLike {
   createQueryRunner(): TypeOrmQueryRunnerLike;
   transaction<T>(work: (manager: { readonly queryRunner?: TypeOrmQueryRunnerLike }) => Promise<T>): Promise<T>;
 }
