@@ -1,4 +1,4 @@
-import type { SqlSession } from './postgres.executor.js';
+import type { SqlRow, SqlSession } from './postgres.executor.js';
 import type { OutboxSchema } from './postgres.schema.js';
 
 /** A message the relay holds a lease on, as its sink gets it. */
@@ -81,6 +81,18 @@ RETURNING m.seq::text AS seq, m.id, m.owner, m.order_key, m.message::text AS mes
   m.enqueued_at::float8 AS enqueued_at, lease.epoch::text AS epoch, chosen.place, chosen.turn`;
 }
 
+/** A message's columns as the relay and the dead-letter list read them (message as text, times as float8). */
+export function messageFields(row: SqlRow): Omit<ClaimedRow, 'seq'> {
+  return {
+    id: String(row.id),
+    owner: String(row.owner),
+    ...(row.order_key != null && { orderKey: row.order_key as string }),
+    message: JSON.parse(String(row.message)) as unknown,
+    attempts: Number(row.attempts),
+    enqueuedAt: Number(row.enqueued_at),
+  };
+}
+
 export async function claimRows(
   session: SqlSession,
   schema: OutboxSchema,
@@ -106,15 +118,7 @@ export async function claimRows(
   const last = result.reduce((furthest, row) => (Number(row.place) > Number(furthest.place) ? row : furthest));
   return {
     lease: { owner: request.relay, epoch: String(result[0].epoch) },
-    rows: ordered.map((row) => ({
-      seq: String(row.seq),
-      id: String(row.id),
-      owner: String(row.owner),
-      ...(row.order_key != null && { orderKey: row.order_key as string }),
-      message: JSON.parse(String(row.message)) as unknown,
-      attempts: Number(row.attempts),
-      enqueuedAt: Number(row.enqueued_at),
-    })),
+    rows: ordered.map((row) => ({ seq: String(row.seq), ...messageFields(row) })),
     lastOwner: String(last.owner),
   };
 }

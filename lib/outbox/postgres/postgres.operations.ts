@@ -1,3 +1,4 @@
+import { messageFields, type ClaimedRow } from './postgres.claim.js';
 import type { PostgresExecutor } from './postgres.executor.js';
 import type { OutboxSchema } from './postgres.schema.js';
 
@@ -14,15 +15,9 @@ interface PostgresOutboxCounts {
   readonly oldestAgeMs: number;
 }
 
-/** A message given up on, as the dead letters hold it. */
-interface PostgresDeadLetter {
-  readonly id: string;
-  readonly owner: string;
-  readonly orderKey?: string;
-  readonly message: unknown;
-  readonly attempts: number;
+/** A message given up on, as the dead letters hold it: its claims, why it was given up on and when. */
+interface PostgresDeadLetter extends Omit<ClaimedRow, 'seq'> {
   readonly reason: string;
-  readonly enqueuedAt: number;
   readonly failedAt: number;
 }
 
@@ -64,16 +59,7 @@ export async function listDeadLetters(
      FROM ${schema.table('dead_letters')} ORDER BY failed_at, id LIMIT $1::integer`,
     [String(limit)],
   );
-  return rows.map((row) => ({
-    id: String(row.id),
-    owner: String(row.owner),
-    ...(row.order_key != null && { orderKey: row.order_key as string }),
-    message: JSON.parse(String(row.message)) as unknown,
-    attempts: Number(row.attempts),
-    reason: String(row.reason),
-    enqueuedAt: Number(row.enqueued_at),
-    failedAt: Number(row.failed_at),
-  }));
+  return rows.map((row) => ({ ...messageFields(row), reason: String(row.reason), failedAt: Number(row.failed_at) }));
 }
 
 /**
