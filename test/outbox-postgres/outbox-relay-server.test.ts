@@ -72,6 +72,55 @@ describe('the relay on a PostgreSQL server', () => {
     expect(tables.rows[0]).toEqual({ n: 2 });
   });
 
+  it("adds one statement to the caller's transaction for a batch, order keys and notification included", async () => {
+    const schema = await freshSchema('outbox_one_statement');
+    const on = pool();
+    const client = await on.connect();
+    const statements: string[] = [];
+    const counted = {
+      query: (sql: string, parameters?: readonly (string | null)[]) => {
+        statements.push(sql);
+        return client.query(sql, parameters as (string | null)[]);
+      },
+      getTransactionStatus: () => client.getTransactionStatus(),
+    };
+    try {
+      await client.query('BEGIN');
+      const rows = Array.from({ length: 50 }, (_, i) => messageRow(`b-${i}`, { orderKey: `order-${i % 5}` }));
+      await insertOutboxRows(fromPg(on), counted, schema, rows, { now: 1, notify: true });
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    expect(statements).toHaveLength(1);
+    expect(await storedIds(fromPg(on), schema)).toHaveLength(50);
+  });
+
+  it('wakes a listening relay with the commit itself: no call, no poll', async () => {
+    const schema = await freshSchema('outbox_listen');
+    const clock = new FakeClock(1_800_000_000_000);
+    const on = pool();
+    const { sink, seen } = recordingSink();
+    const relay = new PostgresRelay({ executor: fromPg(on), schema, sink, clock, listen: true });
+    await relay.start();
+    try {
+      // Idle: its first claim found nothing and it waits for its poll.
+      await eventually(() => expect(clock.pendingTimers).toBe(1));
+      const client = await on.connect();
+      try {
+        await client.query('BEGIN');
+        await insertOutboxRows(fromPg(on), client, schema, [messageRow('heard')], { now: clock.now(), notify: true });
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+      // The fake clock stands still, so the poll never comes: the notification woke the relay.
+      await eventually(() => expect(seen.map(keyOf)).toEqual(['heard']));
+    } finally {
+      await relay.stop();
+    }
+  });
+
   it('never gives one row to two of several relays claiming at once', async () => {
     const schema = await freshSchema('outbox_several');
     const clock = new FakeClock(1_800_000_000_000);

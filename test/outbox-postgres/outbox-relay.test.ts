@@ -91,6 +91,8 @@ describe('the relay, on PGlite', () => {
     const relayer = relay(sink, { listen: true });
     await relayer.start();
     try {
+      // Idle: its first claim found nothing and it waits for its poll.
+      await eventually(() => expect(clock.pendingTimers).toBe(1));
       await db.transaction((tx) =>
         insertOutboxRows(executor(), tx, schema, [messageRow('notified')], { now: clock.now(), notify: true }),
       );
