@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromPglite } from '../../lib/outbox/postgres/pglite.executor.js';
 import { PostgresOutboxError, PostgresOutboxKeyConflictError } from '../../lib/outbox/postgres/postgres.errors.js';
 import { insertOutboxRows } from '../../lib/outbox/postgres/postgres.insert.js';
+import type * as schemaModule from '../../lib/outbox/postgres/postgres.schema.js';
 import { migrate, outboxSchema } from '../../lib/outbox/postgres/postgres.schema.js';
 import { packageRoot } from '../support/built-package.js';
 import { messageRow, storedIds } from './outbox-rows.js';
 
-type SchemaModule = typeof import('../../lib/outbox/postgres/postgres.schema.js');
+type SchemaModule = typeof schemaModule;
 
 let db: PGlite;
 beforeAll(async () => {
