@@ -200,4 +200,30 @@ describe('the relay, on PGlite', () => {
     expect(await storedIds(executor(), schema)).toEqual(['default.slow']);
     expect(await countRows(executor(), schema, clock.now())).toMatchObject({ delayed: 1 });
   });
+
+  it('renews the lease of rows still in its sink, so no other relay takes them meanwhile', async () => {
+    await enqueue(messageRow('long-send'));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const sending = relay(async () => {
+      await held;
+      return 'done';
+    });
+    const first = sending.relayOnce();
+    const other = recordingSink();
+    const taker = relay(other.sink);
+    for (let step = 0; step < 6; step++) {
+      await eventually(() => expect(clock.pendingTimers).toBe(1));
+      // A third of the lease: the renewal's timer fires and moves the lease's end.
+      clock.advance(10_000);
+      await eventually(async () =>
+        expect(await countRows(executor(), schema, clock.now())).toMatchObject({ active: 1, waiting: 0 }),
+      );
+      expect(await taker.relayOnce()).toBe(0);
+    }
+    release();
+    await first;
+    expect(other.seen).toEqual([]);
+    expect(sending.counts).toMatchObject({ sent: 1, lost: 0 });
+  });
 });
