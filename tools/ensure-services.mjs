@@ -4,7 +4,14 @@
 //   node tools/ensure-services.mjs            all services
 //   node tools/ensure-services.mjs redis      only the named ones
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+
+/** Debian installs each PostgreSQL major version's server under its own folder, off the PATH. */
+function postgresBinaries() {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return [];
+  return readdirSync(root).map((version) => `${root}/${version}/bin/postgres`);
+}
 
 const SERVICES = {
   redis: { what: 'redis-server', binary: 'redis-server', candidates: ['/usr/bin/redis-server'], apt: ['redis-server'] },
@@ -25,10 +32,13 @@ const SERVICES = {
     candidates: ['/usr/bin/pkcs11-tool'],
     apt: ['opensc'],
   },
+  // The Postgres outbox's real-server, concurrency and crash tests: each file runs initdb and a server of its own.
+  postgresql: { what: 'PostgreSQL', binary: 'postgres', candidates: postgresBinaries, apt: ['postgresql'] },
 };
 
 function find(service) {
-  for (const path of service.candidates) if (existsSync(path)) return path;
+  const candidates = typeof service.candidates === 'function' ? service.candidates() : service.candidates;
+  for (const path of candidates) if (existsSync(path)) return path;
   const which = spawnSync('sh', ['-c', `command -v ${service.binary}`], { encoding: 'utf8' });
   return which.status === 0 ? which.stdout.trim() : undefined;
 }
