@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import { loadCredentials } from '../credentials/credentials.loader.js';
-import { ConfigReport } from '../options/config.report.js';
+import { pairNames } from '../credentials/key-pair.sources.js';
+import { BY_OPTION, ConfigReport } from '../options/config.report.js';
 import { checkMachineId } from '../options/options.resolver.js';
 import { CredentialRotationError } from '../platform-auth.errors.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
@@ -56,7 +57,7 @@ export class CredentialsRotator {
   private async rotateNow(input: RotateCredentialsInput): Promise<void> {
     const { clock, credentials: lifecycle, observer, logger, shutdown } = this.options;
     shutdown.throwIfAborted();
-    const report = new ConfigReport();
+    const report = ConfigReport.naming(BY_OPTION);
     const given = (input as Partial<RotateCredentialsInput> | undefined) ?? {};
     const inUse = lifecycle.active;
     const machineId = given.machineId ?? inUse.machineId;
@@ -68,10 +69,11 @@ export class CredentialsRotator {
     }
     const { privateKey, certificate, privateKeyPassphrase } = given;
     const thumbprintAlgorithm = inUse.credentials.thumbprintAlgorithm;
-    const sources = { privateKey, certificate, privateKeyPassphrase, thumbprintAlgorithm };
+    const names = pairNames('key');
+    const sources = { privateKey, certificate, passphrase: privateKeyPassphrase, names, thumbprintAlgorithm };
     const credentials = loadCredentials(sources, clock.now(), report);
     const refusal = credentials && lifecycle.refusal(credentials);
-    if (refusal) report.problem('certificate', refusal);
+    if (refusal) report.problem(names.certificate, refusal);
     if (!credentials || report.problems.length > 0) {
       observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
