@@ -22,9 +22,9 @@ export interface LoadedCredentials {
 }
 
 /**
- * Reads and checks a PEM key, the certificate and the thumbprint, synchronously (file reloads and rotations of PEM
- * pairs). Every problem goes to `report`; the result is `undefined` when any was found. Messages name settings and
- * paths, never content of the files. A `pkcs11:` URI or a signer needs {@link openCredentials}.
+ * Reads and checks a PEM key, the certificate and the thumbprint, synchronously (file reloads). Every problem goes to
+ * `report`; the result is `undefined` when any was found. Messages name settings and paths, never content of the
+ * files. A `pkcs11:` URI or a signer needs {@link openCredentials}.
  */
 export function loadCredentials(
   sources: CredentialSources,
