@@ -1,9 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from './platform-auth.clock.js';
-import { PlatformAuthConfigError, type ConfigProblem } from './platform-auth.errors.js';
+import { PlatformAuthConfigError } from './platform-auth.errors.js';
 import { PlatformTenantConfigError } from './platform-auth.tenant-errors.js';
 import { loadPlatformAuthConfig, type ResolvedPlatformAuthConfig } from './platform-auth.configuration.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
+import { BY_OPTION } from './options/config.report.js';
 import { DEFAULT_INTEGRATION } from './options/integration-name.util.js';
 import { PlatformAuthTelemetry } from './telemetry/telemetry.service.js';
 import { integrationHash } from './telemetry/telemetry.events.js';
@@ -61,13 +62,14 @@ interface IntegrationStartInput {
  */
 export async function loadIntegration(input: IntegrationLoadInput): Promise<ResolvedPlatformAuthConfig> {
   const { options, owner, nowMs } = input;
-  if ('integration' in owner) return loadPlatformAuthConfig(options, nowMs, owner.integration, owner.env);
+  if ('integration' in owner) {
+    return loadPlatformAuthConfig(options, nowMs, { integration: owner.integration }, owner.env);
+  }
   try {
-    const config = await loadPlatformAuthConfig(options, nowMs, undefined, {});
-    return { ...config, warnings: byOption(config.warnings) };
+    return await loadPlatformAuthConfig(options, nowMs, BY_OPTION, {});
   } catch (error) {
     if (!(error instanceof PlatformAuthConfigError)) throw error;
-    throw new PlatformTenantConfigError(owner.tenantId, byOption(error.problems));
+    throw new PlatformTenantConfigError(owner.tenantId, error.problems);
   }
 }
 
@@ -110,8 +112,4 @@ function makeTelemetry(input: IntegrationStartInput): Promise<PlatformAuthTeleme
     },
     clock,
   );
-}
-
-function byOption(problems: readonly ConfigProblem[]): ConfigProblem[] {
-  return problems.map((problem) => ({ ...problem, setting: problem.option }));
 }

@@ -1,11 +1,11 @@
 import type { ConfigProblem } from './platform-auth.errors.js';
-import { ConfigReport } from './options/config.report.js';
+import { ConfigReport, type SettingNames } from './options/config.report.js';
 import { readOptions, type ReadPlatformAuthOptions } from './options/options.read.js';
 import { resolveSettings, type PlatformAuthSettings } from './options/options.resolver.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 import { openCredentials, type CredentialSources, type LoadedCredentials } from './credentials/credentials.loader.js';
 import { openNextCredentials } from './credentials/next-credentials.loader.js';
-import { KeyPairReport, pairSources } from './credentials/key-pair.report.js';
+import { pairSources } from './credentials/key-pair.sources.js';
 import { resolveTokenStoreOptions, type ResolvedTokenStoreConfig } from './store/token-store.options.js';
 import { resolveRateLimitOptions, type ResolvedRateLimit } from './calls/rate-limit/rate-limit.options.js';
 
@@ -16,8 +16,10 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
   readonly credentialSources: CredentialSources;
   /** The next pair (`next`), checked like the current one; absent when none is configured. */
   readonly nextCredentials?: LoadedCredentials;
-  /** Where the next pair came from, in the current pair's names, for re-reading its files. */
+  /** Where the next pair came from, for re-reading its files. */
   readonly nextCredentialSources?: CredentialSources;
+  /** How the settings are named in messages, for the checks of files re-read after start-up. */
+  readonly settingNames: SettingNames;
   /** The shared token store; absent when none is configured. */
   readonly tokenStore?: ResolvedTokenStoreConfig;
   /** The rate limit of calls to the platform's APIs; absent when none is configured. */
@@ -31,19 +33,19 @@ export interface ResolvedPlatformAuthConfig extends PlatformAuthSettings {
  * token, the application's signer) and proven by a test signature, its problems in the same report. `nowMs` is the
  * injected clock's time (certificate validity); `env` is checked for mistyped `PLATFORM_*` variables. Start-up reaches
  * it through `loadIntegration` (`platform-auth.builder.ts`), so forRoot, a tenant and the CLI never disagree about a
- * configuration. The resolved configuration owns the opened key: close it (`credentials.key.close()`), or hand it to
+ * configuration. `names`: whose settings they are (a named integration's variables; a tenant's, by option only). The resolved configuration owns the opened key: close it (`credentials.key.close()`), or hand it to
  * the runtime, which closes it at shutdown.
  */
 export async function loadPlatformAuthConfig(
   input: PlatformAuthOptions,
   nowMs: number,
-  integration?: string,
+  names: SettingNames = {},
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ResolvedPlatformAuthConfig> {
-  const report = new ConfigReport(integration);
+  const report = ConfigReport.naming(names);
   const options = readOptions(input, report);
   const settings = resolveSettings(options, report);
-  const credentials = await openCredentials(pairSources(options, 'key')!, nowMs, new KeyPairReport(report, 'key'));
+  const credentials = await openCredentials(pairSources(options, 'key')!, nowMs, report);
   const nextSources = pairSources(options, 'next');
   const next = nextSources && (await openNextCredentials(nextSources, credentials, nowMs, report));
   const tokenStore = resolveTokenStoreOptions(options, report);
@@ -80,6 +82,7 @@ function resolved(
     credentialSources: pickCredentialSources(options, reloading),
     nextCredentials,
     nextCredentialSources: nextCredentials && pickNextCredentialSources(options, reloading),
+    settingNames: report.names,
     tokenStore,
     warnings: report.warnings,
   };
@@ -99,13 +102,14 @@ function pickNextCredentialSources(options: ReadPlatformAuthOptions, forReloadin
 }
 
 function pickSources(sources: CredentialSources, forReloading: boolean): CredentialSources {
-  const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm } = sources;
-  if (!forReloading) return { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm };
-  const { privateKey, privateKeyPassphrase, certificate } = sources;
+  const { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm, names } = sources;
+  if (!forReloading) return { privateKeyPath, certificatePath, thumbprint, thumbprintAlgorithm, names };
+  const { privateKey, passphrase, certificate } = sources;
   return {
+    names,
     privateKey,
     privateKeyPath,
-    privateKeyPassphrase,
+    passphrase,
     certificate,
     certificatePath,
     thumbprint,

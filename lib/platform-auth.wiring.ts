@@ -75,6 +75,7 @@ export class PlatformAuthRuntime {
         sources: config.credentialSources,
         nextSources: config.nextCredentialSources,
         reloadIntervalMs: config.credentialsReloadIntervalMs,
+        names: config.settingNames,
       },
       observer: telemetry,
       logger,

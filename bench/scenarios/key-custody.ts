@@ -16,7 +16,7 @@ const CLI = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url))
 
 /**
  * Assertions signed per second by `AssertionSigner.createAssertion()` with the key in three places, in the same run:
- * a PEM key in memory (the baseline: jose over a node:crypto KeyObject), a key inside a SoftHSM2 token (PKCS#11,
+ * a PEM key in memory (the baseline: node:crypto over a KeyObject), a key inside a SoftHSM2 token (PKCS#11,
  * CKM_SHA256_RSA_PKCS, each signature verified against the certificate), and an application `signer` wrapping
  * node:crypto (the cost of the seam and the check alone, without a network). Reported, not targeted: a token is
  * signed with once per renewal.

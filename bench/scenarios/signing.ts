@@ -8,9 +8,9 @@ const LIMIT = 0.9;
 
 /**
  * Scenario 5. `AssertionSigner.createAssertion()` against raw RS256 with node:crypto on the same KeyObject and a
- * signing input of the same size. jose signs through WebCrypto, on the libuv threadpool, so it is compared twice:
- * one at a time against synchronous `crypto.sign` (what one caller sees), and `inFlight` at a time against the
- * callback form of `crypto.sign`, which uses the same threadpool (what a busy process gets out of the machine).
+ * signing input of the same size, twice: one at a time against synchronous `crypto.sign` (what one caller sees), and
+ * `inFlight` at a time against the callback form of `crypto.sign`, on libuv's threadpool (what a busy process gets
+ * out of the machine).
  */
 export async function measureSigning(
   platform: BenchPlatform,

@@ -8,7 +8,7 @@ import type { AssertionKeySource } from '../platform-auth.errors.js';
  */
 export interface AssertionKey {
   readonly source: AssertionKeySource;
-  /** Names the key in messages: `privateKeyPath /etc/key.pem`, `pkcs11:token=…;object=…`, `signer (KmsSigner)`. */
+  /** Names the key in messages: `key.privateKeyPath /etc/key.pem`, `pkcs11:token=…;object=…`, `signer (KmsSigner)`. */
   readonly name: string;
   /** The public key signatures verify with: the certificate's for a token or a signer, the key's own for PEM. */
   readonly publicKey: KeyObject;

@@ -5,7 +5,7 @@ import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { pemBlockKinds } from './pem.util.js';
 
-type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath'>;
+type CertificateSources = Pick<CredentialSources, 'certificate' | 'certificatePath' | 'names'>;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -23,7 +23,7 @@ interface LoadedCertificate {
   readonly source: string;
 }
 
-/** The one certificate of `certificate`/`certificatePath`, parsed; problems go to `report`. */
+/** The one certificate of the pair's `certificate`/`certificatePath`, parsed; problems go to `report`. */
 export function loadCertificate(
   sources: CertificateSources,
   report: ConfigReport,
@@ -32,8 +32,8 @@ export function loadCertificate(
   const source = readSource(
     sources.certificate,
     sources.certificatePath,
-    'certificate',
-    'certificatePath',
+    sources.names.certificate,
+    sources.names.certificatePath,
     'certificate',
     report,
     files,

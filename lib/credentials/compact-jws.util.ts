@@ -1,6 +1,4 @@
-import { CompactSign } from 'jose';
 import type { AssertionKey } from './assertion-key.interface.js';
-import { InMemoryAssertionKey } from './in-memory.assertion-key.js';
 
 interface JwsHeader {
   readonly alg: string;
@@ -15,13 +13,11 @@ function encodeSigningInput(header: JwsHeader, payload: Uint8Array): string {
 }
 
 /**
- * A compact JWS of `payload` signed by `key`. A PEM key in memory is signed by jose, as it always was; a token or a
- * signer signs the signing input built here the same way (JSON of the header, then base64url of each part), so the
- * header, the claims and their encoding are the same bytes for every key source.
+ * A compact JWS of `payload` signed by `key`, whatever holds it (a PEM key in memory, a token, a signer): the signing
+ * input is built here (JSON of the header, then base64url of each part), so the header, the claims and their
+ * encoding are the same bytes for every key source.
  */
 export async function signCompactJws(key: AssertionKey, header: JwsHeader, payload: Uint8Array): Promise<string> {
-  const inMemory = InMemoryAssertionKey.keyObject(key);
-  if (inMemory) return new CompactSign(payload).setProtectedHeader({ ...header }).sign(inMemory);
   const input = encodeSigningInput(header, payload);
   const signature = await key.sign(encoder.encode(input));
   return `${input}.${Buffer.from(signature).toString('base64url')}`;

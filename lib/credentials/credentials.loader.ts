@@ -22,9 +22,9 @@ export interface LoadedCredentials {
 }
 
 /**
- * Reads and checks a PEM key, the certificate and the thumbprint, synchronously (file reloads and rotations of PEM
- * pairs). Every problem goes to `report`; the result is `undefined` when any was found. Messages name settings and
- * paths, never content of the files. A `pkcs11:` URI or a signer needs {@link openCredentials}.
+ * Reads and checks a PEM key, the certificate and the thumbprint, synchronously (file reloads). Every problem goes to
+ * `report`; the result is `undefined` when any was found. Messages name settings and paths, never content of the
+ * files. A `pkcs11:` URI or a signer needs {@link openCredentials}.
  */
 export function loadCredentials(
   sources: CredentialSources,
@@ -32,13 +32,18 @@ export function loadCredentials(
   report: ConfigReport,
   files?: PreReadFiles,
 ): LoadedCredentials | undefined {
+  const before = report.problems.length;
   const kind = keySourceKind(sources, report);
   if (kind !== undefined && kind !== 'pem') {
-    report.problem(kind === 'pkcs11' ? 'privateKeyUri' : 'signer', 'is opened at start-up only (openCredentials)');
+    const { names } = sources;
+    report.problem(
+      kind === 'pkcs11' ? names.privateKeyUri : names.signer,
+      'is opened at start-up only (openCredentials)',
+    );
   }
   const key = kind === 'pem' ? loadPemKey(sources, report, files) : undefined;
   const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, key, files);
-  if (!key || !thumbprint || report.problems.length > 0) return undefined;
+  if (!key || !thumbprint || report.problems.length > before) return undefined;
   return { key, certificate, thumbprint, thumbprintAlgorithm: algorithm };
 }
 
@@ -52,12 +57,13 @@ export async function openCredentials(
   nowMs: number,
   report: ConfigReport,
 ): Promise<LoadedCredentials | undefined> {
+  const before = report.problems.length;
   const kind = keySourceKind(sources, report);
   const pemKey = kind === 'pem' ? loadPemKey(sources, report) : undefined;
   const { certificate, thumbprint, algorithm } = certificateAndThumbprint(sources, nowMs, report, pemKey);
   const key =
     kind === 'pkcs11' || kind === 'signer' ? await openExternalKey(kind, sources, certificate, report) : pemKey;
-  if (!key || !thumbprint || report.problems.length > 0) {
+  if (!key || !thumbprint || report.problems.length > before) {
     await key?.close();
     return undefined;
   }
@@ -76,11 +82,12 @@ function certificateAndThumbprint(
   if (algorithm !== 'sha1' && algorithm !== 'sha256') {
     report.problem('thumbprintAlgorithm', `must be 'sha1' or 'sha256'`);
   }
+  const { names } = sources;
   const external = sources.privateKeyUri !== undefined || sources.signer !== undefined;
   if (external && sources.certificate === undefined && sources.certificatePath === undefined) {
     report.problem(
-      'certificate',
-      `is required with ${sources.privateKeyUri !== undefined ? 'privateKeyUri' : 'signer'}: set certificate or certificatePath; its thumbprint is the assertion's iss and its public key checks every signature (a thumbprint alone cannot)`,
+      names.certificate,
+      `is required with ${sources.privateKeyUri !== undefined ? names.privateKeyUri : names.signer}: set ${names.certificate} or ${names.certificatePath}; its thumbprint is the assertion's iss and its public key checks every signature (a thumbprint alone cannot)`,
     );
     return { algorithm };
   }
@@ -103,10 +110,7 @@ function loadPemKey(
 ): InMemoryAssertionKey | undefined {
   const privateKey = loadPrivateKey(sources, report, files);
   if (!privateKey) return undefined;
-  return new InMemoryAssertionKey(
-    privateKey,
-    sources.privateKeyPath !== undefined ? `privateKeyPath ${sources.privateKeyPath}` : 'privateKey PEM text',
-  );
+  return new InMemoryAssertionKey(privateKey, describeSource(sources, 'privateKey'));
 }
 
 function resolveThumbprint(
@@ -136,9 +140,10 @@ function resolveThumbprint(
   }
   if (configured === undefined) {
     if (!sources.certificate && !sources.certificatePath) {
+      const { certificate, certificatePath, thumbprint } = sources.names;
       report.problem(
-        'certificate',
-        'set certificate/certificatePath (preferred) or thumbprint, so that the assertion has an iss',
+        certificate,
+        `set ${certificate}/${certificatePath}${thumbprint ? ` (preferred) or ${thumbprint}` : ''}, so that the assertion has an iss`,
       );
     }
     return undefined;
@@ -146,8 +151,16 @@ function resolveThumbprint(
   return configured;
 }
 
-/** Where a credential came from, as a user recognises it: the file's path, or the option holding the PEM text. */
-function describeSource(sources: CredentialSources, kind: 'certificate' | 'privateKey'): string {
+/**
+ * Where a credential came from, as a user recognises it: the path option and its file, or the option holding the
+ * PEM text (`key.privateKeyPath /etc/platform/key.pem`, `next.certificate PEM text`).
+ */
+export function describeSource(
+  sources: Pick<CredentialSources, 'certificatePath' | 'privateKeyPath' | 'names'>,
+  kind: 'certificate' | 'privateKey',
+): string {
+  const { names } = sources;
   const path = kind === 'certificate' ? sources.certificatePath : sources.privateKeyPath;
-  return path !== undefined ? `file ${path}` : `${kind} PEM text`;
+  if (path !== undefined) return `${kind === 'certificate' ? names.certificatePath : names.privateKeyPath} ${path}`;
+  return `${names[kind]} PEM text`;
 }

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
-import { ConfigReport } from '../options/config.report.js';
+import { ConfigReport, type SettingNames } from '../options/config.report.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import { readCredentialFile, readCredentialFileSync, type CredentialFileRead } from './credential-file.reader.js';
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
 import type { ReloadedPairs } from './active-credentials.js';
 import { loadNextCredentials } from './next-credentials.loader.js';
-import { KeyPairReport } from './key-pair.report.js';
 
 /** Where file-based credentials stand; part of `TokenProvider.status()`. */
 export interface CredentialReloadStatus {
@@ -61,6 +60,7 @@ export class CredentialsReloader {
   private running: Promise<unknown> = Promise.resolve();
   private state: CredentialReloadStatus;
 
+  /** `names`: how the configuration's settings are named, as at start-up (a named integration's variables, say). */
   constructor(
     private readonly sources: CredentialSources,
     private readonly intervalMs: number | undefined,
@@ -68,6 +68,7 @@ export class CredentialsReloader {
     private readonly pairs: ReloadedPairs,
     private readonly observer: PlatformAuthObserver,
     private readonly logger: LoggerService,
+    private readonly names: SettingNames,
     private readonly nextSources?: CredentialSources,
   ) {
     this.state = this.enabled ? { state: 'watching', intervalMs } : { state: 'off' };
@@ -141,12 +142,11 @@ export class CredentialsReloader {
     if (read.fingerprint === this.fingerprint) return 'unchanged';
     this.fingerprint = read.fingerprint;
 
-    const report = new ConfigReport();
-    const pair = new KeyPairReport(report, 'key');
-    if (read.kind === 'refused') for (const problem of read.problems) pair.problem(problem.option, problem.message);
-    const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, pair, read.files) : undefined;
+    const report = ConfigReport.naming(this.names);
+    if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
+    const loaded = read.kind === 'read' ? loadCredentials(this.sources, now, report, read.files) : undefined;
     const refusal = loaded && this.pairs.reloaded(loaded);
-    if (refusal) pair.problem(pathOption(this.sources), refusal);
+    if (refusal) report.problem(pathOption(this.sources), refusal);
     this.currentProblems = problemLines(report);
     if (report.problems.length > 0) {
       this.publishState();
@@ -164,16 +164,15 @@ export class CredentialsReloader {
   private checkNext(read: FilesRead, now: number): void {
     if (read.kind === 'missing' || read.fingerprint === this.nextFingerprint) return;
     this.nextFingerprint = read.fingerprint;
-    const report = new ConfigReport();
-    const pair = new KeyPairReport(report, 'next');
-    if (read.kind === 'refused') for (const problem of read.problems) pair.problem(problem.option, problem.message);
+    const report = ConfigReport.naming(this.names);
+    if (read.kind === 'refused') for (const problem of read.problems) report.problem(problem.option, problem.message);
     const loaded =
       read.kind === 'read'
         ? loadNextCredentials(this.nextSources!, this.pairs.active.credentials, now, report, read.files)
         : undefined;
     if (read.kind === 'absent' || loaded) {
       const refusal = this.pairs.nextReloaded(loaded);
-      if (refusal) pair.problem(pathOption(this.nextSources), refusal);
+      if (refusal) report.problem(pathOption(this.nextSources!), refusal);
     }
     this.nextProblems = problemLines(report);
     if (report.problems.length > 0) {
@@ -219,8 +218,8 @@ function paths(sources: CredentialSources | undefined): string[] {
 }
 
 /** The option that names a pair's files in a problem about the pair itself: its certificate's, when watched. */
-function pathOption(sources: CredentialSources | undefined): string {
-  return sources?.certificatePath !== undefined ? 'certificatePath' : 'privateKeyPath';
+function pathOption(sources: CredentialSources): string {
+  return sources.certificatePath !== undefined ? sources.names.certificatePath : sources.names.privateKeyPath;
 }
 
 function problemLines(report: ConfigReport): string[] {
@@ -254,10 +253,12 @@ function readPair(
   readFile: (path: string) => CredentialFileRead,
   isNext: boolean,
 ): FilesRead {
-  const options = [
-    ['privateKeyPath', sources?.privateKeyPath, 'private key'],
-    ['certificatePath', sources?.certificatePath, 'certificate'],
-  ] as const;
+  const options = sources
+    ? ([
+        [sources.names.privateKeyPath, sources.privateKeyPath, 'private key'],
+        [sources.names.certificatePath, sources.certificatePath, 'certificate'],
+      ] as const)
+    : [];
   const hash = createHash('sha256');
   const files = new Map<string, string>();
   const problems: ConfigProblemLike[] = [];

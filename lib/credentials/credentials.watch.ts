@@ -1,16 +1,18 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
+import type { SettingNames } from '../options/config.report.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
 import type { CredentialSources } from './credentials.loader.js';
 import type { ReloadedPairs } from './active-credentials.js';
 import { CertificateExpiryMonitor } from './certificate-expiry.monitor.js';
 import { CredentialsReloader, type CredentialReloadStatus } from './credentials.reloader.js';
 
-/** Where the watched files are, and how often they are read. */
+/** Where the watched files are, how often they are read, and how the problems of a reload name their settings. */
 export interface WatchedFiles {
   readonly sources: CredentialSources;
   readonly nextSources?: CredentialSources;
   readonly reloadIntervalMs?: number;
+  readonly names: SettingNames;
 }
 
 /** The background work on credentials: the certificate expiry monitor and the file reloader. */
@@ -25,8 +27,17 @@ export class CredentialsWatch {
     observer: PlatformAuthObserver,
     logger: LoggerService,
   ) {
-    const { sources, nextSources, reloadIntervalMs } = files;
-    this.reloader = new CredentialsReloader(sources, reloadIntervalMs, clock, pairs, observer, logger, nextSources);
+    const { sources, nextSources, reloadIntervalMs, names } = files;
+    this.reloader = new CredentialsReloader(
+      sources,
+      reloadIntervalMs,
+      clock,
+      pairs,
+      observer,
+      logger,
+      names,
+      nextSources,
+    );
     this.monitor = new CertificateExpiryMonitor(clock, pairs, observer, logger);
   }
 

@@ -9,7 +9,7 @@ import { SignerAssertionKey } from './signer.assertion-key.js';
 
 type KeySources = Pick<
   CredentialSources,
-  'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase' | 'privateKeyUri' | 'signer'
+  'privateKey' | 'privateKeyPath' | 'passphrase' | 'privateKeyUri' | 'signer' | 'names'
 >;
 
 /** Where the configured key is: `pem` for `privateKey`/`privateKeyPath` (or none set, which the PEM loader reports). */
@@ -20,19 +20,20 @@ type KeySourceKind = 'pem' | 'pkcs11' | 'signer';
  * to the PEM loader, which says what to set.
  */
 export function keySourceKind(sources: KeySources, report: ConfigReport): KeySourceKind | undefined {
+  const { names } = sources;
   const given = (['privateKey', 'privateKeyPath', 'privateKeyUri', 'signer'] as const).filter(
     (name) => sources[name] !== undefined,
   );
   const external = given.filter((name) => name === 'privateKeyUri' || name === 'signer');
   if (external.length > 0 && given.length > 1) {
     report.problem(
-      external[0],
-      `set only one of ${given.join(', ')}: the key is in one place (a PEM key, a PKCS#11 token or a signer)`,
+      names[external[0]],
+      `set only one of ${given.map((name) => names[name]).join(', ')}: the key is in one place (a PEM key, a PKCS#11 token or a signer)`,
     );
     return undefined;
   }
-  if (sources.privateKeyPassphrase !== undefined && external.length > 0) {
-    report.warn('privateKeyPassphrase', `is ignored: the key comes from ${external[0]}, not from an encrypted PEM`);
+  if (sources.passphrase !== undefined && external.length > 0) {
+    report.warn(names.passphrase, `is ignored: the key comes from ${names[external[0]]}, not from an encrypted PEM`);
   }
   return external[0] === 'privateKeyUri' ? 'pkcs11' : external[0] === 'signer' ? 'signer' : 'pem';
 }
@@ -40,7 +41,8 @@ export function keySourceKind(sources: KeySources, report: ConfigReport): KeySou
 /**
  * The key of a PKCS#11 token or of the application's signer, opened and proven: every start-up check of the URI,
  * then one test signature verified against the certificate's public key (what the platform will do). Problems go
- * to `report` on `privateKeyUri` or `signer`; the key is closed again and `undefined` returned when there is any.
+ * to `report` on the pair's `privateKeyUri` or `signer`; the key is closed again and `undefined` returned when there
+ * is any.
  * Without a certificate (its absence is reported with the certificate) the URI is still checked, the key not proven.
  */
 export async function openExternalKey(
@@ -49,12 +51,12 @@ export async function openExternalKey(
   certificate: X509Certificate | undefined,
   report: ConfigReport,
 ): Promise<AssertionKey | undefined> {
-  const option = kind === 'pkcs11' ? 'privateKeyUri' : 'signer';
+  const option = kind === 'pkcs11' ? sources.names.privateKeyUri : sources.names.signer;
   let key: AssertionKey | undefined;
   if (kind === 'signer') {
     const signer = sources.signer as unknown;
     if (typeof signer !== 'object' || signer === null || typeof (signer as { sign?: unknown }).sign !== 'function') {
-      report.problem('signer', 'must be an object with a sign(signingInput: Uint8Array): Promise<Uint8Array> method');
+      report.problem(option, 'must be an object with a sign(signingInput: Uint8Array): Promise<Uint8Array> method');
       return undefined;
     }
     if (!certificate) return undefined;
@@ -62,12 +64,12 @@ export async function openExternalKey(
   } else {
     const parsed = parsePkcs11Uri(sources.privateKeyUri);
     if (parsed.problems) {
-      for (const problem of parsed.problems) report.problem('privateKeyUri', problem);
+      for (const problem of parsed.problems) report.problem(option, problem);
       return undefined;
     }
     key = await openPkcs11Key(parsed.uri, certificate?.publicKey, {
-      problem: (message) => report.problem('privateKeyUri', message),
-      warn: (message) => report.warn('privateKeyUri', message),
+      problem: (message) => report.problem(option, message),
+      warn: (message) => report.warn(option, message),
     });
     if (!key) return undefined;
   }
@@ -86,10 +88,7 @@ async function testSignature(key: AssertionKey, option: string, report: ConfigRe
     return true;
   } catch (error) {
     if (error instanceof AssertionSignatureError || error instanceof AssertionKeyError) {
-      report.problem(
-        option,
-        `test signature: ${error.message.replace(/ Nothing was sent to the platform\.$|; nothing was sent to the platform$/, '')}`,
-      );
+      report.problem(option, `test signature: ${error.message}`);
       return false;
     }
     throw error;

@@ -5,7 +5,7 @@ import type { CredentialSources } from './credential-sources.interface.js';
 import { readSource, type PreReadFiles } from './credential-source.reader.js';
 import { isLegacyEncryptedPem, pemBlockKinds } from './pem.util.js';
 
-type PrivateKeySources = Pick<CredentialSources, 'privateKey' | 'privateKeyPath' | 'privateKeyPassphrase'>;
+type PrivateKeySources = Pick<CredentialSources, 'privateKey' | 'privateKeyPath' | 'passphrase' | 'names'>;
 
 /** The RSA private key, parsed once; every problem (format, encryption, type, size) goes to `report`. */
 export function loadPrivateKey(
@@ -13,11 +13,12 @@ export function loadPrivateKey(
   report: ConfigReport,
   files?: PreReadFiles,
 ): KeyObject | undefined {
+  const { names } = sources;
   const source = readSource(
     sources.privateKey,
     sources.privateKeyPath,
-    'privateKey',
-    'privateKeyPath',
+    names.privateKey,
+    names.privateKeyPath,
     'private key',
     report,
     files,
@@ -25,8 +26,8 @@ export function loadPrivateKey(
   if (!source) {
     if (!sources.privateKey && !sources.privateKeyPath) {
       report.problem(
-        'privateKey',
-        'a private key is required: set privateKey (PEM text) or privateKeyPath, or privateKeyUri (a key in a PKCS#11 token) or signer (a KMS, say)',
+        names.privateKey,
+        `a private key is required: set ${names.privateKey} (PEM text) or ${names.privateKeyPath}, or ${names.privateKeyUri} (a key in a PKCS#11 token) or ${names.signer} (a KMS, say)`,
       );
     }
     return undefined;
@@ -47,7 +48,10 @@ export function loadPrivateKey(
       : kinds.includes('public-key')
         ? 'a public key'
         : 'no private key';
-    report.problem(option, `holds ${found}, not a private key; the certificate belongs in certificate/certificatePath`);
+    report.problem(
+      option,
+      `holds ${found}, not a private key; the certificate belongs in ${names.certificate}/${names.certificatePath}`,
+    );
     return undefined;
   }
   if (keyKinds.length > 1) {
@@ -59,12 +63,9 @@ export function loadPrivateKey(
     return undefined;
   }
   const encrypted = keyKinds[0] === 'encrypted-private-key' || isLegacyEncryptedPem(text);
-  const passphrase = sources.privateKeyPassphrase;
+  const { passphrase } = sources;
   if (encrypted && !passphrase) {
-    report.problem(
-      option,
-      'is encrypted but no passphrase is set (privateKeyPassphrase / PLATFORM_PRIVATE_KEY_PASSPHRASE)',
-    );
+    report.problem(option, `is encrypted but no passphrase is set: set ${report.name(names.passphrase)}`);
     return undefined;
   }
 
@@ -72,8 +73,7 @@ export function loadPrivateKey(
   try {
     key = createPrivateKey({ key: text, format: 'pem', passphrase: encrypted ? passphrase : undefined });
   } catch {
-    if (encrypted)
-      report.problem('privateKeyPassphrase', `does not decrypt the key in ${settingLabel(option)}: wrong passphrase`);
+    if (encrypted) report.problem(names.passphrase, `does not decrypt the key in ${option}: wrong passphrase`);
     else report.problem(option, 'could not be parsed as a private key (damaged or unsupported PEM)');
     return undefined;
   }
@@ -97,10 +97,6 @@ export function loadPrivateKey(
     report.warn(option, `is a ${bits}-bit RSA key; the platform documents ${EXPECTED_RSA_MODULUS_BITS}-bit keys`);
   }
   return key;
-}
-
-function settingLabel(option: string): string {
-  return option === 'privateKeyPath' ? 'privateKeyPath' : 'privateKey';
 }
 
 function describeKeyType(type: string | undefined): string {

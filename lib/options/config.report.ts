@@ -29,6 +29,21 @@ export function definedOnly<T extends object>(value: T | undefined): Partial<T> 
   return Object.fromEntries(Object.entries(value ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * Whose settings a report names, and so how: `integration`, a named integration, whose variables are
+ * `PLATFORM_<NAME>_…`; `variables`, the environment variable of each option (default machine authentication's).
+ */
+export interface SettingNames {
+  readonly integration?: string;
+  readonly variables?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Settings that come from code alone and are named by option only: a tenant's (its resolver gives them, no
+ * variable does) and a rotation's input.
+ */
+export const BY_OPTION: SettingNames = { variables: {} };
+
 /** Collects every start-up problem and warning so they can be reported at once. */
 export class ConfigReport {
   readonly problems: ConfigProblem[] = [];
@@ -41,6 +56,16 @@ export class ConfigReport {
     private readonly integration?: string,
     private readonly variables: Readonly<Record<string, string>> = PLATFORM_AUTH_ENV,
   ) {}
+
+  /** A report that names settings as `names` says. */
+  static naming(names: SettingNames): ConfigReport {
+    return new ConfigReport(names.integration, names.variables);
+  }
+
+  /** How this report names settings, for a report made later about the same settings (a file reload's). */
+  get names(): SettingNames {
+    return { integration: this.integration, variables: this.variables };
+  }
 
   /** How `option` is named in this report's messages: the option and its variable (see `settingName`). */
   name(option: string): string {

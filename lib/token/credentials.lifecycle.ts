@@ -185,7 +185,7 @@ export class CredentialsLifecycle implements ReloadedPairs {
     this.#putInUse(this.#active.machineId, next);
     this.#switched = { atMs: clock.now(), from, to: next.thumbprint };
     logger.warn(
-      `The platform refused the current certificate (thumbprint ${thumbprintPrefix(from)}) as not registered and accepted the next one (thumbprint ${thumbprintPrefix(next.thumbprint)}), which is now in use. Update the files: the next pair becomes the current pair (privateKey*/certificate*), and next* holds a new next pair or nothing.`,
+      `The platform refused the current certificate (thumbprint ${thumbprintPrefix(from)}) as not registered and accepted the next one (thumbprint ${thumbprintPrefix(next.thumbprint)}), which is now in use. Update the files: the next pair becomes the current pair (key.*), and next.* holds a new next pair or nothing.`,
     );
     observer.credentialsChanged('switched');
   }

@@ -1,7 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
-import { loadCredentials } from '../credentials/credentials.loader.js';
-import { ConfigReport } from '../options/config.report.js';
+import { openCredentials } from '../credentials/credentials.loader.js';
+import { pairNames } from '../credentials/key-pair.sources.js';
+import { BY_OPTION, ConfigReport } from '../options/config.report.js';
+import type { KeySource } from '../options/key-source.interface.js';
+import { readOptions } from '../options/options.read.js';
+import { PLATFORM_AUTH_OPTIONS } from '../options/options.table.js';
+import type { OptionTable } from '../options/options.table.types.js';
 import { checkMachineId } from '../options/options.resolver.js';
 import { CredentialRotationError } from '../platform-auth.errors.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
@@ -9,14 +14,21 @@ import type { CredentialsLifecycle } from './credentials.lifecycle.js';
 import type { TokenExchangeAttempts } from './token-exchange.attempts.js';
 import type { ExchangeOutcome, TokenCache } from './token.cache.js';
 
-/** A new pair from a secrets manager, as PEM text. */
+/** The pair `rotateCredentials()` puts in use, and under which machineId. */
 export interface RotateCredentialsInput {
-  privateKey: string;
-  certificate: string;
+  /**
+   * The new key and its certificate, as the `key` option takes them: PEM text (from a secrets manager, say) or files,
+   * a `pkcs11:` URI or a signer, with `passphrase` for an encrypted PEM key.
+   */
+  key: KeySource;
   /** For a cut-over to another system integration; default: the machineId in use. */
   machineId?: string;
-  privateKeyPassphrase?: string;
 }
+
+/** The options a rotation reads, as the module's options name them; a flat name of an earlier shape is refused. */
+const ROTATION_OPTIONS: OptionTable = Object.fromEntries(
+  Object.entries(PLATFORM_AUTH_OPTIONS).filter(([name]) => /^(key|key\..+|machineId)$/.test(name)),
+);
 
 /** Wraps one exchange the way every exchange is observed (telemetry's `recordExchange`). */
 interface ExchangeRecorder {
@@ -38,9 +50,10 @@ interface CredentialsRotatorOptions {
 }
 
 /**
- * `rotateCredentials()`: every start-up check on the new pair and the machineId, then one exchange signed with it
- * (transient failures retried like any exchange), and only then the lifecycle's `rotate` transition. Rotations run
- * one at a time.
+ * `rotateCredentials()`: every start-up check on the new pair and the machineId (a key in a token or a signer opened
+ * and proven by a test signature, as at start-up), then one exchange signed with it (transient failures retried like
+ * any exchange), and only then the lifecycle's `rotate` transition; the new key is closed again when it is not put in
+ * use. Problems name the input's own paths (`key.passphrase`). Rotations run one at a time.
  */
 export class CredentialsRotator {
   private queue: Promise<unknown> = Promise.resolve();
@@ -56,8 +69,8 @@ export class CredentialsRotator {
   private async rotateNow(input: RotateCredentialsInput): Promise<void> {
     const { clock, credentials: lifecycle, observer, logger, shutdown } = this.options;
     shutdown.throwIfAborted();
-    const report = new ConfigReport();
-    const given = (input as Partial<RotateCredentialsInput> | undefined) ?? {};
+    const report = ConfigReport.naming(BY_OPTION);
+    const given = readOptions<Partial<RotateCredentialsInput>>(input, report, ROTATION_OPTIONS);
     const inUse = lifecycle.active;
     const machineId = given.machineId ?? inUse.machineId;
     checkMachineId(machineId, report);
@@ -66,13 +79,14 @@ export class CredentialsRotator {
       // cut-over is a named integration beside this one, or a redeploy.
       report.problem('machineId', 'changes the integration while a shared token store is configured; not supported');
     }
-    const { privateKey, certificate, privateKeyPassphrase } = given;
-    const thumbprintAlgorithm = inUse.credentials.thumbprintAlgorithm;
-    const sources = { privateKey, certificate, privateKeyPassphrase, thumbprintAlgorithm };
-    const credentials = loadCredentials(sources, clock.now(), report);
+    const names = pairNames('key');
+    const sources = { ...given.key, names, thumbprintAlgorithm: inUse.credentials.thumbprintAlgorithm };
+    const credentials = await openCredentials(sources, clock.now(), report);
     const refusal = credentials && lifecycle.refusal(credentials);
-    if (refusal) report.problem('certificate', refusal);
+    if (refusal)
+      report.problem(sources.certificatePath !== undefined ? names.certificatePath : names.certificate, refusal);
     if (!credentials || report.problems.length > 0) {
+      await credentials?.key.close();
       observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
         `credential rotation refused: the new credentials failed validation (${report.problems.length} problem(s)); nothing changed: ${report.problems.map((p) => `${p.setting}: ${p.message}`).join('; ')}`,
@@ -83,6 +97,7 @@ export class CredentialsRotator {
     const signers = lifecycle.candidateSigners(machineId, credentials);
     const outcome = await this.options.recorder.recordExchange(() => this.options.attempts.run(shutdown, signers));
     if (!outcome.ok) {
+      await credentials.key.close();
       observer.credentialsChanged('rotation_failed');
       throw new CredentialRotationError(
         `the platform did not accept the new credentials (thumbprint ${credentials.thumbprint}); nothing changed: ${outcome.error.message}`,

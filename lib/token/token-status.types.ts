@@ -99,7 +99,7 @@ export interface TokenProviderStatus {
     readonly thumbprint: string;
     readonly activatedAt: Date;
     readonly reload: CredentialReloadStatus;
-    /** The next pair (`next*` options or files), tried when the platform refuses the current one as not registered. */
+    /** The next pair (the `next` options or files), tried when the platform refuses the current one as not registered. */
     readonly next?: { readonly thumbprint: string };
     /**
      * Set when this process switched to the next pair (the platform refused the configured one as not registered

@@ -83,8 +83,9 @@ export class TokenProvider {
   }
 
   /**
-   * Switches to a new key and certificate (and machineId) without a restart: every start-up check, then one
-   * exchange signed with the new pair, then the swap. Rejects with `CredentialRotationError` and changes nothing
+   * Switches to a new key and certificate (and machineId) without a restart. The pair is a key source, as the `key`
+   * option takes it (PEM text or files, a `pkcs11:` URI or a signer, and the certificate): every start-up check, then
+   * one exchange signed with the new pair, then the swap. Rejects with `CredentialRotationError` and changes nothing
    * when either fails. The cached token is used until it expires.
    */
   rotateCredentials(input: RotateCredentialsInput): Promise<void> {

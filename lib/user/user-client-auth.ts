@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import type { AssertionKey } from '../credentials/assertion-key.interface.js';
 import { signCompactJws } from '../credentials/compact-jws.util.js';
-import { openCredentials } from '../credentials/credentials.loader.js';
+import { describeSource, openCredentials } from '../credentials/credentials.loader.js';
 import { InMemoryAssertionKey } from '../credentials/in-memory.assertion-key.js';
-import { KeyPairReport, pairSources } from '../credentials/key-pair.report.js';
+import { pairSources } from '../credentials/key-pair.sources.js';
 import { keySourceKind } from '../credentials/key-source.loader.js';
 import { loadPrivateKey } from '../credentials/private-key.loader.js';
 import type { ConfigReport } from '../options/config.report.js';
@@ -56,17 +56,13 @@ export async function openClientKey(
   report: ConfigReport,
 ): Promise<AssertionKey | undefined> {
   const sources = pairSources(options, 'key')!;
-  const pair = new KeyPairReport(report, 'key');
   const withCertificate = sources.certificate !== undefined || sources.certificatePath !== undefined;
-  const kind = keySourceKind(sources, pair);
+  const kind = keySourceKind(sources, report);
   if (kind === undefined) return undefined;
-  if (kind !== 'pem' || withCertificate) return (await openCredentials(sources, nowMs, pair))?.key;
-  const privateKey = loadPrivateKey(sources, pair);
+  if (kind !== 'pem' || withCertificate) return (await openCredentials(sources, nowMs, report))?.key;
+  const privateKey = loadPrivateKey(sources, report);
   if (!privateKey) return undefined;
-  return new InMemoryAssertionKey(
-    privateKey,
-    sources.privateKeyPath !== undefined ? `privateKeyPath ${sources.privateKeyPath}` : 'privateKey PEM text',
-  );
+  return new InMemoryAssertionKey(privateKey, describeSource(sources, 'privateKey'));
 }
 
 const encoder = new TextEncoder();

@@ -73,7 +73,9 @@ describe('platform-auth emulator add | fault | reset, against a running emulator
     });
     expect(result.stdout).toContain(`✓ Registered ${keys.acme.certificatePath} as tenant 'acme' on ${url}.`);
     expect(result.stdout).toContain(`machineId    ${tenant.machineId}`);
-    const exchanged = await exchangeOnce(await loadPlatformAuthConfig(tenant, Date.now(), 'tenant', {}));
+    const exchanged = await exchangeOnce(
+      await loadPlatformAuthConfig(tenant, Date.now(), { integration: 'tenant' }, {}),
+    );
     expect(exchanged.ok).toBe(true);
   });
 

@@ -187,7 +187,7 @@ describe('a signer', () => {
     };
     const error = await startupError(options({ key: { signer: throwing } }));
     expect(problemLines(error)).toEqual([
-      'key.signer: test signature: the signer (AwsKms) failed to sign (AccessDeniedException)',
+      'key.signer: test signature: the signer (AwsKms) failed to sign (AccessDeniedException); nothing was sent to the platform',
     ]);
     expect(JSON.stringify(error)).not.toContain('secret-looking');
     const direct = await new SignerAssertionKey(throwing, keyPublic()).sign(new Uint8Array(1)).catch((e: unknown) => e);
@@ -215,7 +215,7 @@ describe('a signer', () => {
     failing = true;
     const refused = await startupError(options({ key: { signer: hostile } }));
     expect(problemLines(refused)).toEqual([
-      'key.signer: test signature: the signer (HostileKms) failed to sign (Error)',
+      'key.signer: test signature: the signer (HostileKms) failed to sign (Error); nothing was sent to the platform',
     ]);
     expectNoSecrets(refused, [hostileName, secret, 'forged line']);
 

@@ -37,7 +37,12 @@ function baseEnv(prefix = 'PLATFORM_'): Record<string, string> {
 
 /** The start-up problems of the environment's options, as `setting: message`. */
 async function problems(env: Record<string, string>, integration?: string): Promise<string[]> {
-  const error = await loadPlatformAuthConfig(readPlatformAuthEnv(env, integration), Date.now(), integration, env).then(
+  const error = await loadPlatformAuthConfig(
+    readPlatformAuthEnv(env, integration),
+    Date.now(),
+    { integration },
+    env,
+  ).then(
     () => undefined,
     (reason: unknown) => reason,
   );
@@ -81,7 +86,9 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
       PLATFORM_BILLING_RATE_LIMIT_REQUESTS_PER_SECOND: '4',
       PLATFORM_BILLING_RATE_LIMIT_MAX_WAIT_MS: '750',
     };
-    const config = await loadPlatformAuthConfig(readPlatformAuthEnv(env, 'billing'), Date.now(), 'billing');
+    const config = await loadPlatformAuthConfig(readPlatformAuthEnv(env, 'billing'), Date.now(), {
+      integration: 'billing',
+    });
     expect(config.callRetry.maxAttempts).toBe(2);
     expect(config.idempotencyKey).toEqual({ header: 'idempotency-key', methods: new Set(['POST']) });
     expect(config.rateLimit?.maxWaitMs).toBe(750);
@@ -141,7 +148,14 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
       PLATFORM_BILLING_CALL_RETRY: 'false',
       PLATFORM_BILLING_CALL_RETRY_MAX_ATTEMPTS: '5',
     };
-    const config = await loadPlatformAuthConfig(readPlatformAuthEnv(env, 'billing'), Date.now(), 'billing', env);
+    const config = await loadPlatformAuthConfig(
+      readPlatformAuthEnv(env, 'billing'),
+      Date.now(),
+      {
+        integration: 'billing',
+      },
+      env,
+    );
     await config.credentials.key.close();
     expect(config.callRetry.maxAttempts).toBe(1);
     expect(config.warnings).toContainEqual({

@@ -3,6 +3,7 @@ import { createTestCredentials, FakeClock } from 'nestjs-platform-auth/testing';
 import { CertificateExpiryMonitor } from '../../lib/credentials/certificate-expiry.monitor.js';
 import type { ActiveCredentials } from '../../lib/credentials/active-credentials.js';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
+import { pairNames } from '../../lib/credentials/key-pair.sources.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -15,7 +16,7 @@ async function loaded(now: number, daysValid: number) {
     notAfter: new Date(now + daysValid * DAY),
   });
   const credentials = loadCredentials(
-    { privateKey: pem.privateKeyPem, certificate: pem.certificatePem },
+    { privateKey: pem.privateKeyPem, certificate: pem.certificatePem, names: pairNames('key') },
     now,
     new ConfigReport(),
   );
@@ -89,7 +90,7 @@ describe('certificate expiry monitor', () => {
     const pem = await createTestCredentials({ notBefore: new Date(now - DAY), notAfter: new Date(now + 6.6 * DAY) });
     const report = new ConfigReport();
     const credentials = loadCredentials(
-      { privateKey: pem.privateKeyPem, certificate: pem.certificatePem },
+      { privateKey: pem.privateKeyPem, certificate: pem.certificatePem, names: pairNames('key') },
       now,
       report,
     );

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
+import { pairNames } from '../../lib/credentials/key-pair.sources.js';
 import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
@@ -19,7 +20,7 @@ async function startReloader(first: TestCredentials) {
   const volume = createSecretVolume({ key: first.privateKeyPem, certificate: first.certificatePem });
   volumes.push(volume);
   const clock = new FakeClock();
-  const sources = { privateKeyPath: volume.keyPath, certificatePath: volume.certificatePath };
+  const sources = { privateKeyPath: volume.keyPath, certificatePath: volume.certificatePath, names: pairNames('key') };
   const logger = new RecordingLogger();
   const holder = credentialsLifecycle(loadCredentials(sources, clock.now(), new ConfigReport())!, clock, logger);
   const reloader = new CredentialsReloader(
@@ -29,6 +30,7 @@ async function startReloader(first: TestCredentials) {
     holder,
     PlatformAuthTelemetry.channelOnly('abc', clock),
     logger,
+    {},
   );
   reloader.start();
   await reloader.settled();
@@ -128,7 +130,7 @@ describe('credential reload from *_PATH files', () => {
     const clock = new FakeClock();
     const holder = credentialsLifecycle(
       loadCredentials(
-        { privateKey: first.privateKeyPem, certificate: first.certificatePem },
+        { privateKey: first.privateKeyPem, certificate: first.certificatePem, names: pairNames('key') },
         clock.now(),
         new ConfigReport(),
       )!,
@@ -136,12 +138,13 @@ describe('credential reload from *_PATH files', () => {
       new RecordingLogger(),
     );
     const reloader = new CredentialsReloader(
-      { privateKey: first.privateKeyPem },
+      { privateKey: first.privateKeyPem, names: pairNames('key') },
       undefined,
       clock,
       holder,
       PlatformAuthTelemetry.channelOnly('abc', clock),
       new RecordingLogger(),
+      {},
     );
     reloader.start();
     expect(reloader.enabled).toBe(false);

@@ -17,7 +17,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     const before = await f.tokens.getAccessToken();
     const next = await createTestCredentials();
     f.platform.replaceCertificate(f.integration.machineId, next.certificatePem); // the portal step
-    await f.tokens.rotateCredentials({ privateKey: next.privateKeyPem, certificate: next.certificatePem });
+    await f.tokens.rotateCredentials({ key: { privateKey: next.privateKeyPem, certificate: next.certificatePem } });
     expect(lastIssuer(f)).toEqual({ iss: next.thumbprint, sub: f.integration.machineId });
     expect(f.tokens.status().credentials.thumbprint).toBe(next.thumbprint);
     // The cached token is kept until it expires.
@@ -34,8 +34,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     const next = await createTestCredentials();
     const second = f.platform.registerIntegration({ certificatePem: next.certificatePem, name: 'second' });
     await f.tokens.rotateCredentials({
-      privateKey: next.privateKeyPem,
-      certificate: next.certificatePem,
+      key: { privateKey: next.privateKeyPem, certificate: next.certificatePem },
       machineId: second.machineId,
     });
     expect(await f.tokens.getAccessToken()).not.toBe(first);
@@ -47,7 +46,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     const token = await f.tokens.getAccessToken();
     const next = await createTestCredentials();
     const error = await f.tokens
-      .rotateCredentials({ privateKey: next.privateKeyPem, certificate: next.certificatePem })
+      .rotateCredentials({ key: { privateKey: next.privateKeyPem, certificate: next.certificatePem } })
       .then(
         () => undefined,
         (e: unknown) => e,
@@ -68,7 +67,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     const [a, b] = await Promise.all([createTestCredentials(), createTestCredentials()]);
     const exchanges = f.platform.counters.exchanges.total;
     const error = (await f.tokens
-      .rotateCredentials({ privateKey: a.privateKeyPem, certificate: b.certificatePem })
+      .rotateCredentials({ key: { privateKey: a.privateKeyPem, certificate: b.certificatePem } })
       .catch((e: unknown) => e)) as CredentialRotationError;
     expect(error instanceof PlatformAuthError).toBe(true);
     expect(error.stage).toBe('validation');
@@ -77,7 +76,7 @@ describe('TokenProvider.rotateCredentials()', () => {
     expectNoSecrets(error, [a.privateKeyPem, b.certificatePem]);
 
     const truncated = await f.tokens
-      .rotateCredentials({ privateKey: a.privateKeyPem.slice(0, 200), certificate: a.certificatePem })
+      .rotateCredentials({ key: { privateKey: a.privateKeyPem.slice(0, 200), certificate: a.certificatePem } })
       .catch((e: unknown) => e);
     expect(truncated).toMatchObject({ stage: 'validation' });
     expect(f.tokens.status().credentials.thumbprint).toBe(f.integration.thumbprint);

@@ -94,8 +94,7 @@ async function emitEverything(): Promise<Emitted> {
     await firstValueFrom(http('billing').get('/api/billing')).catch(() => undefined); // a budget of none
     await expect(tokens('audit').getAccessToken()).rejects.toBeInstanceOf(TokenExchangeError);
     await tokens('billing').rotateCredentials({
-      privateKey: billing.privateKeyPem,
-      certificate: billing.certificatePem,
+      key: { privateKey: billing.privateKeyPem, certificate: billing.certificatePem },
     });
     const store = await PlatformAuthTelemetry.load({ integration: 'store', name: 'billing' }, clock);
     store.storeLock('acquired');

@@ -125,7 +125,7 @@ describe('a pair the platform refused as not registered stays refused', () => {
     const { f, a, b } = await switchedToNext();
     const sent = f.platform.journal.length;
     const error = await f.tokens
-      .rotateCredentials({ privateKey: asPkcs1(a.privateKeyPem), certificate: a.certificatePem })
+      .rotateCredentials({ key: { privateKey: asPkcs1(a.privateKeyPem), certificate: a.certificatePem } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CredentialRotationError);
     expect(error).toMatchObject({ stage: 'validation' });

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadCredentials } from '../../lib/credentials/credentials.loader.js';
+import { pairNames } from '../../lib/credentials/key-pair.sources.js';
 import { CredentialsReloader } from '../../lib/credentials/credentials.reloader.js';
-import { KeyPairReport } from '../../lib/credentials/key-pair.report.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import { credentialsLifecycle } from '../support/credentials-lifecycle.js';
@@ -24,7 +24,7 @@ function reloaderOver(first: TestCredentials) {
   writeFileSync(keyPath, first.privateKeyPem);
   writeFileSync(certificatePath, first.certificatePem);
   const clock = new FakeClock();
-  const sources = { privateKeyPath: keyPath, certificatePath };
+  const sources = { privateKeyPath: keyPath, certificatePath, names: pairNames('key') };
   const logger = new RecordingLogger();
   const observer = PlatformAuthTelemetry.channelOnly('hostile', clock);
   const holder = credentialsLifecycle(
@@ -33,7 +33,7 @@ function reloaderOver(first: TestCredentials) {
     logger,
     observer,
   );
-  const reloader = new CredentialsReloader(sources, INTERVAL, clock, holder, observer, logger);
+  const reloader = new CredentialsReloader(sources, INTERVAL, clock, holder, observer, logger, {});
   reloader.start();
   cleanups.push(() => reloader.stop());
   /** Puts `path` in place of the key file in one rename, as a secret update or an attacker with the directory would. */
@@ -113,9 +113,9 @@ describe('start-up reads key and certificate files by the same rules', () => {
     const report = new ConfigReport();
     expect(
       loadCredentials(
-        { privateKeyPath: keyPath, certificate: credentials.certificatePem },
+        { privateKeyPath: keyPath, certificate: credentials.certificatePem, names: pairNames('key') },
         Date.now(),
-        new KeyPairReport(report, 'key'),
+        report,
       ),
     ).toBe(undefined);
     expect(report.problems.map((p) => `${p.setting}: ${p.message}`).join('\n')).toMatch(

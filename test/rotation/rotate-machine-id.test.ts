@@ -18,7 +18,7 @@ describe('rotateCredentials() checks the machineId as start-up does', () => {
     const machineId = given === 'PEM' ? next.privateKeyPem : given;
     const exchanges = f.platform.counters.exchanges.total;
     const error = (await f.tokens
-      .rotateCredentials({ privateKey: next.privateKeyPem, certificate: next.certificatePem, machineId })
+      .rotateCredentials({ key: { privateKey: next.privateKeyPem, certificate: next.certificatePem }, machineId })
       .catch((e: unknown) => e)) as CredentialRotationError;
     expect(error).toMatchObject({ stage: 'validation' });
     expect(error.problems.map((p) => `${p.setting}: ${p.message}`).join('\n')).toMatch(/^machineId/);

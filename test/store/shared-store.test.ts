@@ -90,8 +90,7 @@ describe('credential rotation with a shared store', () => {
     const token = await tokens.getAccessToken();
     const other = await emulator.createIntegration({ name: 'other' });
     const refused = tokens.rotateCredentials({
-      privateKey: other.privateKeyPem,
-      certificate: other.certificatePem,
+      key: { privateKey: other.privateKeyPem, certificate: other.certificatePem },
       machineId: other.machineId,
     });
     await expect(refused).rejects.toMatchObject({ code: 'PLATFORM_AUTH_CREDENTIAL_ROTATION', stage: 'validation' });

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from 'nestjs-platform-auth';
 import type { LoadedCredentials } from '../../lib/credentials/credentials.loader.js';
+import { pairNames } from '../../lib/credentials/key-pair.sources.js';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import { CredentialsLifecycle } from '../../lib/token/credentials.lifecycle.js';
 
@@ -16,7 +17,7 @@ export function credentialsLifecycle(
     clock,
     machineId: 'machine',
     credentials,
-    files: { sources: {} },
+    files: { sources: { names: pairNames('key') }, names: {} },
     observer,
     logger,
   });

@@ -112,8 +112,7 @@ describe("a tenant's token provider errors", () => {
     const other = await createTestCredentials();
     const error = await rejection<CredentialRotationError>(
       acme.tokens.rotateCredentials({
-        privateKey: other.privateKeyPem,
-        certificate: working.certificatePem,
+        key: { privateKey: other.privateKeyPem, certificate: working.certificatePem },
       }),
     );
     expect(error).toBeInstanceOf(CredentialRotationError);

@@ -2,6 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createTestCredentials, FakeClock, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadCredentials, type LoadedCredentials } from '../../lib/credentials/credentials.loader.js';
+import { pairNames } from '../../lib/credentials/key-pair.sources.js';
 import { ConfigReport } from '../../lib/options/config.report.js';
 import { credentialsLifecycle } from '../support/credentials-lifecycle.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -9,7 +10,11 @@ import { RecordingLogger } from '../support/recording-logger.js';
 const clock = new FakeClock();
 
 function loaded(pair: TestCredentials, privateKey = pair.privateKeyPem): LoadedCredentials {
-  return loadCredentials({ privateKey, certificate: pair.certificatePem }, clock.now(), new ConfigReport())!;
+  return loadCredentials(
+    { privateKey, certificate: pair.certificatePem, names: pairNames('key') },
+    clock.now(),
+    new ConfigReport(),
+  )!;
 }
 
 describe('the credential lifecycle', () => {

@@ -5,7 +5,7 @@ import { openCredentials, type LoadedCredentials } from '../../credentials/crede
 import { normalizePem } from '../../credentials/pem.util.js';
 import { certificateThumbprint, normalizeThumbprint } from '../../credentials/thumbprint.util.js';
 import type { ReadPlatformAuthOptions } from '../../options/options.read.js';
-import { KeyPairReport, pairSources } from '../../credentials/key-pair.report.js';
+import { pairSources } from '../../credentials/key-pair.sources.js';
 import type { ConfigProblem } from '../../platform-auth.errors.js';
 import type { ResolvedPlatformAuthConfig } from '../../platform-auth.configuration.js';
 import { describeCertificate, validityText } from '../certificate-info.util.js';
@@ -59,7 +59,7 @@ export async function loadCredentialsOnTheirOwn(
   now: number,
 ): Promise<{ loaded?: LoadedCredentials; warnings: readonly ConfigProblem[] }> {
   const report = new ConfigReport();
-  const loaded = await openCredentials(pairSources(options, 'key')!, now, new KeyPairReport(report, 'key'));
+  const loaded = await openCredentials(pairSources(options, 'key')!, now, report);
   return { loaded, warnings: report.warnings };
 }
 
