@@ -1,3 +1,4 @@
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -28,10 +29,14 @@ function machineEnv(): Record<string, string> {
   };
 }
 
-/** The app's start-up as the README sets it up: ConfigModule, platformAuthConfig, the module's logger captured. */
-async function startUp(logger: CapturingLogger): Promise<void> {
+/**
+ * The app's start-up as the README sets it up: ConfigModule, platformAuthConfig, the module's logger captured; with
+ * `imports` beside them.
+ */
+async function startUp(logger: CapturingLogger, imports: (DynamicModule | Type)[] = []): Promise<void> {
   const moduleRef = await Test.createTestingModule({
     imports: [
+      ...imports,
       ConfigModule.forRoot({ ignoreEnvFile: true }),
       PlatformAuthModule.forRootAsync({
         imports: [ConfigModule.forFeature(platformAuthConfig)],
@@ -91,6 +96,18 @@ describe('PLATFORM_* variables the package does not read', () => {
     const logger = new CapturingLogger();
     await startUp(logger);
     expect(logger.messages('warn')).toEqual([]);
+  });
+
+  it('is quiet about the variables a module built on the package declares it reads, in that application only', async () => {
+    Object.assign(process.env, machineEnv(), { PLATFORM_QUEUE_REDIS_URL: 'redis://127.0.0.1:1' });
+    @Module({ providers: [PlatformAuthModule.readsVariables(['PLATFORM_QUEUE_REDIS_URL'])] })
+    class AddOnModule {}
+    const logger = new CapturingLogger();
+    await startUp(logger, [AddOnModule]);
+    expect(logger.messages('warn')).toEqual([]);
+    const alone = new CapturingLogger();
+    await startUp(alone);
+    expect(alone.messages('warn')).toEqual(['PLATFORM_QUEUE_REDIS_URL: is not a variable this package reads']);
   });
 
   it('names a near-miss that is set when a required variable is missing', async () => {
