@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
+import type { Clock } from '../index.js';
 import { redisReason } from './outbox.reasons.js';
 
-/** A Redis client's connection events, as node-redis and ioredis both emit them. */
+/** A Redis client's connection events (a cluster's `connect` is its `ready`, see `bullMqConnection`). */
 interface EventSource {
   on(event: 'error' | 'ready', listener: (error?: unknown) => void): unknown;
   off?(event: 'error' | 'ready', listener: (error?: unknown) => void): unknown;
@@ -26,7 +27,7 @@ export class RedisAvailability {
   constructor(
     private readonly queueName: string,
     private readonly logger: LoggerService,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock,
   ) {}
 
   get outage(): RedisOutage | undefined {
@@ -51,7 +52,7 @@ export class RedisAvailability {
   lost(error: unknown): void {
     if (this.#outage) return;
     const cause = redisReason(error);
-    this.#outage = { since: this.now(), cause };
+    this.#outage = { since: this.clock.now(), cause };
     this.logger.warn(
       `PlatformOutbox (queue ${this.queueName}): Redis is unreachable (${cause}); until it answers, sends are not ` +
         'recorded, enqueue rejects after enqueueTimeoutMs and status() at once',
@@ -63,7 +64,7 @@ export class RedisAvailability {
     this.#outage = undefined;
     if (outage) {
       this.logger.log(
-        `PlatformOutbox (queue ${this.queueName}): Redis answers again after ${Math.max(0, this.now() - outage.since)} ms`,
+        `PlatformOutbox (queue ${this.queueName}): Redis answers again after ${Math.max(0, this.clock.now() - outage.since)} ms`,
       );
     }
     for (const resolve of this.#waiting.splice(0)) resolve();

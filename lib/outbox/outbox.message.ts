@@ -1,8 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { UNREADABLE } from './outbox.bull.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { jobIdOf } from './outbox.identity.js';
 import type { OutboxMessage, StoredMessage } from './outbox.types.js';
+
+/** What a job's data reads as when Redis holds something that is not JSON there. */
+export const UNREADABLE = '[data that is not JSON]';
+
+/** A job's data from its raw JSON in Redis (`UNREADABLE` when it is not JSON). */
+export function storedData(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return UNREADABLE;
+  }
+}
 
 /** Never at rest, whatever the allow-list says: the client adds the token itself at each send. */
 const NEVER_STORED = new Set(['authorization', 'proxy-authorization', 'cookie']);

@@ -3,6 +3,7 @@ import { ConfigModule } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, platformAuthConfig, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import { PlatformUserAuthModule, platformUserAuthConfig } from 'nestjs-platform-auth/user';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
@@ -85,17 +86,26 @@ describe('PLATFORM_* variables the package does not read', () => {
     expect(logger.lines.map((line) => line.message).join('\n')).not.toContain(VALUE);
   });
 
-  it("is quiet about every variable some part reads: a named integration's, user sign-in's, the outbox's", async () => {
+  it("is quiet about every variable some part reads: a named integration's, user sign-in's, an add-on's", async () => {
     Object.assign(process.env, machineEnv(), {
       PLATFORM_STARTUP_CHECK: 'off',
       PLATFORM_BILLING_MACHINE_ID: 'billing-1',
       PLATFORM_BILLING_TOKEN_STORE_URL: 'redis://127.0.0.1:1',
       PLATFORM_USER_CLIENT_ID: 'web-app',
       PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:1',
+      PLATFORM_OUTBOX_RETRY_ATTEMPTS: '3',
     });
+    // The outbox's module declares its variables to the application's modules (PlatformAuthModule.readsVariables).
     const logger = new CapturingLogger();
-    await startUp(logger);
+    await startUp(logger, [PlatformOutboxModule.forRoot({ worker: false })]);
     expect(logger.messages('warn')).toEqual([]);
+    // Without it no part of the application reads them.
+    const alone = new CapturingLogger();
+    await startUp(alone);
+    expect(alone.messages('warn')).toEqual([
+      'PLATFORM_OUTBOX_REDIS_URL: is not a variable this package reads',
+      'PLATFORM_OUTBOX_RETRY_ATTEMPTS: is not a variable this package reads',
+    ]);
   });
 
   it('is quiet about the variables a module built on the package declares it reads, in that application only', async () => {

@@ -43,7 +43,7 @@ describe('the outbox across processes', () => {
         queueName,
         // A worker that dies gives its job back within max(lockDurationMs, 2 × stalledIntervalMs) + stalledIntervalMs,
         // 1.5 s here; with the default stall checks (every 30 s) the test waited out most of a minute for it.
-        worker: { concurrency: 2, lockDurationMs: 1_000, stalledIntervalMs: 500 },
+        worker: { concurrency: 2, lockDuration: 1_000, stalledInterval: 500 },
         retry: { attempts: 100, delayMs: 20, maxDelayMs: 500 },
         sendTimeoutMs: 5_000,
       },
