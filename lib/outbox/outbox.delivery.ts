@@ -2,6 +2,7 @@ import {
   PLATFORM_AUTH_RETRY_HEADER,
   PlatformAuthError,
   PlatformTenantConfigError,
+  RateLimitWaitError,
   TokenExchangeError,
   UnknownTenantError,
 } from '../index.js';
@@ -19,7 +20,9 @@ export type AttemptVerdict =
       /** The request may have reached the platform: reconcile before sending it again. */
       readonly ambiguous: boolean;
       readonly retryAfterMs?: number;
-    };
+    }
+  /** Not sent: the integration's rate limit (or a hold after a `Retry-After`) has no turn for it before `waitMs`. */
+  | { readonly kind: 'held'; readonly waitMs: number };
 
 /** `fetch` as the integration's or tenant's `PlatformFetch` offers it. */
 export type SendFetch = (input: string, init: RequestInit) => Promise<Response>;
@@ -113,6 +116,8 @@ function causeCode(error: unknown): string | undefined {
 
 /** The verdict on an attempt that threw instead of answering. */
 export function thrownVerdict(error: unknown): AttemptVerdict {
+  // The integration's gate let nothing go: no attempt was made, and none is spent.
+  if (error instanceof RateLimitWaitError) return { kind: 'held', waitMs: error.waitMs };
   // The token could not be had: nothing was sent, and the exchange's own rules say whether it can change.
   if (error instanceof TokenExchangeError) {
     return { kind: 'transient', reason: exchangeReason(error), ambiguous: false };

@@ -2,6 +2,7 @@ import type { ConnectionOptions, Job, Queue, Worker } from 'bullmq';
 import type { BullMq } from './outbox.connection.js';
 import { sendOnce, thrownVerdict, type AttemptVerdict, type SendFetch } from './outbox.delivery.js';
 import { PlatformOutboxError } from './outbox.errors.js';
+import { OwnerTurns, ownerOf } from './outbox.fairness.js';
 import { markUnreadable, outboxJob } from './outbox.jobs.js';
 import { checkStoredJob } from './outbox.message.js';
 import { AMBIGUOUS, REFUSED, TRANSIENT, failureReason } from './outbox.reasons.js';
@@ -66,9 +67,11 @@ export interface WorkerRedis {
   answering(): Promise<void>;
 }
 
-/** How a message is sent: its integration's or tenant's client. */
+/** How a message is sent: its integration's or tenant's client, and the rate limit that client keeps, if any. */
 export interface Sender {
   readonly fetch: SendFetch;
+  /** Requests per second of the integration's `rateLimit`. */
+  readonly perSecond?: number;
 }
 
 /** What the worker is made of, besides BullMQ: the queue it works, its options, and where messages go. */
@@ -142,11 +145,18 @@ async function reportFailure(job: Job, error: Error, listener: DeliveryListener,
 /**
  * The BullMQ worker of one process: each job sent once per attempt with its key through the integration's or
  * tenant's client; a 2xx ends it, a refusal fails it for good, anything transient goes back to the queue with a
- * back-off until the attempts run out (then it is dead-lettered).
+ * back-off until the attempts run out (then it is dead-lettered). A job whose owner is held, or rate-limited with a
+ * send already waiting for its turn, goes back to wait in BullMQ's delayed set without a send or a spent attempt.
  */
 export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
   const { delivery: settings, listener, redis } = parts;
   const delivered = new DeliveredSends();
+  const turns = new OwnerTurns(settings.clock);
+  /** Back to BullMQ's delayed set for `waitMs`, the attempt not counted: nothing was sent. */
+  const later = async (job: Job, token: string | undefined, waitMs: number): Promise<never> => {
+    await job.moveToDelayed((job.processedOn ?? job.timestamp) + waitMs, token);
+    throw new bull.DelayedError();
+  };
   const attempt = async (job: Job, message: StoredMessage, key: string, sender: Sender): Promise<AttemptVerdict> => {
     try {
       const answer =
@@ -166,7 +176,7 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
       return thrownVerdict(error);
     }
   };
-  const processJob = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
+  const processJob = async (job: Job, token?: string): Promise<{ status: number; reconciled: boolean }> => {
     const id = String(job.id);
     let checked: ReturnType<typeof checkStoredJob>;
     try {
@@ -176,20 +186,33 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
     }
     const known = delivered.status(id);
     if (known !== undefined) return { status: known, reconciled: true };
+    const owner = ownerOf(id);
     let verdict: AttemptVerdict;
     const sender = await parts.senderOf(checked.message).catch((error: unknown) => {
       verdict = thrownVerdict(error);
       return undefined;
     });
-    if (sender) verdict = await attempt(job, checked.message, checked.key, sender);
+    if (sender) {
+      const wait = turns.admit(owner, sender.perSecond);
+      if (wait > 0) return later(job, token, wait);
+      try {
+        verdict = await attempt(job, checked.message, checked.key, sender);
+      } finally {
+        turns.done(owner);
+      }
+    }
     switch (verdict!.kind) {
       case 'sent':
         delivered.remember(id, verdict!.status);
         return { status: verdict!.status, reconciled: verdict!.status === 0 };
       case 'refused':
         throw new bull.UnrecoverableError(`${REFUSED}${verdict!.reason}`);
+      case 'held':
+        turns.hold(owner, settings.clock.now() + verdict!.waitMs);
+        return later(job, token, verdict!.waitMs);
       case 'transient': {
         const { retryAfterMs, ambiguous, reason } = verdict!;
+        if (retryAfterMs !== undefined) turns.hold(owner, settings.clock.now() + Math.min(retryAfterMs, settings.maxDelayMs));
         const delayMs = backoffMs(settings, job.attemptsMade + 1, retryAfterMs);
         throw new RetryLater(`${ambiguous ? AMBIGUOUS : TRANSIENT}${reason}`, delayMs);
       }

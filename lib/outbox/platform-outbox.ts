@@ -10,6 +10,7 @@ import { PlatformAuthConfigError, type Clock } from '../index.js';
 import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
 import { bullMqConnection, loadBullMq, queuePrefix, type BullMq } from './outbox.connection.js';
 import { PlatformOutboxError } from './outbox.errors.js';
+import { ownerOf, roundOf, type ScriptClient } from './outbox.fairness.js';
 import { assertSameRequest } from './outbox.identity.js';
 import { RefusalTally, failedJobs, oldestEnqueuedAt } from './outbox.jobs.js';
 import { checkMessage, checkSealedSize, storedData } from './outbox.message.js';
@@ -55,8 +56,8 @@ function within<T>(operation: Promise<T>, ms: number, clock: Clock, onTimeout: (
 
 /**
  * The outbox: `enqueue` stores a message in Redis (BullMQ) and returns its id; workers, in this process or in worker
- * processes, send it with the integration's or tenant's token and its idempotency key until the platform takes it.
- * Inject it from `PlatformOutboxModule`.
+ * processes, send it with the integration's or tenant's token and its idempotency key until the platform takes it,
+ * each integration and tenant in turn. Inject it from `PlatformOutboxModule`.
  */
 export class PlatformOutbox
   implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
@@ -155,9 +156,12 @@ export class PlatformOutbox
     const { connection, queue } = this.started();
     // One bound for the commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
     const held = await this.bounded(async () => {
+      const found = await roundOf(connection as unknown as ScriptClient, queue, id, ownerOf(id));
+      if ('held' in found) return found.held;
       await queue.add('message', stored, {
         jobId: id,
         attempts,
+        priority: found.round,
         backoff: { type: 'outbox' },
         removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
         removeOnFail: false,

@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../index.js';
+
+/**
+ * BullMQ's highest priority. A backlog that never empties for more rounds than this is sent in order of arrival past
+ * it, until the queue is empty once.
+ */
+const MAX_ROUND = 2_097_152;
+
+/** How long the queue must have been empty before the rounds start over: far longer than an `enqueue` takes. */
+const RESTART_AFTER_MS = 60_000;
+
+/**
+ * The round of a new message, in one step with the look at its id: start-time fair queuing on BullMQ's priorities.
+ * A message's priority is its owner's (integration's or tenant's) round: one more than the owner's last, and never
+ * before the round being sent now less one (the priority of the job at the head of the queue; while nothing waits,
+ * the highest round given), so an owner that had nothing waiting goes next, and one with a backlog of ten thousand
+ * takes one turn per round. The queue sends lower priorities first, in order of arrival within one. The rounds start
+ * over once the queue has been empty for a minute; not at once, since messages enqueued together into an empty queue
+ * are all added after each of them looked at it.
+ *
+ * KEYS: the job's hash, the rounds (a hash: each owner's last, `@max` the highest given, `@empty` since when nothing
+ * waits), BullMQ's prioritized set. ARGV: the owner, the prefix of the queue's job keys, the highest round, how long
+ * the queue stays empty before the rounds start over (ms). Returns `{0, data}` for a job already under the id, else
+ * `{1, round}`.
+ */
+const ROUND_SCRIPT = `
+local data = redis.call('HGET', KEYS[1], 'data')
+if data then return {0, data} end
+local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+local now
+if head then
+  now = tonumber(redis.call('HGET', ARGV[2] .. head, 'priority')) or 1
+  redis.call('HDEL', KEYS[2], '@empty')
+else
+  local time = redis.call('TIME')
+  local ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local empty = tonumber(redis.call('HGET', KEYS[2], '@empty'))
+  if empty == nil then
+    redis.call('HSET', KEYS[2], '@empty', ms)
+  elseif ms - empty > tonumber(ARGV[4]) then
+    redis.call('DEL', KEYS[2])
+    redis.call('HSET', KEYS[2], '@empty', ms)
+  end
+  now = tonumber(redis.call('HGET', KEYS[2], '@max')) or 1
+end
+local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1])) or 0
+local round = math.min(math.max(now - 1, last + 1, 1), tonumber(ARGV[3]))
+redis.call('HSET', KEYS[2], ARGV[1], round)
+if round > (tonumber(redis.call('HGET', KEYS[2], '@max')) or 0) then redis.call('HSET', KEYS[2], '@max', round) end
+return {1, round}`;
+const ROUND_SHA = createHash('sha1').update(ROUND_SCRIPT).digest('hex');
+
+interface ScriptOptions {
+  readonly keys: string[];
+  readonly arguments: string[];
+}
+
+/** The scripting commands of a node-redis client, cluster or sentinel client (each routes by the first key). */
+export interface ScriptClient {
+  evalSha(sha: string, options: ScriptOptions): Promise<unknown>;
+  eval(script: string, options: ScriptOptions): Promise<unknown>;
+}
+
+/** Where the queue's keys are, as BullMQ's `Queue` names them. */
+export interface QueueKeys {
+  toKey(type: string): string;
+  readonly keys: Readonly<Record<string, string>>;
+}
+
+/** The stored job's data (`held`), or the round (BullMQ priority) a new message under `id` is added with. */
+export async function roundOf(
+  client: ScriptClient,
+  queue: QueueKeys,
+  id: string,
+  owner: string,
+): Promise<{ readonly held: string } | { readonly round: number }> {
+  const options = {
+    keys: [queue.toKey(id), queue.toKey('outbox:rounds'), queue.keys.prioritized!],
+    arguments: [owner, queue.toKey(''), String(MAX_ROUND), String(RESTART_AFTER_MS)],
+  };
+  const reply = (await client.evalSha(ROUND_SHA, options).catch((error: unknown) => {
+    if (!String((error as Error | undefined)?.message).startsWith('NOSCRIPT')) throw error;
+    return client.eval(ROUND_SCRIPT, options);
+  })) as [number, string | number];
+  return reply[0] === 0 ? { held: String(reply[1]) } : { round: Number(reply[1]) };
+}
+
+/** The owner of a message, as its id names it (`<owner hash>.<key>`); the id itself for one that names none. */
+export function ownerOf(id: string): string {
+  const dot = id.indexOf('.');
+  return dot > 0 ? id.slice(0, dot) : id;
+}
+
+/** How many owners' holds and turns one process keeps before it forgets those in the past. */
+const REMEMBERED = 4_096;
+
+/**
+ * Per owner, in this process: until when the platform holds it (a `Retry-After`, the integration's rate limit with
+ * no turn soon), and, for an owner with a rate limit, its sends in flight and its next turn. A job whose owner is held
+ * waits out the hold in BullMQ's delayed set, not in a worker's slot; so does the second job of a rate-limited owner
+ * while its first waits for its turn, each spaced one turn after the last.
+ */
+export class OwnerTurns {
+  readonly #held = new Map<string, number>();
+  readonly #next = new Map<string, number>();
+  readonly #sending = new Map<string, number>();
+
+  constructor(private readonly clock: Clock) {}
+
+  /**
+   * How long the job of `owner` waits before it may be sent (ms), 0 when it goes now; a job that goes now is one in
+   * flight until `done(owner)`. `perSecond`: the owner's rate limit, if it has one.
+   */
+  admit(owner: string, perSecond?: number): number {
+    const now = this.clock.now();
+    const held = this.#held.get(owner);
+    if (held !== undefined && held > now) return held - now;
+    this.#held.delete(owner);
+    const sending = this.#sending.get(owner) ?? 0;
+    if (perSecond === undefined || !(perSecond > 0) || sending === 0) {
+      this.#sending.set(owner, sending + 1);
+      return 0;
+    }
+    const next = Math.max(now, this.#next.get(owner) ?? now) + 1_000 / perSecond;
+    this.remember(this.#next, owner, next);
+    return Math.ceil(next - now);
+  }
+
+  done(owner: string): void {
+    const sending = (this.#sending.get(owner) ?? 1) - 1;
+    if (sending > 0) this.#sending.set(owner, sending);
+    else this.#sending.delete(owner);
+  }
+
+  /** The platform takes nothing from `owner` until `untilMs` (on the outbox's clock). */
+  hold(owner: string, untilMs: number): void {
+    if (untilMs > (this.#held.get(owner) ?? 0)) this.remember(this.#held, owner, untilMs);
+  }
+
+  private remember(map: Map<string, number>, owner: string, untilMs: number): void {
+    map.set(owner, untilMs);
+    if (map.size <= REMEMBERED) return;
+    const now = this.clock.now();
+    for (const [key, until] of map) if (until <= now) map.delete(key);
+  }
+}
