@@ -65,7 +65,11 @@ async function createRuntime(
   const clock = options.clock ?? systemClock;
   let config: ResolvedPlatformAuthConfig;
   try {
-    config = await loadIntegration({ options, owner: { integration, env: problems.environment() }, nowMs: clock.now() });
+    config = await loadIntegration({
+      options,
+      owner: { integration, env: problems.environment() },
+      nowMs: clock.now(),
+    });
   } catch (error) {
     await problems.settle(reporter, error);
     throw error;

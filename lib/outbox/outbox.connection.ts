@@ -10,9 +10,13 @@ export type BullMq = Pick<
 
 export async function loadBullMq(): Promise<BullMq> {
   return (import('bullmq') as Promise<BullMq>).catch((error: unknown) => {
-    throw new PlatformOutboxError('config', 'PlatformOutboxModule needs the `bullmq` package (6): npm install bullmq@6', {
-      cause: error,
-    });
+    throw new PlatformOutboxError(
+      'config',
+      'PlatformOutboxModule needs the `bullmq` package (6): npm install bullmq@6',
+      {
+        cause: error,
+      },
+    );
   });
 }
 
@@ -39,7 +43,7 @@ const LOST = new Set([
 const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /** Whether `error` says the connection to Redis is lost (or cannot be made), rather than that a command failed. */
-export function isConnectionLost(error: unknown): boolean {
+function isConnectionLost(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code } = error as { code?: unknown };
   return LOST.has(error.constructor.name) || LOST_CODES.has(String(code));
@@ -66,8 +70,10 @@ export function bullMqConnection(bull: BullMq, client: object): ConnectionOption
       : typeof members.getMasterNode === 'function'
         ? 'sentinel'
         : 'standalone';
-  const lost = (error: unknown): unknown =>
-    isConnectionLost(error) ? Object.assign(new bull.ConnectionClosedError('Connection is closed.'), { cause: error }) : error;
+  const lost = (error: unknown): Error =>
+    isConnectionLost(error)
+      ? Object.assign(new bull.ConnectionClosedError('Connection is closed.'), { cause: error })
+      : (error as Error);
   const relays = new Map<PropertyKey, unknown>();
   const listeners = (method: PropertyKey) => (event: string, listener: Listener) => {
     (members[method] as (event: string, listener: Listener) => unknown).call(
@@ -92,7 +98,7 @@ export function bullMqConnection(bull: BullMq, client: object): ConnectionOption
       disconnect: () => (members.destroy as () => unknown).call(client),
     }),
   };
-  const proxy: object = new Proxy(client, {
+  const proxy: ConnectionOptions = new Proxy(client, {
     get(target, property) {
       if (Object.hasOwn(own, property)) return own[property];
       const value = Reflect.get(target, property, target) as unknown;
@@ -108,5 +114,5 @@ export function bullMqConnection(bull: BullMq, client: object): ConnectionOption
       return relay;
     },
   });
-  return proxy as ConnectionOptions;
+  return proxy;
 }

@@ -68,7 +68,7 @@ export const ERROR_BODY_BYTES = 4_096;
  */
 async function boundedText(response: Response): Promise<string | undefined> {
   if (!response.body) return '';
-  const reader = response.body.getReader();
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {

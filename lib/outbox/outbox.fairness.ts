@@ -63,7 +63,7 @@ export interface ScriptClient {
 }
 
 /** Where the queue's keys are, as BullMQ's `Queue` names them. */
-export interface QueueKeys {
+interface QueueKeys {
   toKey(type: string): string;
   readonly keys: Readonly<Record<string, string>>;
 }
@@ -76,7 +76,7 @@ export async function roundOf(
   owner: string,
 ): Promise<{ readonly held: string } | { readonly round: number }> {
   const options = {
-    keys: [queue.toKey(id), queue.toKey('outbox:rounds'), queue.keys.prioritized!],
+    keys: [queue.toKey(id), queue.toKey('outbox:rounds'), queue.keys.prioritized],
     arguments: [owner, queue.toKey(''), String(MAX_ROUND), String(RESTART_AFTER_MS)],
   };
   const reply = (await client.evalSha(ROUND_SHA, options).catch((error: unknown) => {

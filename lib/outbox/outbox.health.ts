@@ -29,7 +29,8 @@ export class PlatformOutboxHealthIndicator {
     key: Key = 'platform-outbox' as Key,
     options: PlatformOutboxHealthOptions = {},
   ): Promise<PlatformOutboxHealth<Key>> {
-    const result = (status: 'up' | 'down', detail: object) => ({ [key]: { ...detail, status } }) as PlatformOutboxHealth<Key>;
+    const result = (status: 'up' | 'down', detail: object) =>
+      ({ [key]: { ...detail, status } }) as PlatformOutboxHealth<Key>;
     const status = await this.outbox.status().catch(() => undefined);
     if (!status) return result('down', { message: 'the outbox cannot read its queue: Redis does not answer' });
     const { maxOldestAgeMs, maxDeadLetters } = options;

@@ -27,7 +27,12 @@ export function outboxJob(id: string, data: unknown, attemptsMade: number, enque
 async function records(queue: Queue, ids: readonly string[]): Promise<(JobJson & { readonly id: string })[]> {
   const backend = queue.getBackend();
   const found = await Promise.all(
-    ids.map((id) => backend.getJobData(id).then((record) => record && { ...record, id }, () => undefined)),
+    ids.map((id) =>
+      backend.getJobData(id).then(
+        (record) => record && { ...record, id },
+        () => undefined,
+      ),
+    ),
   );
   return found.filter((record) => record !== undefined);
 }

@@ -20,7 +20,10 @@ export interface PlatformOutboxModuleExtras {
 
 const definition = new ConfigurableModuleBuilder<PlatformOutboxOptions>({ moduleName: 'PlatformOutbox' })
   .setClassMethodName('forRoot')
-  .setExtras<PlatformOutboxModuleExtras>({ isGlobal: false }, (built, extras) => ({ ...built, global: extras.isGlobal }))
+  .setExtras<PlatformOutboxModuleExtras>({ isGlobal: false }, (built, extras) => ({
+    ...built,
+    global: extras.isGlobal,
+  }))
   .build();
 const { ConfigurableModuleClass: ConfigurablePlatformOutboxModule, MODULE_OPTIONS_TOKEN: OPTIONS } = definition;
 

@@ -33,7 +33,10 @@ export class OutboxSenders {
     if (tenant !== undefined) {
       const tenants = this.provided<PlatformTenants>(PlatformTenants);
       if (!tenants) {
-        throw new PlatformOutboxError('not_found', 'no tenant registry in this application (PlatformAuthModule.forTenants)');
+        throw new PlatformOutboxError(
+          'not_found',
+          'no tenant registry in this application (PlatformAuthModule.forTenants)',
+        );
       }
       const found = await tenants.get(tenant);
       return this.sender(found.fetch, found.tokens);

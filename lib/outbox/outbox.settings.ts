@@ -2,12 +2,7 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { PlatformAuthConfigError, defineRedisConnection, systemClock, type Clock } from '../index.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { HEADER_NAME, storedHeaderNames } from './outbox.message.js';
-import type {
-  OutboxBodyCodec,
-  OutboxReconcile,
-  OutboxWorkerOptions,
-  PlatformOutboxOptions,
-} from './outbox.types.js';
+import type { OutboxBodyCodec, OutboxReconcile, OutboxWorkerOptions, PlatformOutboxOptions } from './outbox.types.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -110,7 +105,9 @@ class Checks {
     if (value === undefined) return fallback;
     if (typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max) return value;
     const got = text !== undefined && /^[\x21-\x7e]{1,64}$/.test(text) ? `, got '${text}'` : '';
-    this.problems.push(`${text === undefined ? option : `${option} (${variable})`} must be a whole number from ${min} to ${max}${got}`);
+    this.problems.push(
+      `${text === undefined ? option : `${option} (${variable})`} must be a whole number from ${min} to ${max}${got}`,
+    );
     return fallback;
   }
 
@@ -160,15 +157,39 @@ export function resolveOutboxSettings(options: PlatformOutboxOptions = {}, env: 
   const retry = options.retry ?? {};
   const attempts = checks.integer('retry.attempts', retry.attempts, OUTBOX_DEFAULTS.attempts, 1, 1_000);
   const delayMs = checks.integer('retry.delayMs', retry.delayMs, OUTBOX_DEFAULTS.delayMs, 1, 3_600_000);
-  const maxDelayMs = checks.integer('retry.maxDelayMs', retry.maxDelayMs, OUTBOX_DEFAULTS.maxDelayMs, delayMs, 86_400_000);
+  const maxDelayMs = checks.integer(
+    'retry.maxDelayMs',
+    retry.maxDelayMs,
+    OUTBOX_DEFAULTS.maxDelayMs,
+    delayMs,
+    86_400_000,
+  );
   const given = typeof worker === 'object' ? worker : {};
   const concurrency =
     worker === false
       ? OUTBOX_DEFAULTS.concurrency
       : checks.integer('worker.concurrency', given.concurrency, OUTBOX_DEFAULTS.concurrency, 1, 1_000);
-  const sendTimeoutMs = checks.integer('sendTimeoutMs', options.sendTimeoutMs, OUTBOX_DEFAULTS.sendTimeoutMs, 1, 600_000);
-  const enqueueTimeoutMs = checks.integer('enqueueTimeoutMs', options.enqueueTimeoutMs, OUTBOX_DEFAULTS.enqueueTimeoutMs, 1, 600_000);
-  const keepSentMs = checks.integer('keepSentMs', options.keepSentMs, OUTBOX_DEFAULTS.keepSentMs, 1_000, 365 * 86_400_000);
+  const sendTimeoutMs = checks.integer(
+    'sendTimeoutMs',
+    options.sendTimeoutMs,
+    OUTBOX_DEFAULTS.sendTimeoutMs,
+    1,
+    600_000,
+  );
+  const enqueueTimeoutMs = checks.integer(
+    'enqueueTimeoutMs',
+    options.enqueueTimeoutMs,
+    OUTBOX_DEFAULTS.enqueueTimeoutMs,
+    1,
+    600_000,
+  );
+  const keepSentMs = checks.integer(
+    'keepSentMs',
+    options.keepSentMs,
+    OUTBOX_DEFAULTS.keepSentMs,
+    1_000,
+    365 * 86_400_000,
+  );
   if (problems.length > 0) throw new PlatformOutboxError('config', `PlatformOutboxModule: ${problems.join('; ')}`);
   return {
     redis: redis!,

@@ -60,7 +60,7 @@ export interface DeliveryListener {
 }
 
 /** What the worker tells of Redis, and asks of it. */
-export interface WorkerRedis {
+interface WorkerRedis {
   /** An error of BullMQ's commands or connections. */
   failed(error: unknown): void;
   /** Resolves once Redis answers (at once while it does). */
@@ -75,7 +75,7 @@ export interface Sender {
 }
 
 /** What the worker is made of, besides BullMQ: the queue it works, its options, and where messages go. */
-export interface WorkerParts {
+interface WorkerParts {
   readonly queue: Queue;
   readonly connection: ConnectionOptions;
   readonly prefix: string;
@@ -161,9 +161,9 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
     try {
       const answer =
         settings.reconcile && mayHaveReached(job)
-          ? await settings.reconcile(outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp)).catch(
-              () => undefined,
-            )
+          ? await settings
+              .reconcile(outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp))
+              .catch(() => undefined)
           : 'send';
       if (answer === 'delivered') return { kind: 'sent', status: 0 };
       // A hook that failed leaves the question open: neither sent nor given up, and asked again next time.
@@ -187,12 +187,9 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
     const known = delivered.status(id);
     if (known !== undefined) return { status: known, reconciled: true };
     const owner = ownerOf(id);
+    const sender = await parts.senderOf(checked.message).catch((error: unknown) => thrownVerdict(error));
     let verdict: AttemptVerdict;
-    const sender = await parts.senderOf(checked.message).catch((error: unknown) => {
-      verdict = thrownVerdict(error);
-      return undefined;
-    });
-    if (sender) {
+    if ('fetch' in sender) {
       const wait = turns.admit(owner, sender.perSecond);
       if (wait > 0) return later(job, token, wait);
       try {
@@ -200,19 +197,22 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
       } finally {
         turns.done(owner);
       }
+    } else {
+      verdict = sender;
     }
-    switch (verdict!.kind) {
+    switch (verdict.kind) {
       case 'sent':
-        delivered.remember(id, verdict!.status);
-        return { status: verdict!.status, reconciled: verdict!.status === 0 };
+        delivered.remember(id, verdict.status);
+        return { status: verdict.status, reconciled: verdict.status === 0 };
       case 'refused':
-        throw new bull.UnrecoverableError(`${REFUSED}${verdict!.reason}`);
+        throw new bull.UnrecoverableError(`${REFUSED}${verdict.reason}`);
       case 'held':
-        turns.hold(owner, settings.clock.now() + verdict!.waitMs);
-        return later(job, token, verdict!.waitMs);
+        turns.hold(owner, settings.clock.now() + verdict.waitMs);
+        return later(job, token, verdict.waitMs);
       case 'transient': {
-        const { retryAfterMs, ambiguous, reason } = verdict!;
-        if (retryAfterMs !== undefined) turns.hold(owner, settings.clock.now() + Math.min(retryAfterMs, settings.maxDelayMs));
+        const { retryAfterMs, ambiguous, reason } = verdict;
+        if (retryAfterMs !== undefined)
+          turns.hold(owner, settings.clock.now() + Math.min(retryAfterMs, settings.maxDelayMs));
         const delayMs = backoffMs(settings, job.attemptsMade + 1, retryAfterMs);
         throw new RetryLater(`${ambiguous ? AMBIGUOUS : TRANSIENT}${reason}`, delayMs);
       }
@@ -231,7 +231,11 @@ export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
   });
   worker.on('completed', (job, result: { status: number; reconciled: boolean }) => {
     delivered.recorded(String(job.id));
-    listener.sent(outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp), result.status, result.reconciled);
+    listener.sent(
+      outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp),
+      result.status,
+      result.reconciled,
+    );
   });
   // BullMQ emits it once Redis has the job's move: back in the queue with attempts left, else in the failed set.
   worker.on('failed', (job, error) => {

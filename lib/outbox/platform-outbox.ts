@@ -18,6 +18,7 @@ import { REFUSED } from './outbox.reasons.js';
 import type { OutboxSettings } from './outbox.settings.js';
 import { OutboxTelemetry, type OutboxTelemetryEvent } from './outbox.telemetry.js';
 import type {
+  OutboxBodyCodec,
   OutboxEvents,
   OutboxFailedJob,
   OutboxMessage,
@@ -150,7 +151,7 @@ export class PlatformOutbox
     const { attempts, keepSentMs, bodyCodec } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
-        ? { ...checked, body: await bodyCodec.encode(checked.body), sealed: true as const }
+        ? { ...checked, body: await sealed(bodyCodec, checked.body), sealed: true as const }
         : checked;
     const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const { connection, queue } = this.started();
@@ -314,6 +315,17 @@ export class PlatformOutbox
       },
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
     };
+  }
+}
+
+/** The body as `codec` encodes it; the codec's own failure, whatever it threw, is the message's. */
+async function sealed(codec: OutboxBodyCodec, body: unknown): Promise<string> {
+  try {
+    return await codec.encode(body);
+  } catch (error) {
+    throw new PlatformOutboxError('invalid_message', 'PlatformOutbox.enqueue: bodyCodec.encode failed on the body', {
+      cause: error,
+    });
   }
 }
 

@@ -100,7 +100,7 @@ function createStandalone(redis: NodeRedisModule, options: ClientOptions): Stand
  * commands made while it is away until it is back, and arms no timer per command. For a part that keeps one client for
  * its whole life and bounds its own waits (an add-on's queue), not for the store, which makes a new client instead.
  */
-export interface LastingClient {
+interface LastingClient {
   readonly reconnectStrategy: (retries: number) => number;
 }
 

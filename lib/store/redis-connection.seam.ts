@@ -93,14 +93,20 @@ export function defineRedisConnection(input: {
   );
   const variables = Object.fromEntries(CONNECTION_ROWS.map((name) => [`${option}.${name}`, table[name].env!]));
   const report = new RenamedReport(option, variables);
-  const given =
-    input.connection ?? (readTableEnv(table, { ...(input.env ?? process.env) }) as NonNullable<typeof input.connection>);
+  const given: NonNullable<typeof input.connection> =
+    input.connection ?? readTableEnv(table, { ...(input.env ?? process.env) });
   const { client, ...settings } = given;
   if (client !== undefined) {
     if (!isNodeRedisClient(client))
-      report.problem('tokenStore.client', 'is not a node-redis client from createClient, createCluster or createSentinel');
+      report.problem(
+        'tokenStore.client',
+        'is not a node-redis client from createClient, createCluster or createSentinel',
+      );
     for (const name of Object.keys(settings).filter((key) => settings[key as keyof typeof settings] !== undefined))
-      report.problem(`tokenStore.${name}`, `is set together with ${report.name('tokenStore.client')}; give one of them`);
+      report.problem(
+        `tokenStore.${name}`,
+        `is set together with ${report.name('tokenStore.client')}; give one of them`,
+      );
     report.throwIfProblems();
     return { open: () => Promise.resolve({ client, close: () => undefined }) };
   }

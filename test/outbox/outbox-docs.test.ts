@@ -81,7 +81,9 @@ describe('docs/outbox.md', () => {
     const id = await f.outbox.enqueue({ method: 'POST', path: '/api/messages', body: { text: 'top secret text' } });
     // The emulator answers 400 to a body that is not JSON: 202 means the worker sent the decoded body.
     await eventually(() => expect(f.events.at(-1)).toMatchObject({ event: 'sent', payload: { id, status: 202 } }));
-    const stored = JSON.parse(String(await redis().command('HGET', `bull:{${f.queueName}}:${f.queueName}:${id}`, 'data'))) as object;
+    const stored = JSON.parse(
+      String(await redis().command('HGET', `bull:{${f.queueName}}:${f.queueName}:${id}`, 'data')),
+    ) as object;
     expect(stored).toMatchObject({ sealed: true, body: expect.any(String) });
     expect(JSON.stringify(stored)).not.toContain('top secret');
   });

@@ -74,7 +74,10 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
     expect(fromEnv.worker).toEqual({ concurrency: 8, maxStalledCount: 20 });
     expect(fromEnv.delivery).toMatchObject({ attempts: 20, delayMs: 500, maxDelayMs: 60_000 });
     // BullMQ's own options pass through as they are, next to the outbox's defaults.
-    const code = resolveOutboxSettings({ worker: { lockDuration: 5_000, maxStalledCount: 1 }, retry: { attempts: 3 } }, env);
+    const code = resolveOutboxSettings(
+      { worker: { lockDuration: 5_000, maxStalledCount: 1 }, retry: { attempts: 3 } },
+      env,
+    );
     expect(code.worker).toEqual({ concurrency: 8, lockDuration: 5_000, maxStalledCount: 1 });
     expect(code.delivery).toMatchObject({ attempts: 3, delayMs: 500 });
     expect(resolveOutboxSettings({}, { ...env, PLATFORM_OUTBOX_WORKER: 'false' }).worker).toBeUndefined();
@@ -88,18 +91,24 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
     const ca = join(dir, 'ca.pem');
     writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     expect(() =>
-      resolveOutboxSettings({}, {
-        PLATFORM_OUTBOX_REDIS_CLUSTER_NODES: 'rediss://redis-0:6379, rediss://redis-1:6379',
-        PLATFORM_OUTBOX_REDIS_USERNAME: 'outbox',
-        PLATFORM_OUTBOX_REDIS_PASSWORD: 'env-password',
-        PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: ca,
-      }),
+      resolveOutboxSettings(
+        {},
+        {
+          PLATFORM_OUTBOX_REDIS_CLUSTER_NODES: 'rediss://redis-0:6379, rediss://redis-1:6379',
+          PLATFORM_OUTBOX_REDIS_USERNAME: 'outbox',
+          PLATFORM_OUTBOX_REDIS_PASSWORD: 'env-password',
+          PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: ca,
+        },
+      ),
     ).not.toThrow();
     expect(() =>
-      resolveOutboxSettings({}, {
-        PLATFORM_OUTBOX_REDIS_SENTINEL_NODES: 'sentinel-0:26379,sentinel-1:26379',
-        PLATFORM_OUTBOX_REDIS_SENTINEL_MASTER: 'mymaster',
-      }),
+      resolveOutboxSettings(
+        {},
+        {
+          PLATFORM_OUTBOX_REDIS_SENTINEL_NODES: 'sentinel-0:26379,sentinel-1:26379',
+          PLATFORM_OUTBOX_REDIS_SENTINEL_MASTER: 'mymaster',
+        },
+      ),
     ).not.toThrow();
     // The store's rules, named by the outbox's option and variables.
     expect(
@@ -114,7 +123,10 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
       /^connection\.clusterNodes \(PLATFORM_OUTBOX_REDIS_CLUSTER_NODES\) holds credentials in a URL/,
     );
     // A connection in code: the connection's variables are not read, not even checked.
-    const unread = { PLATFORM_OUTBOX_REDIS_URL: 'http://not-redis', PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem') };
+    const unread = {
+      PLATFORM_OUTBOX_REDIS_URL: 'http://not-redis',
+      PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem'),
+    };
     expect(() => resolveOutboxSettings({ connection: { url: 'redis://code:6379' } }, unread)).not.toThrow();
   });
 
@@ -141,16 +153,22 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
     expect(refusal({ PLATFORM_OUTBOX_WORKER: 'sometimes', PLATFORM_OUTBOX_REDIS_URL: 'redis://h:1' }).message).toBe(
       "PlatformOutboxModule: worker (PLATFORM_OUTBOX_WORKER) must be true or false, got 'sometimes'",
     );
-    expect(problems(refusal({ PLATFORM_OUTBOX_REDIS_URL: 'redis://h:1', PLATFORM_OUTBOX_REDIS_USERNAME: 'u' }))).toEqual([
+    expect(
+      problems(refusal({ PLATFORM_OUTBOX_REDIS_URL: 'redis://h:1', PLATFORM_OUTBOX_REDIS_USERNAME: 'u' })),
+    ).toEqual([
       'connection.username (PLATFORM_OUTBOX_REDIS_USERNAME) is set without a password (connection.password (PLATFORM_OUTBOX_REDIS_PASSWORD))',
     ]);
-    expect(problems(refusal({}))).toEqual([expect.stringMatching(/^no Redis connection: .*PLATFORM_OUTBOX_REDIS_URL$/)]);
+    expect(problems(refusal({}))).toEqual([
+      expect.stringMatching(/^no Redis connection: .*PLATFORM_OUTBOX_REDIS_URL$/),
+    ]);
     const missing = refusal({
       PLATFORM_OUTBOX_REDIS_URL: 'rediss://redis.internal',
       PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem'),
     });
     expect(problems(missing)).toEqual([
-      "connection.tls.caPath (PLATFORM_OUTBOX_REDIS_TLS_CA_PATH) cannot read the file '" + join(dir, 'absent.pem') + "' (ENOENT)",
+      "connection.tls.caPath (PLATFORM_OUTBOX_REDIS_TLS_CA_PATH) cannot read the file '" +
+        join(dir, 'absent.pem') +
+        "' (ENOENT)",
     ]);
   });
 });

@@ -42,7 +42,13 @@ async function tenants(extra: Partial<Record<'a' | 'b', Partial<PlatformAuthOpti
 async function enqueueMany(outbox: PlatformOutbox, tenant: string, prefix: string, count: number): Promise<void> {
   for (let from = 1; from <= count; from += 250) {
     const batch = Array.from({ length: Math.min(250, count - from + 1) }, (_, i) =>
-      outbox.enqueue({ tenant, method: 'POST', path: '/api/messages', body: { n: from + i }, idempotencyKey: `${prefix}-${from + i}` }),
+      outbox.enqueue({
+        tenant,
+        method: 'POST',
+        path: '/api/messages',
+        body: { n: from + i },
+        idempotencyKey: `${prefix}-${from + i}`,
+      }),
     );
     await Promise.all(batch);
   }
