@@ -19,35 +19,45 @@ const RESTART_AFTER_MS = 60_000;
  * over once the queue has been empty for a minute; not at once, since messages enqueued together into an empty queue
  * are all added after each of them looked at it.
  *
- * KEYS: the job's hash, the rounds (a hash: each owner's last, `@max` the highest given, `@empty` since when nothing
- * waits), BullMQ's prioritized set. ARGV: the owner, the prefix of the queue's job keys, the highest round, how long
- * the queue stays empty before the rounds start over (ms). Returns `{0, data}` for a job already under the id, else
- * `{1, round}`.
+ * The same step claims the id for the request (its JSON's digest) until it is added: of two `enqueue`s of one new id
+ * at once, the second finds the claim, and waits for the job when its request is another, to compare them.
+ *
+ * KEYS: the job's hash, the claim, the rounds (a hash: each owner's last, `@max` the highest given, `@empty` since
+ * when nothing waits), BullMQ's prioritized set. ARGV: the owner, the prefix of the queue's job keys, the highest
+ * round, how long the queue stays empty before the rounds start over (ms), the claim, how long it lasts (ms).
+ * Returns `{0, data}` for a job already under the id, `{1, round}` for a new one, `{2}` when another request claimed
+ * the id and is not added yet.
  */
 const ROUND_SCRIPT = `
 local data = redis.call('HGET', KEYS[1], 'data')
 if data then return {0, data} end
-local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-local now
+if not redis.call('SET', KEYS[2], ARGV[5], 'NX', 'PX', ARGV[6]) and redis.call('GET', KEYS[2]) ~= ARGV[5] then
+  return {2}
+end
+local state = redis.call('HMGET', KEYS[3], ARGV[1], '@max', '@empty')
+local last, max, empty = tonumber(state[1]) or 0, tonumber(state[2]) or 1, tonumber(state[3])
+local now = max
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
 if head then
   now = tonumber(redis.call('HGET', ARGV[2] .. head, 'priority')) or 1
-  redis.call('HDEL', KEYS[2], '@empty')
+  if empty then redis.call('HDEL', KEYS[3], '@empty') end
 else
   local time = redis.call('TIME')
   local ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  local empty = tonumber(redis.call('HGET', KEYS[2], '@empty'))
   if empty == nil then
-    redis.call('HSET', KEYS[2], '@empty', ms)
+    redis.call('HSET', KEYS[3], '@empty', ms)
   elseif ms - empty > tonumber(ARGV[4]) then
-    redis.call('DEL', KEYS[2])
-    redis.call('HSET', KEYS[2], '@empty', ms)
+    redis.call('DEL', KEYS[3])
+    redis.call('HSET', KEYS[3], '@empty', ms)
+    last, now = 0, 1
   end
-  now = tonumber(redis.call('HGET', KEYS[2], '@max')) or 1
 end
-local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1])) or 0
 local round = math.min(math.max(now - 1, last + 1, 1), tonumber(ARGV[3]))
-redis.call('HSET', KEYS[2], ARGV[1], round)
-if round > (tonumber(redis.call('HGET', KEYS[2], '@max')) or 0) then redis.call('HSET', KEYS[2], '@max', round) end
+if round > max then
+  redis.call('HSET', KEYS[3], ARGV[1], round, '@max', round)
+else
+  redis.call('HSET', KEYS[3], ARGV[1], round)
+end
 return {1, round}`;
 const ROUND_SHA = createHash('sha1').update(ROUND_SCRIPT).digest('hex');
 
@@ -68,22 +78,35 @@ interface QueueKeys {
   readonly keys: Readonly<Record<string, string>>;
 }
 
-/** The stored job's data (`held`), or the round (BullMQ priority) a new message under `id` is added with. */
+/** What the look at a new message's id found: the job already there, the new message's round, or another's claim. */
+export type Round = { readonly held: string } | { readonly round: number } | { readonly claimed: true };
+
+/**
+ * The stored job's data under `id` (`held`), or the round (BullMQ priority) a new message is added with, its `json`
+ * claiming the id for `claimMs`; or `claimed` when another request holds the claim.
+ */
 export async function roundOf(
   client: ScriptClient,
   queue: QueueKeys,
-  id: string,
-  owner: string,
-): Promise<{ readonly held: string } | { readonly round: number }> {
+  message: { readonly id: string; readonly owner: string; readonly json: string },
+  claimMs: number,
+): Promise<Round> {
+  const claim = createHash('sha256').update(message.json).digest('base64');
   const options = {
-    keys: [queue.toKey(id), queue.toKey('outbox:rounds'), queue.keys.prioritized],
-    arguments: [owner, queue.toKey(''), String(MAX_ROUND), String(RESTART_AFTER_MS)],
+    keys: [
+      queue.toKey(message.id),
+      queue.toKey(`outbox:claim:${message.id}`),
+      queue.toKey('outbox:rounds'),
+      queue.keys.prioritized,
+    ],
+    arguments: [message.owner, queue.toKey(''), String(MAX_ROUND), String(RESTART_AFTER_MS), claim, String(claimMs)],
   };
   const reply = (await client.evalSha(ROUND_SHA, options).catch((error: unknown) => {
     if (!String((error as Error | undefined)?.message).startsWith('NOSCRIPT')) throw error;
     return client.eval(ROUND_SCRIPT, options);
   })) as [number, string | number];
-  return reply[0] === 0 ? { held: String(reply[1]) } : { round: Number(reply[1]) };
+  if (reply[0] === 0) return { held: String(reply[1]) };
+  return reply[0] === 1 ? { round: Number(reply[1]) } : { claimed: true };
 }
 
 /** The owner of a message, as its id names it (`<owner hash>.<key>`); the id itself for one that names none. */

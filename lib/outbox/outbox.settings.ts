@@ -7,7 +7,7 @@ import type { OutboxBodyCodec, OutboxReconcile, OutboxWorkerOptions, PlatformOut
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The outbox's own defaults, each written once: the settings below and the docs' table read them. */
-export const OUTBOX_DEFAULTS = {
+const OUTBOX_DEFAULTS = {
   queueName: 'platform-outbox',
   idempotencyKeyHeader: 'Idempotency-Key',
   concurrency: 4,

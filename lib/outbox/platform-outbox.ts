@@ -31,6 +31,8 @@ import { mayHaveReached, startWorker, type DeliveryListener, type Sender } from 
 const FAILED_PAGE = 10_000;
 /** How many jobs of each state `status()` looks at for the oldest. */
 const OLDEST_LOOK = 10;
+/** How often an `enqueue` looks again for the job of another request that claimed its id. */
+const CLAIM_WAIT_MS = 10;
 
 /** What the outbox holds once it is started: BullMQ, its connection to Redis, the queue and the refusal tally. */
 interface Started {
@@ -148,7 +150,7 @@ export class PlatformOutbox
    */
   async enqueue(message: OutboxMessage): Promise<string> {
     const { id, key, stored: checked, json: checkedJson } = checkMessage(message, this.#settings.storedHeaders);
-    const { attempts, keepSentMs, bodyCodec } = this.#settings;
+    const { attempts, keepSentMs, bodyCodec, enqueueTimeoutMs, clock } = this.#settings;
     const stored =
       bodyCodec && checked.body !== undefined
         ? { ...checked, body: await sealed(bodyCodec, checked.body), sealed: true as const }
@@ -156,22 +158,31 @@ export class PlatformOutbox
     const json = stored === checked ? checkedJson : checkSealedSize(stored);
     const { connection, queue } = this.started();
     // One bound for the commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
-    const held = await this.bounded(async () => {
-      const found = await roundOf(connection as unknown as ScriptClient, queue, id, ownerOf(id));
-      if ('held' in found) return found.held;
-      await queue.add('message', stored, {
-        jobId: id,
-        attempts,
-        priority: found.round,
-        backoff: { type: 'outbox' },
-        removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
-        removeOnFail: false,
-      });
-      // BullMQ answers a taken id as it answers a new one: only the data under the id tells whose request it is.
-      return (connection as unknown as { hGet(key: string, field: string): Promise<string | null> }).hGet(
-        queue.toKey(id),
-        'data',
-      );
+    const held = await this.bounded(async (live) => {
+      for (; live();) {
+        const found = await roundOf(
+          connection as unknown as ScriptClient,
+          queue,
+          { id, owner: ownerOf(id), json },
+          enqueueTimeoutMs,
+        );
+        if ('held' in found) return found.held;
+        if ('round' in found) {
+          await queue.add('message', stored, {
+            jobId: id,
+            attempts,
+            priority: found.round,
+            backoff: { type: 'outbox' },
+            removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
+            removeOnFail: false,
+          });
+          // The id is this request's, claimed: BullMQ stored this data, or the same request's.
+          return null;
+        }
+        // Another request under the id is being added: its job, once there, says whether it is this one.
+        await clock.sleep(CLAIM_WAIT_MS);
+      }
+      throw this.unanswered();
     });
     // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
     if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
@@ -257,16 +268,17 @@ export class PlatformOutbox
    * as long as the outage lasts, nor the driver's own error. The client keeps every command back while it reconnects
    * (it has no timer per command to drop one), so `operation` starts only once the client is ready within the bound:
    * a call that rejected sends nothing later, and no sequence of commands (`retry`'s) is left half done by one that
-   * ran after the caller was told it did not.
+   * ran after the caller was told it did not. An `operation` that waits between its commands stops once `live()` is
+   * false.
    */
-  private async bounded<T>(operation: () => Promise<T>): Promise<T> {
+  private async bounded<T>(operation: (live: () => boolean) => Promise<T>): Promise<T> {
     const { enqueueTimeoutMs, clock } = this.#settings;
     let waiting = true;
     const started = this.#availability
       .connected(() => this.ready())
       .then(() => {
         if (!waiting) throw this.unanswered();
-        return operation();
+        return operation(() => waiting);
       });
     try {
       return await within(started, enqueueTimeoutMs, clock, () => this.unanswered());

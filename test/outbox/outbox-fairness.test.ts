@@ -77,6 +77,9 @@ describe('PlatformOutbox: fair between tenants', () => {
     const queueName = `outbox-fair-${process.pid}-${(queues += 1)}`;
     const imports = await tenants();
     const worker = await start(redis().url, { platform, queueName, worker: { concurrency: CONCURRENCY }, imports });
+    // B's tenant built and holding its token first: its first send waits for nothing but its turn.
+    await worker.outbox.enqueue({ tenant: 'b', method: 'POST', path: '/api/messages', idempotencyKey: 'draining-b-0' });
+    await eventually(() => expect(sendsOf('draining-b')).toEqual(['draining-b-0']));
     await enqueueMany(worker.outbox, 'a', 'draining-a', BACKLOG);
     await eventually(() => expect(sendsOf('draining-a').length).toBeGreaterThanOrEqual(100));
     await worker.outbox.enqueue({ tenant: 'b', method: 'POST', path: '/api/messages', idempotencyKey: 'draining-b-1' });
