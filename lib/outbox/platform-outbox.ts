@@ -44,17 +44,23 @@ interface Started {
 }
 
 /**
- * `operation`, or the error `onTimeout` makes once `ms` have passed on `clock`. The timeout is given one turn of the
- * event loop's I/O first: after a stall, Node runs expired timers before it reads sockets, so an answer that is
- * already waiting would otherwise look like one that never came.
+ * `operation`, or the error `onTimeout` makes once `ms` have passed on `clock` (its `schedule`, else its `sleep`).
+ * The timeout is given one turn of the event loop's I/O first: after a stall, Node runs expired timers before it
+ * reads sockets, so an answer that is already waiting would otherwise look like one that never came.
  */
 function within<T>(operation: Promise<T>, ms: number, clock: Clock, onTimeout: () => Error): Promise<T> {
-  const stop = new AbortController();
-  const timeout = clock
-    .sleep(ms, stop.signal)
-    .then(() => new Promise((resolve) => setImmediate(resolve)))
-    .then(() => Promise.reject(onTimeout()));
-  return Promise.race([operation, timeout]).finally(() => stop.abort());
+  let cancel = (): void => undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    const fire = (): void => void setImmediate(() => reject(onTimeout())).unref();
+    if (clock.schedule) {
+      cancel = clock.schedule(ms, fire);
+    } else {
+      const stop = new AbortController();
+      cancel = () => stop.abort();
+      clock.sleep(ms, stop.signal).then(fire, () => undefined);
+    }
+  });
+  return Promise.race([operation, timeout]).finally(cancel);
 }
 
 /**
