@@ -79,7 +79,7 @@ interface QueueKeys {
 }
 
 /** What the look at a new message's id found: the job already there, the new message's round, or another's claim. */
-export type Round = { readonly held: string } | { readonly round: number } | { readonly claimed: true };
+type Round = { readonly held: string } | { readonly round: number } | { readonly claimed: true };
 
 /**
  * The stored job's data under `id` (`held`), or the round (BullMQ priority) a new message is added with, its `json`
