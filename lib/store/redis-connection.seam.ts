@@ -25,8 +25,6 @@ const reconnectStrategy = (retries: number): number => Math.min(50 * 2 ** retrie
 /** How long one connection attempt of a lasting client may take before the next one. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 /**
  * The store's checks, with each problem named by the caller's option instead of `tokenStore` (`connection.url
  * (PLATFORM_QUEUE_REDIS_URL)`), cross-references included.
@@ -82,7 +80,7 @@ export function defineRedisConnection(input: {
   >;
   readonly option: string;
   readonly variablePrefix: string;
-  readonly env?: Env;
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }): { open(): Promise<{ readonly client: object; close(): void }> } | undefined {
   const { option, variablePrefix } = input;
   const table: OptionTable = Object.fromEntries(
