@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PlatformOutboxError, type PlatformOutbox } from 'nestjs-platform-auth/outbox';
 import { CapturingLogger } from '../support/capturing-logger.js';
@@ -8,16 +9,11 @@ import { useOutboxFixtures } from './outbox-kit.js';
 const redis = useRedisServer();
 const start = useOutboxFixtures();
 
-/** A small seeded generator (mulberry32): the instants are random, and a failing run says its seed to replay it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+/** Numbers in [0, 1) from `seed`: the instants are random, and a failing run says its seed to replay it. */
+function random(seed: number, count: number): () => number {
+  const drawn = fc.sample(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { seed, numRuns: count });
+  let next = 0;
+  return () => drawn[next++ % count];
 }
 
 /** Every call the outbox offers that talks to Redis, one of them picked at random. */
@@ -36,7 +32,7 @@ function someCall(outbox: PlatformOutbox, n: number, pick: number): Promise<unkn
 describe('PlatformOutbox: typed errors only, whenever Redis dies', () => {
   it('rejects every call in flight with a PlatformOutboxError naming a reason, the driver’s error as its cause', async () => {
     const seed = Number(process.env.OUTBOX_ERRORS_SEED ?? Date.now() % 1_000_000);
-    const next = random(seed);
+    const next = random(seed, 1_000);
     const logger = new CapturingLogger();
     const f = await start(redis().url, { logger, enqueueTimeoutMs: 1_000, worker: { concurrency: 4 } });
     const rejections: unknown[] = [];

@@ -1,27 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PlatformAuthModule, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { PlatformOutbox } from 'nestjs-platform-auth/outbox';
-import { FakeClock, PlatformEmulator } from 'nestjs-platform-auth/testing';
+import { FakeClock } from 'nestjs-platform-auth/testing';
 import { eventually } from '../support/eventually.js';
-import { startHoldingProxy, type HoldingProxy } from '../support/holding-proxy.js';
 import { useRedisServer } from '../support/redis-server.js';
-import { useOutboxFixtures, type OutboxFixture } from './outbox-kit.js';
+import { useOutboxFixtures, usePlatformBehindProxy, type OutboxFixture } from './outbox-kit.js';
 
 const redis = useRedisServer();
 const start = useOutboxFixtures();
 
-let platform: PlatformEmulator;
-let proxy: HoldingProxy;
-
-beforeAll(async () => {
-  platform = await PlatformEmulator.start();
-  proxy = await startHoldingProxy(platform.url);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await platform?.close();
-});
+const behind = usePlatformBehindProxy();
 
 const CONCURRENCY = 4;
 const BACKLOG = 10_000;
@@ -31,8 +19,8 @@ let queues = 0;
 async function tenants(extra: Partial<Record<'a' | 'b', Partial<PlatformAuthOptions>>> = {}) {
   const settings: Record<string, PlatformAuthOptions> = {};
   for (const id of ['a', 'b'] as const) {
-    const integration = await platform.createIntegration();
-    const route = { baseUrl: proxy.url, audience: new URL(platform.url).host };
+    const integration = await behind().platform.createIntegration();
+    const route = { baseUrl: behind().proxy.url, audience: new URL(behind().platform.url).host };
     settings[id] = { ...integration.moduleOptions, ...route, startupCheck: 'off', ...extra[id] };
   }
   return () => Promise.resolve([PlatformAuthModule.forTenants({ resolve: async (id) => settings[id] })]);
@@ -55,20 +43,20 @@ async function enqueueMany(outbox: PlatformOutbox, tenant: string, prefix: strin
 }
 
 /** The sends of keys starting with `prefix` the platform received so far. */
-const sendsOf = (prefix: string) => proxy.keys.filter((key) => key.startsWith(`${prefix}-`));
+const sendsOf = (prefix: string) => behind().proxy.keys.filter((key) => key.startsWith(`${prefix}-`));
 
 describe('PlatformOutbox: fair between tenants', () => {
   it(`sends a message tenant B enqueued behind tenant A's ${BACKLOG} within the next 2 × concurrency sends`, async () => {
     const queueName = `outbox-fair-${process.pid}-${(queues += 1)}`;
     const imports = await tenants();
-    const enqueuer = await start(redis().url, { platform, queueName, worker: false, imports });
+    const enqueuer = await start(redis().url, { platform: behind().platform, queueName, worker: false, imports });
     await enqueueMany(enqueuer.outbox, 'a', 'backlog-a', BACKLOG);
     await enqueuer.outbox.enqueue({ tenant: 'b', method: 'POST', path: '/api/messages', idempotencyKey: 'behind-b-1' });
-    const before = proxy.keys.length;
+    const before = behind().proxy.keys.length;
 
-    await start(redis().url, { platform, queueName, worker: { concurrency: CONCURRENCY }, imports });
-    await eventually(() => expect(proxy.keys.length - before).toBeGreaterThanOrEqual(2 * CONCURRENCY));
-    const first = proxy.keys.slice(before, before + 2 * CONCURRENCY);
+    await start(redis().url, { platform: behind().platform, queueName, worker: { concurrency: CONCURRENCY }, imports });
+    await eventually(() => expect(behind().proxy.keys.length - before).toBeGreaterThanOrEqual(2 * CONCURRENCY));
+    const first = behind().proxy.keys.slice(before, before + 2 * CONCURRENCY);
     expect(first).toContain('behind-b-1');
     console.log(`fairness: B's message was send ${first.indexOf('behind-b-1') + 1} behind A's ${BACKLOG}`);
   });
@@ -76,17 +64,22 @@ describe('PlatformOutbox: fair between tenants', () => {
   it(`sends it within 2 × concurrency sends of its enqueue while the workers drain A's backlog`, async () => {
     const queueName = `outbox-fair-${process.pid}-${(queues += 1)}`;
     const imports = await tenants();
-    const worker = await start(redis().url, { platform, queueName, worker: { concurrency: CONCURRENCY }, imports });
+    const worker = await start(redis().url, {
+      platform: behind().platform,
+      queueName,
+      worker: { concurrency: CONCURRENCY },
+      imports,
+    });
     // B's tenant built and holding its token first: its first send waits for nothing but its turn.
     await worker.outbox.enqueue({ tenant: 'b', method: 'POST', path: '/api/messages', idempotencyKey: 'draining-b-0' });
     await eventually(() => expect(sendsOf('draining-b')).toEqual(['draining-b-0']));
     await enqueueMany(worker.outbox, 'a', 'draining-a', BACKLOG);
     await eventually(() => expect(sendsOf('draining-a').length).toBeGreaterThanOrEqual(100));
     await worker.outbox.enqueue({ tenant: 'b', method: 'POST', path: '/api/messages', idempotencyKey: 'draining-b-1' });
-    const sendsAtEnqueue = proxy.keys.length;
+    const sendsAtEnqueue = behind().proxy.keys.length;
 
-    await eventually(() => expect(proxy.keys.length - sendsAtEnqueue).toBeGreaterThanOrEqual(2 * CONCURRENCY));
-    const next = proxy.keys.slice(sendsAtEnqueue, sendsAtEnqueue + 2 * CONCURRENCY);
+    await eventually(() => expect(behind().proxy.keys.length - sendsAtEnqueue).toBeGreaterThanOrEqual(2 * CONCURRENCY));
+    const next = behind().proxy.keys.slice(sendsAtEnqueue, sendsAtEnqueue + 2 * CONCURRENCY);
     expect(next).toContain('draining-b-1');
     expect(sendsOf('draining-a').length).toBeLessThan(BACKLOG);
   });
@@ -98,16 +91,28 @@ describe('PlatformOutbox: a held tenant holds no worker slot', () => {
     const queueName = `outbox-fair-${process.pid}-${(queues += 1)}`;
     // Back-offs up to the 60 s the platform may name.
     const retry = { attempts: 3, delayMs: 1, maxDelayMs: 600_000 };
-    const f = await start(redis().url, { platform, queueName, worker: false, imports: imports as never, retry });
+    const f = await start(redis().url, {
+      platform: behind().platform,
+      queueName,
+      worker: false,
+      imports: imports as never,
+      retry,
+    });
     await enqueueMany(f.outbox, 'a', `${queueName}-a`, 20);
     await enqueueMany(f.outbox, 'b', `${queueName}-b`, 20);
-    return start(redis().url, { platform, queueName, worker: { concurrency }, imports: imports as never, retry });
+    return start(redis().url, {
+      platform: behind().platform,
+      queueName,
+      worker: { concurrency },
+      imports: imports as never,
+      retry,
+    });
   }
 
   it('sends no more of a tenant the platform answered 429 with Retry-After, and every other tenant meanwhile', async () => {
     const imports = await tenants();
     // The first send, A's, is answered 429 "not for a minute".
-    platform.injectFault({ kind: 'status', status: 429, headers: { 'retry-after': '60' } }, 'api');
+    behind().platform.injectFault({ kind: 'status', status: 429, headers: { 'retry-after': '60' } }, 'api');
     const f = await heldFixture(imports, 1);
     const a = `${f.queueName}-a`;
     const b = `${f.queueName}-b`;
