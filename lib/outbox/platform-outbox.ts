@@ -6,33 +6,24 @@ import type {
   OnModuleInit,
 } from '@nestjs/common';
 import type { ConnectionOptions, Queue, Worker } from 'bullmq';
-import { PlatformAuthConfigError, type Clock } from '../index.js';
-import { RedisAvailability, type RedisOutage } from './outbox.availability.js';
+import { PlatformAuthConfigError } from '../index.js';
+import { RedisAvailability } from './outbox.availability.js';
 import { bullMqConnection, loadBullMq, queuePrefix, type BullMq } from './outbox.connection.js';
 import { PlatformOutboxError } from './outbox.errors.js';
-import { ownerOf, roundOf, type ScriptClient } from './outbox.fairness.js';
+import { storeMessage, type ScriptClient } from './outbox.rounds.js';
 import { assertSameRequest } from './outbox.identity.js';
 import { RefusalTally, failedJobs, oldestEnqueuedAt } from './outbox.jobs.js';
-import { checkMessage, checkSealedSize, storedData } from './outbox.message.js';
+import { checkMessage, sealMessage, storedData } from './outbox.message.js';
 import { REFUSED } from './outbox.reasons.js';
 import type { OutboxSettings } from './outbox.settings.js';
 import { OutboxTelemetry, type OutboxTelemetryEvent } from './outbox.telemetry.js';
-import type {
-  OutboxBodyCodec,
-  OutboxEvents,
-  OutboxFailedJob,
-  OutboxMessage,
-  OutboxStatus,
-  StoredMessage,
-} from './outbox.types.js';
+import type { OutboxEvents, OutboxFailedJob, OutboxMessage, OutboxStatus, StoredMessage } from './outbox.types.js';
 import { mayHaveReached, startWorker, type DeliveryListener, type Sender } from './outbox.worker.js';
 
 /** How many failed jobs `deadLetters()` and `failures()` read at most. */
 const FAILED_PAGE = 10_000;
 /** How many jobs of each state `status()` looks at for the oldest. */
 const OLDEST_LOOK = 10;
-/** How often an `enqueue` looks again for the job of another request that claimed its id. */
-const CLAIM_WAIT_MS = 10;
 
 /** What the outbox holds once it is started: BullMQ, its connection to Redis, the queue and the refusal tally. */
 interface Started {
@@ -41,26 +32,6 @@ interface Started {
   readonly connection: ConnectionOptions;
   readonly queue: Queue;
   readonly tally: RefusalTally;
-}
-
-/**
- * `operation`, or the error `onTimeout` makes once `ms` have passed on `clock` (its `schedule`, else its `sleep`).
- * The timeout is given one turn of the event loop's I/O first: after a stall, Node runs expired timers before it
- * reads sockets, so an answer that is already waiting would otherwise look like one that never came.
- */
-function within<T>(operation: Promise<T>, ms: number, clock: Clock, onTimeout: () => Error): Promise<T> {
-  let cancel = (): void => undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    const fire = (): void => void setImmediate(() => reject(onTimeout())).unref();
-    if (clock.schedule) {
-      cancel = clock.schedule(ms, fire);
-    } else {
-      const stop = new AbortController();
-      cancel = () => stop.abort();
-      clock.sleep(ms, stop.signal).then(fire, () => undefined);
-    }
-  });
-  return Promise.race([operation, timeout]).finally(cancel);
 }
 
 /**
@@ -84,7 +55,8 @@ export class PlatformOutbox
     this.#settings = settings;
     this.#senderOf = senderOf;
     this.#telemetry = new OutboxTelemetry(settings.queueName);
-    this.#availability = new RedisAvailability(settings.queueName, settings.logger, settings.clock);
+    const { queueName, logger, clock, enqueueTimeoutMs } = settings;
+    this.#availability = new RedisAvailability(queueName, logger, clock, enqueueTimeoutMs);
   }
 
   on<E extends keyof OutboxEvents>(event: E, listener: (...args: OutboxEvents[E]) => void): this {
@@ -110,7 +82,7 @@ export class PlatformOutbox
     this.#availability.watch(connection);
     const { queueName } = this.#settings;
     const queue = new bull.Queue(queueName, { connection, prefix: queuePrefix(queueName) });
-    queue.on('error', (error) => this.redisFailed(error));
+    queue.on('error', (error) => this.#availability.failed(error));
     this.#started = { bull, redis, connection, queue, tally: new RefusalTally(connection, queue) };
     await this.#telemetry.loaded();
   }
@@ -128,7 +100,7 @@ export class PlatformOutbox
       delivery,
       senderOf: this.#senderOf,
       listener: this.listener(),
-      redis: { failed: (error) => this.redisFailed(error), answering: () => this.#availability.answering() },
+      redis: { failed: (error) => this.#availability.failed(error), answering: () => this.#availability.answering() },
     });
   }
 
@@ -137,7 +109,7 @@ export class PlatformOutbox
    * stop at once: no send could be acknowledged, and BullMQ gives the jobs to another worker once their locks expire.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.#worker?.close(!this.ready());
+    await this.#worker?.close(!this.#availability.ready());
   }
 
   /** @internal */
@@ -157,39 +129,22 @@ export class PlatformOutbox
   async enqueue(message: OutboxMessage): Promise<string> {
     const { id, key, stored: checked, json: checkedJson } = checkMessage(message, this.#settings.storedHeaders);
     const { attempts, keepSentMs, bodyCodec, enqueueTimeoutMs, clock } = this.#settings;
-    const stored =
+    const { stored, json } =
       bodyCodec && checked.body !== undefined
-        ? { ...checked, body: await sealed(bodyCodec, checked.body), sealed: true as const }
-        : checked;
-    const json = stored === checked ? checkedJson : checkSealedSize(stored);
+        ? await sealMessage(checked, bodyCodec)
+        : { stored: checked, json: checkedJson };
     const { connection, queue } = this.started();
     // One bound for the commands: `enqueueTimeoutMs` is how long `enqueue` waits for Redis, not each command.
-    const held = await this.bounded(async (live) => {
-      for (; live();) {
-        const found = await roundOf(
-          connection as unknown as ScriptClient,
-          queue,
-          { id, owner: ownerOf(id), json },
-          enqueueTimeoutMs,
-        );
-        if ('held' in found) return found.held;
-        if ('round' in found) {
-          await queue.add('message', stored, {
-            jobId: id,
-            attempts,
-            priority: found.round,
-            backoff: { type: 'outbox' },
-            removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
-            removeOnFail: false,
-          });
-          // The id is this request's, claimed: BullMQ stored this data, or the same request's.
-          return null;
-        }
-        // Another request under the id is being added: its job, once there, says whether it is this one.
-        await clock.sleep(CLAIM_WAIT_MS);
-      }
-      throw this.unanswered();
-    });
+    const options = {
+      attempts,
+      backoff: { type: 'outbox' },
+      removeOnComplete: { age: Math.ceil(keepSentMs / 1000) },
+      removeOnFail: false,
+    };
+    const client = connection as unknown as ScriptClient;
+    const held = await this.#availability.bounded((live) =>
+      storeMessage({ queue, client, id, stored, json, options, clock, claimMs: enqueueTimeoutMs, live }),
+    );
     // The JSON this call stored, to the byte, is this request's job; only other data is compared field by field.
     if (held !== null && held !== json) assertSameRequest(storedData(held), checked, { key, id }, bodyCodec);
     this.emit('queued', 'queued', targetOf(stored), { id });
@@ -209,7 +164,7 @@ export class PlatformOutbox
   /** Puts a dead-lettered or failed job back in the queue with its attempts renewed, under the same key. */
   async retry(id: string): Promise<void> {
     const { queue, tally } = this.started();
-    await this.bounded(async () => {
+    await this.#availability.bounded(async () => {
       const job = await queue.getJob(String(id));
       if (!job || (await job.getState()) !== 'failed') {
         throw new PlatformOutboxError('not_found', 'PlatformOutbox.retry: no failed or dead-lettered job with that id');
@@ -229,9 +184,8 @@ export class PlatformOutbox
    */
   async status(): Promise<OutboxStatus> {
     const { queue, tally } = this.started();
-    const outage = this.#availability.outage;
-    if (outage) throw new PlatformOutboxError('unavailable', `PlatformOutbox: Redis is ${outageText(outage)}`);
-    const [counts, refusals, oldest] = await this.bounded(() =>
+    this.#availability.assertAnswering();
+    const [counts, refusals, oldest] = await this.#availability.bounded(() =>
       Promise.all([
         queue.getJobCounts('wait', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
         tally.count(),
@@ -259,55 +213,9 @@ export class PlatformOutbox
     return this.#started;
   }
 
-  /** Whether the outbox's Redis answers now (node-redis's `isReady`, a cluster's and a sentinel's alike). */
-  private ready(): boolean {
-    return (this.#started?.connection as { isReady?: unknown } | undefined)?.isReady === true;
-  }
-
   private failedJobs(): Promise<OutboxFailedJob[]> {
     const { queue } = this.started();
-    return this.bounded(() => failedJobs(queue, FAILED_PAGE));
-  }
-
-  /**
-   * Redis out of reach is a `PlatformOutboxError` (`unavailable`) after `enqueueTimeoutMs`, not a caller waiting for
-   * as long as the outage lasts, nor the driver's own error. The client keeps every command back while it reconnects
-   * (it has no timer per command to drop one), so `operation` starts only once the client is ready within the bound:
-   * a call that rejected sends nothing later, and no sequence of commands (`retry`'s) is left half done by one that
-   * ran after the caller was told it did not. An `operation` that waits between its commands stops once `live()` is
-   * false.
-   */
-  private async bounded<T>(operation: (live: () => boolean) => Promise<T>): Promise<T> {
-    const { enqueueTimeoutMs, clock } = this.#settings;
-    let waiting = true;
-    const started = this.#availability
-      .connected(() => this.ready())
-      .then(() => {
-        if (!waiting) throw this.unanswered();
-        return operation(() => waiting);
-      });
-    try {
-      return await within(started, enqueueTimeoutMs, clock, () => this.unanswered());
-    } catch (error) {
-      if (error instanceof PlatformOutboxError) throw error;
-      const why = this.#availability.outage ? `; ${outageText(this.#availability.outage)}` : '';
-      throw new PlatformOutboxError('unavailable', `PlatformOutbox: Redis did not do it${why}`, { cause: error });
-    } finally {
-      waiting = false;
-    }
-  }
-
-  /** The error of a call Redis did not answer in time: why, when the outbox knows Redis is out of reach. */
-  private unanswered(): PlatformOutboxError {
-    const outage = this.#availability.outage;
-    const why = outage ? `; ${outageText(outage)}` : '';
-    const waited = `${this.#settings.enqueueTimeoutMs} ms`;
-    return new PlatformOutboxError('unavailable', `PlatformOutbox: Redis did not answer within ${waited}${why}`);
-  }
-
-  /** An error of BullMQ's commands: an outage when the connection is down, else BullMQ's own business. */
-  private redisFailed(error: unknown): void {
-    if (this.#started && !this.ready()) this.#availability.lost(error);
+    return this.#availability.bounded(() => failedJobs(queue, FAILED_PAGE));
   }
 
   private emit<E extends keyof OutboxEvents>(
@@ -334,22 +242,6 @@ export class PlatformOutbox
       deadLettered: (job, reason) => this.emit('dead-lettered', 'dead_lettered', targetOf(job), { id: job.id, reason }),
     };
   }
-}
-
-/** The body as `codec` encodes it; the codec's own failure, whatever it threw, is the message's. */
-async function sealed(codec: OutboxBodyCodec, body: unknown): Promise<string> {
-  try {
-    return await codec.encode(body);
-  } catch (error) {
-    throw new PlatformOutboxError('invalid_message', 'PlatformOutbox.enqueue: bodyCodec.encode failed on the body', {
-      cause: error,
-    });
-  }
-}
-
-/** Why Redis did not answer, when the outbox knows it is out of reach. */
-function outageText(outage: RedisOutage): string {
-  return `unreachable since ${new Date(outage.since).toISOString()} (${outage.cause})`;
 }
 
 /** The integration's name in telemetry; a tenant's message is `tenants`, never the tenant's id. */

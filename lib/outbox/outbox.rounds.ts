@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { JobsOptions, Queue } from 'bullmq';
 import type { Clock } from '../index.js';
+import type { StoredMessage } from './outbox.types.js';
 
 /**
  * BullMQ's highest priority. A backlog that never empties for more rounds than this is sent in order of arrival past
@@ -85,7 +87,7 @@ type Round = { readonly held: string } | { readonly round: number } | { readonly
  * The stored job's data under `id` (`held`), or the round (BullMQ priority) a new message is added with, its `json`
  * claiming the id for `claimMs`; or `claimed` when another request holds the claim.
  */
-export async function roundOf(
+async function roundOf(
   client: ScriptClient,
   queue: QueueKeys,
   message: { readonly id: string; readonly owner: string; readonly json: string },
@@ -109,62 +111,46 @@ export async function roundOf(
   return reply[0] === 1 ? { round: Number(reply[1]) } : { claimed: true };
 }
 
+/** How often an `enqueue` looks again for the job of another request that claimed its id. */
+const CLAIM_WAIT_MS = 10;
+
 /** The owner of a message, as its id names it (`<owner hash>.<key>`); the id itself for one that names none. */
 export function ownerOf(id: string): string {
   const dot = id.indexOf('.');
   return dot > 0 ? id.slice(0, dot) : id;
 }
 
-/** How many owners' holds and turns one process keeps before it forgets those in the past. */
-const REMEMBERED = 4_096;
+/** What storing one message takes: the queue and its client, the message, its job options, and how long to try. */
+interface Storing {
+  readonly queue: Queue;
+  readonly client: ScriptClient;
+  readonly id: string;
+  readonly stored: StoredMessage;
+  /** `stored` as the JSON the job holds. */
+  readonly json: string;
+  readonly options: JobsOptions;
+  readonly clock: Clock;
+  /** How long the claim lasts: as long as the caller waits. */
+  readonly claimMs: number;
+  /** False once the caller stopped waiting: nothing more is sent. */
+  readonly live: () => boolean;
+}
 
 /**
- * Per owner, in this process: until when the platform holds it (a `Retry-After`, the integration's rate limit with
- * no turn soon), and, for an owner with a rate limit, its sends in flight and its next turn. A job whose owner is held
- * waits out the hold in BullMQ's delayed set, not in a worker's slot; so does the second job of a rate-limited owner
- * while its first waits for its turn, each spaced one turn after the last.
+ * Adds the message as the job `id` with its round, unless the id is taken: then the data the job holds, as the JSON
+ * Redis keeps, for the caller to compare; `null` when this request is the one stored (or the same request's). While
+ * another request under the id is being added, looks again until its job is there.
  */
-export class OwnerTurns {
-  readonly #held = new Map<string, number>();
-  readonly #next = new Map<string, number>();
-  readonly #sending = new Map<string, number>();
-
-  constructor(private readonly clock: Clock) {}
-
-  /**
-   * How long the job of `owner` waits before it may be sent (ms), 0 when it goes now; a job that goes now is one in
-   * flight until `done(owner)`. `perSecond`: the owner's rate limit, if it has one.
-   */
-  admit(owner: string, perSecond?: number): number {
-    const now = this.clock.now();
-    const held = this.#held.get(owner);
-    if (held !== undefined && held > now) return held - now;
-    this.#held.delete(owner);
-    const sending = this.#sending.get(owner) ?? 0;
-    if (perSecond === undefined || !(perSecond > 0) || sending === 0) {
-      this.#sending.set(owner, sending + 1);
-      return 0;
+export async function storeMessage(storing: Storing): Promise<string | null> {
+  const { queue, id, json } = storing;
+  while (storing.live()) {
+    const found = await roundOf(storing.client, queue, { id, owner: ownerOf(id), json }, storing.claimMs);
+    if ('held' in found) return found.held;
+    if ('round' in found) {
+      await queue.add('message', storing.stored, { ...storing.options, jobId: id, priority: found.round });
+      return null;
     }
-    const next = Math.max(now, this.#next.get(owner) ?? now) + 1_000 / perSecond;
-    this.remember(this.#next, owner, next);
-    return Math.ceil(next - now);
+    await storing.clock.sleep(CLAIM_WAIT_MS);
   }
-
-  done(owner: string): void {
-    const sending = (this.#sending.get(owner) ?? 1) - 1;
-    if (sending > 0) this.#sending.set(owner, sending);
-    else this.#sending.delete(owner);
-  }
-
-  /** The platform takes nothing from `owner` until `untilMs` (on the outbox's clock). */
-  hold(owner: string, untilMs: number): void {
-    if (untilMs > (this.#held.get(owner) ?? 0)) this.remember(this.#held, owner, untilMs);
-  }
-
-  private remember(map: Map<string, number>, owner: string, untilMs: number): void {
-    map.set(owner, untilMs);
-    if (map.size <= REMEMBERED) return;
-    const now = this.clock.now();
-    for (const [key, until] of map) if (until <= now) map.delete(key);
-  }
+  throw new Error('the caller stopped waiting');
 }
