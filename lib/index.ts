@@ -54,3 +54,5 @@ export { RateLimitWaitError } from './calls/rate-limit/rate-limit.errors.js';
 // `./redis` subpath would add an entry point and save no code.
 export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
 export { RedisTokenStore } from './store/token-store.redis.js';
+// For a part built on this package that keeps its own Redis: the store's connection settings, checks and client.
+export { defineRedisConnection } from './store/redis-connection.seam.js';

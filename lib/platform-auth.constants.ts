@@ -19,5 +19,8 @@ export function sharedToken(service: string, integration?: string): symbol {
   return Symbol.for(`nestjs-platform-auth:${service}${integration === undefined ? '' : `:${integration}`}`);
 }
 
-/** Injection token of the outbox (`PlatformOutbox`), shared by both builds so the health indicator finds it. */
-export const PLATFORM_OUTBOX = sharedToken('PlatformOutbox');
+/**
+ * Injection token under which a module tells the application which `PLATFORM_*` variables it reads (see
+ * `PlatformAuthModule.readsVariables`), shared by both builds so a module of either is heard.
+ */
+export const DECLARED_VARIABLES = sharedToken('DeclaredVariables');

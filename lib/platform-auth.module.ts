@@ -9,7 +9,12 @@ import {
 import { HttpService } from '@nestjs/axios';
 import { AssertionSigner } from './token/assertion.signer.js';
 import { systemClock } from './platform-auth.clock.js';
-import { LOGGER_CONTEXT, PLATFORM_AUTH_INTEGRATION, PLATFORM_AUTH_LOGGER } from './platform-auth.constants.js';
+import {
+  DECLARED_VARIABLES,
+  LOGGER_CONTEXT,
+  PLATFORM_AUTH_INTEGRATION,
+  PLATFORM_AUTH_LOGGER,
+} from './platform-auth.constants.js';
 import { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
 import {
   ConfigurablePlatformAuthModule,
@@ -60,7 +65,11 @@ async function createRuntime(
   const clock = options.clock ?? systemClock;
   let config: ResolvedPlatformAuthConfig;
   try {
-    config = await loadIntegration({ options, owner: { integration }, nowMs: clock.now() });
+    config = await loadIntegration({
+      options,
+      owner: { integration, env: problems.environment() },
+      nowMs: clock.now(),
+    });
   } catch (error) {
     await problems.settle(reporter, error);
     throw error;
@@ -199,6 +208,15 @@ export class PlatformAuthModule {
   /** The same, with the options from a factory (`{ imports, inject, useFactory }`). */
   static forTenantsAsync(options: PlatformTenantsAsyncOptions): DynamicModule {
     return PlatformTenantsModule.forTenantsAsync(options);
+  }
+
+  /**
+   * For a module built on this package (an add-on) that reads `PLATFORM_*` variables of its own: a provider, put
+   * among its providers, that tells every module of the package in the application to leave `names` out of its
+   * start-up warning about variables no part reads.
+   */
+  static readsVariables(names: readonly string[]): Provider {
+    return { provide: DECLARED_VARIABLES, useValue: [...names] };
   }
 }
 

@@ -1,6 +1,7 @@
 import { Injectable, Module, type InjectionToken, type Provider } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import { PlatformAuthConfigError, type ConfigProblem } from './platform-auth.errors.js';
+import { DECLARED_VARIABLES } from './platform-auth.constants.js';
 
 type NestModule = NonNullable<ReturnType<ModulesContainer['get']>>;
 type Wrapper = NonNullable<ReturnType<NestModule['providers']['get']>>;
@@ -67,6 +68,20 @@ export class StartupProblems {
     const failed = [...this.modules.values()].flatMap((module) => this.settled.get(module) ?? []);
     if (failed.length === problems.length) throw error;
     throw new PlatformAuthConfigError(failed);
+  }
+
+  /**
+   * The environment a module's typo check reads: `env` without the variables that other modules of the application
+   * declare they read (`PlatformAuthModule.readsVariables`), so a part built on this package keeps variables of its
+   * own without a warning that no part reads them.
+   */
+  environment(env: Readonly<Record<string, string | undefined>> = process.env): Record<string, string | undefined> {
+    const declared = new Set<string>();
+    for (const module of this.modules.values()) {
+      const names: unknown = module.providers.get(DECLARED_VARIABLES)?.instance;
+      if (Array.isArray(names)) for (const name of names) declared.add(String(name));
+    }
+    return Object.fromEntries(Object.entries(env).filter(([name]) => !declared.has(name)));
   }
 
   /** The reporting modules `own` waits for: all but itself and those whose options depend on a reporting module. */

@@ -187,7 +187,7 @@ async function main() {
     outbox: {
       connection: { url: redisUrl },
       queueName: QUEUE,
-      worker: { concurrency: 4, lockDurationMs: 2_000 },
+      worker: { concurrency: 4, lockDuration: 2_000 },
       retry: { attempts: 40, delayMs: 200, maxDelayMs: QUICK ? 3_000 : scaled(60_000) },
       sendTimeoutMs: 5_000,
       enqueueTimeoutMs: 2_000,
@@ -330,11 +330,11 @@ async function main() {
     for (const state of ['completed', 'failed', 'delayed', 'wait', 'active', 'prioritized']) {
       const member =
         state === 'completed' || state === 'failed' || state === 'delayed' || state === 'prioritized'
-          ? (await client.zScore(`bull:${QUEUE}:${state}`, id)) !== null
-          : (await client.lPos(`bull:${QUEUE}:${state}`, id)) !== null;
+          ? (await client.zScore(`bull:{${QUEUE}}:${QUEUE}:${state}`, id)) !== null
+          : (await client.lPos(`bull:{${QUEUE}}:${QUEUE}:${state}`, id)) !== null;
       if (member) return state;
     }
-    return (await client.exists(`bull:${QUEUE}:${id}`)) ? 'unlisted' : 'missing';
+    return (await client.exists(`bull:{${QUEUE}}:${QUEUE}:${id}`)) ? 'unlisted' : 'missing';
   };
   const states = {};
   const counts = {
@@ -371,7 +371,7 @@ async function main() {
       continue;
     }
     if (state === 'failed') {
-      const reason = (await client.hGet(`bull:${QUEUE}:${id}`, 'failedReason')) ?? '';
+      const reason = (await client.hGet(`bull:{${QUEUE}}:${QUEUE}:${id}`, 'failedReason')) ?? '';
       if (reason.startsWith('refused: ')) counts.refused += 1;
       else counts.deadLettered += 1;
     } else if (['delayed', 'wait', 'active', 'prioritized'].includes(state)) counts.stillQueued += 1;

@@ -4,7 +4,6 @@ import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { createClient } from 'redis';
 import { PlatformAuthModule, PlatformFetch, TokenProvider, type PlatformAuthOptions } from 'nestjs-platform-auth';
 
-type PlatformFetchInit = NonNullable<Parameters<PlatformFetch['fetch']>[1]>;
 import { PlatformOutbox, PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import type { EmulatorCounters } from 'nestjs-platform-auth/testing';
 import { BenchChild } from '../support/child.js';
@@ -13,10 +12,14 @@ import { startRedis } from '../support/redis.js';
 import { progress, type Report } from '../support/report.js';
 import { collectBetweenBlocks, median, spread } from '../support/stats.js';
 
+type PlatformFetchInit = NonNullable<Parameters<PlatformFetch['fetch']>[1]>;
+
 /** The outbox's throughput against bare BullMQ's, on the same Redis and the same platform. */
 const TARGET = 0.9;
 /** The outbox's default `worker.concurrency`, which the bare worker copies. */
 const CONCURRENCY = 4;
+/** Tenants the messages of the second comparison are spread over, each sent with its own token. */
+const TENANTS = 1_000;
 
 export interface OutboxSizes {
   /** A/B pairs of bare BullMQ and the outbox, the order swapped every pair. */
@@ -75,6 +78,8 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
         module: class OutboxBench {},
         imports: [
           PlatformAuthModule.forRoot({ ...integration, startupCheck: 'off' }),
+          // The tenants share the integration's credentials; each is an integration of its own, with its own token.
+          PlatformAuthModule.forTenants({ resolve: async () => ({ ...integration, startupCheck: 'off' }) }),
           PlatformOutboxModule.forRoot({ connection: { url: redis.url }, queueName: 'bench-outbox' }),
         ],
       },
@@ -83,6 +88,7 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
     const authorization = `Bearer ${await app.get(TokenProvider).getAccessToken()}`;
     const bare = (options: BareOptions) => bareBullMq(redis.url, `${hello.url}/api/messages`, authorization, options);
     const outbox = outboxSender(app.get(PlatformOutbox));
+    const outboxTenants = outboxSender(app.get(PlatformOutbox), TENANTS);
     const ladder = [
       await bare({ name: 'bare' }),
       await bare({ name: '+ job options', jobOptions: true }),
@@ -90,7 +96,7 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       await bare({ name: '+ PlatformFetch', jobOptions: true, readBack: true, platformFetch: app.get(PlatformFetch) }),
       outbox,
     ];
-    senders.push(...ladder);
+    senders.push(...ladder, outboxTenants);
     const counters = () => platform.request<EmulatorCounters>({ command: 'counters' });
     await stats.connect();
     const commandStats = async () => redisCommandStats(String(await stats.info('commandstats')));
@@ -140,19 +146,39 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
 
     progress(`warm-up: ${sizes.messages / 2} messages through each of ${ladder.length} ways`);
     for (const sender of ladder) await runOnce(sender, sizes.messages / 2);
-    const bareRuns: Run[] = [];
-    const outboxRuns: Run[] = [];
-    for (let round = 0; round < sizes.rounds; round += 1) {
-      const pair = [
-        { sender: ladder[0], runs: bareRuns },
-        { sender: outbox, runs: outboxRuns },
-      ];
-      for (const { sender, runs } of round % 2 === 0 ? pair : pair.reverse())
-        runs.push(await runOnce(sender, sizes.messages));
-      progress(
-        `round ${round + 1}/${sizes.rounds}: bare ${rate(bareRuns[round]).toFixed(0)}/s, outbox ${rate(outboxRuns[round]).toFixed(0)}/s`,
-      );
-    }
+    // Every tenant built and holding its token before any measured run: two messages each.
+    progress(`warm-up: ${2 * TENANTS} messages over ${TENANTS} tenants`);
+    await runOnce(outboxTenants, 2 * TENANTS);
+    /** A/B pairs of bare BullMQ and `sender`, the order swapped every pair. */
+    const pairs = async (sender: Sender, what: string) => {
+      const bare: Run[] = [];
+      const measured: Run[] = [];
+      for (let round = 0; round < sizes.rounds; round += 1) {
+        const pair = [
+          { sender: ladder[0], runs: bare },
+          { sender, runs: measured },
+        ];
+        for (const { sender: next, runs } of round % 2 === 0 ? pair : pair.reverse())
+          runs.push(await runOnce(next, sizes.messages));
+        progress(
+          `${what} round ${round + 1}/${sizes.rounds}: bare ${rate(bare[round]).toFixed(0)}/s, outbox ${rate(measured[round]).toFixed(0)}/s`,
+        );
+      }
+      return { bare, measured };
+    };
+    const { bare: bareRuns, measured: outboxRuns } = await pairs(outbox, 'one integration');
+    const spreadRuns = await pairs(outboxTenants, `${TENANTS} tenants`);
+    const tenantRatios = spreadRuns.measured.map((run, i) => spreadRuns.bare[i].seconds / run.seconds);
+    report.atLeast(
+      'outbox.throughputTenants',
+      `outbox: messages per second against bare BullMQ, the messages spread over ${TENANTS} tenants (${sizes.rounds} A/B rounds of ${sizes.messages}, concurrency ${CONCURRENCY})`,
+      median(tenantRatios),
+      TARGET,
+      {
+        baseline: 'bare BullMQ Queue + Worker, fetch with the header',
+        spread: { ...spread(tenantRatios), kind: 'range' },
+      },
+    );
     const ratios = outboxRuns.map((run, i) => bareRuns[i].seconds / run.seconds);
     const addedWallUs = outboxRuns.map((run, i) => ((run.seconds - bareRuns[i].seconds) / sizes.messages) * 1e6);
     const runsLabel = `${sizes.rounds} A/B rounds of ${sizes.messages} messages, concurrency ${CONCURRENCY}`;
@@ -242,6 +268,7 @@ export async function measureOutbox(report: Report, sizes: OutboxSizes): Promise
       concurrency: CONCURRENCY,
       bare: bareRuns,
       outbox: outboxRuns,
+      tenants: { count: TENANTS, bare: spreadRuns.bare, outbox: spreadRuns.measured },
       ladder: ladder.map((sender, i) => ({ name: sender.name, runs: steps[i] })),
     });
   } finally {
@@ -287,14 +314,20 @@ class Completions {
   }
 }
 
-/** The outbox as an application uses it: `enqueue`, its own worker, the `sent` event. */
-function outboxSender(outbox: PlatformOutbox): Sender {
+/**
+ * The outbox as an application uses it: `enqueue`, its own worker, the `sent` event; with `tenants`, each message
+ * for one of that many tenants in turn (the default integration's otherwise).
+ */
+function outboxSender(outbox: PlatformOutbox, tenants?: number): Sender {
   const completions = new Completions();
   outbox.on('sent', () => completions.add());
   outbox.on('failed', ({ reason }) => console.error(`outbox: a message failed: ${reason}`));
+  let sent = 0;
+  const tenantOf = () => (tenants === undefined ? {} : { tenant: `tenant-${(sent += 1) % tenants}` });
   return {
-    name: 'outbox',
-    enqueue: (key, body) => outbox.enqueue({ method: 'POST', path: '/api/messages', body, idempotencyKey: key }),
+    name: tenants === undefined ? 'outbox' : `outbox-${tenants}-tenants`,
+    enqueue: (key, body) =>
+      outbox.enqueue({ ...tenantOf(), method: 'POST', path: '/api/messages', body, idempotencyKey: key }),
     delivered: (count) => completions.after(count),
     close: async () => undefined,
   };

@@ -1,7 +1,6 @@
 import type { ConfigProblem } from '../platform-auth.errors.js';
 import { integrationEnvName } from './integration-name.util.js';
 import { PLATFORM_AUTH_OPTIONS } from './options.table.js';
-import { PLATFORM_OUTBOX_OPTIONS } from './options.table.outbox.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from './options.table.user.js';
 import type { OptionTable } from './options.table.types.js';
 
@@ -13,11 +12,10 @@ function tableVariables(table: OptionTable): string[] {
   return Object.values(table).flatMap((row) => (row.env === undefined ? [] : [row.env]));
 }
 
-/** Every variable the package reads for the default integration: machine authentication's, user sign-in's, the outbox's. */
+/** Every variable the package reads for the default integration: machine authentication's and user sign-in's. */
 const KNOWN: ReadonlySet<string> = new Set([
   ...tableVariables(PLATFORM_AUTH_OPTIONS),
   ...tableVariables(PLATFORM_USER_AUTH_OPTIONS),
-  ...tableVariables(PLATFORM_OUTBOX_OPTIONS),
 ]);
 
 /** The known names without `PLATFORM_`: a named integration's variable is `PLATFORM_<NAME>_` and one of these. */

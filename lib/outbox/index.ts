@@ -1,5 +1,6 @@
 // The `nestjs-platform-auth/outbox` entry point; needs the optional peer `bullmq` 6 (and `redis` for a connection
-// given as a URL or options).
+// given as a URL, Cluster nodes or Sentinel). Built on the package's public entry points only, as another package
+// would be: it imports nothing else of the package, and the package names none of it.
 export { PlatformOutbox } from './platform-outbox.js';
 export {
   PlatformOutboxModule,
@@ -7,7 +8,13 @@ export {
   type PlatformOutboxModuleExtras,
   type PlatformOutboxModuleOptions,
 } from './outbox.module.js';
+export {
+  PlatformOutboxHealthIndicator,
+  type PlatformOutboxHealth,
+  type PlatformOutboxHealthOptions,
+} from './outbox.health.js';
 export { PlatformOutboxError, PlatformOutboxKeyConflictError, type PlatformOutboxFailure } from './outbox.errors.js';
+export type { OutboxDiagnosticsEvent, OutboxTelemetryEvent } from './outbox.telemetry.js';
 export type {
   OutboxBodyCodec,
   OutboxConnection,
@@ -16,14 +23,12 @@ export type {
   OutboxJob,
   OutboxMessage,
   OutboxReconcile,
-  OutboxRedisClient,
   OutboxRetryOptions,
   OutboxStatus,
   OutboxWorkerOptions,
   PlatformOutboxOptions,
   StoredMessage,
 } from './outbox.types.js';
-// The base of the errors above, from the main entry point, so this one is complete on its own.
-export { PlatformAuthError } from '../platform-auth.errors.js';
-// The type of the `clock` option, as the testing entry point gives it.
-export type { Clock } from '../platform-auth.clock.js';
+// The base of the errors above and the type of the `clock` option, from the main entry point, so this one is
+// complete on its own.
+export { PlatformAuthError, type Clock } from '../index.js';

@@ -1,135 +1,118 @@
 import type * as BullMqModule from 'bullmq';
-import type { ConnectionOptions, Queue, Worker } from 'bullmq';
-import { tolerantBullMq } from './outbox.bull.js';
-import { reveal, secretText } from '../util/secret.util.js';
+import type { ConnectionOptions } from 'bullmq';
 import { PlatformOutboxError } from './outbox.errors.js';
-import type { OutboxConnection, OutboxRedisClient } from './outbox.types.js';
-
-const OUTBOX_REDIS_URL_VARIABLE = 'PLATFORM_OUTBOX_REDIS_URL';
 
 /** The part of bullmq the outbox uses: loaded when the outbox starts, so an app without it never loads it. */
 export type BullMq = Pick<
   typeof BullMqModule,
-  'Job' | 'Queue' | 'Worker' | 'UnrecoverableError' | 'ConnectionClosedError'
+  'Job' | 'Queue' | 'Worker' | 'UnrecoverableError' | 'DelayedError' | 'ConnectionClosedError'
 >;
-export type OutboxQueue = Queue;
-export type OutboxBullWorker = Worker;
-
-interface NodeRedisClient extends OutboxRedisClient {
-  on(event: 'error', listener: (error: unknown) => void): unknown;
-  connect(): Promise<unknown>;
-  destroy(): unknown;
-}
-
-interface NodeRedis {
-  createClient(options: Record<string, unknown>): NodeRedisClient;
-}
-
-/** The Redis connection BullMQ is given, and the client to close at shutdown when the outbox made it. */
-export interface OutboxRedis {
-  readonly connection: ConnectionOptions;
-  readonly owned?: { destroy(): unknown };
-  /** Whether Redis answers now: node-redis's `isReady`, ioredis's `status`. */
-  ready(): boolean;
-}
-
-function isReady(client: unknown): boolean {
-  const { isReady, status } = client as { isReady?: unknown; status?: unknown };
-  return isReady === true || status === 'ready';
-}
 
 export async function loadBullMq(): Promise<BullMq> {
-  return (import('bullmq') as Promise<BullMq>).then(tolerantBullMq, () => {
+  return (import('bullmq') as Promise<BullMq>).catch((error: unknown) => {
     throw new PlatformOutboxError(
       'config',
       'PlatformOutboxModule needs the `bullmq` package (6): npm install bullmq@6',
+      {
+        cause: error,
+      },
     );
   });
 }
 
-function isClient(connection: OutboxConnection): connection is OutboxRedisClient {
-  return typeof (connection as { duplicate?: unknown }).duplicate === 'function';
+/**
+ * The queue's key prefix. BullMQ names every key of a queue `<prefix>:<queue>:…`; the hash tag puts them all in one
+ * Redis Cluster slot, as its scripts require (BullMQ's `{…}` prefix convention), and each queue in a slot of its own.
+ */
+export function queuePrefix(queueName: string): string {
+  return `bull:{${queueName}}`;
 }
 
 /**
- * The connection to give BullMQ: a client the application passed, as it is; for a URL or options, a node-redis client
- * that reconnects by itself (BullMQ's workers wait on it through a Redis restart) and is closed by the outbox.
+ * node-redis's errors of a connection lost mid-command or not there (yet), and of one that cannot be made: known by
+ * their classes, whose instances are all named `Error`.
  */
-export async function openRedis(
-  connection: OutboxConnection | undefined,
-  env: Readonly<Record<string, string | undefined>>,
-): Promise<OutboxRedis> {
-  const given = connection ?? (env[OUTBOX_REDIS_URL_VARIABLE] ? { url: env[OUTBOX_REDIS_URL_VARIABLE] } : undefined);
-  if (given === undefined) {
-    throw new PlatformOutboxError(
-      'config',
-      `PlatformOutboxModule: no Redis connection; give connection ({ url } or { host, port }) or set ${OUTBOX_REDIS_URL_VARIABLE}`,
-    );
-  }
-  if (isClient(given)) return { connection: given as ConnectionOptions, ready: () => isReady(given) };
-  const opened = 'url' in given ? { url: reveal(given.url) as string } : { ...given, password: reveal(given.password) };
-  const redis = await (import('redis') as Promise<unknown> as Promise<NodeRedis>).catch(() => {
-    throw new PlatformOutboxError(
-      'config',
-      'PlatformOutboxModule needs the `redis` package (node-redis 5 or 6) for a connection given as a URL or options',
-    );
-  });
-  const client = redis.createClient(clientOptions(opened as typeof given));
-  // Connection errors are reported through BullMQ's own listeners and by enqueue's bound; this one keeps an
-  // unanswered 'error' event from ending the process.
-  client.on('error', () => undefined);
-  // Not awaited: a Redis down at start-up is waited for like one that goes down later (the client reconnects, BullMQ
-  // waits for it to be ready), and the application starts meanwhile.
-  client.connect().catch(() => undefined);
-  return { connection: client as ConnectionOptions, owned: client, ready: () => isReady(client) };
+const LOST = new Set([
+  'SocketClosedUnexpectedlyError',
+  'ClientOfflineError',
+  'ClientClosedError',
+  'ConnectionTimeoutError',
+  'SocketTimeoutError',
+  'RootNodesUnavailableError',
+]);
+const LOST_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Whether `error` says the connection to Redis is lost (or cannot be made), rather than that a command failed. */
+function isConnectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code } = error as { code?: unknown };
+  return LOST.has(error.constructor.name) || LOST_CODES.has(String(code));
 }
 
-/** Back-off between reconnections: fast at first, then every 2 s, for ever. */
-const reconnectStrategy = (retries: number): number => Math.min(50 * 2 ** retries, 2_000);
+type Members = Record<PropertyKey, unknown>;
+type Listener = (...args: unknown[]) => void;
 
 /**
- * No per-command timer. node-redis 6 arms an `AbortSignal.timeout` for every command unless told otherwise: a timer
- * and a signal on each of the commands every message takes, about half their CPU in this process. The outbox bounds
- * its own waits instead: `enqueue`, `status()`, the lists and `retry` by `enqueueTimeoutMs`; a worker waits for Redis
- * as BullMQ's own commands do, its job's lock handing the job on if the wait outlasts it; a lost connection ends the
- * commands in flight with its socket.
+ * `client` (a node-redis client, cluster or sentinel client) as BullMQ 6's node-redis adapter expects one, through
+ * its public methods only:
+ * - a lost connection rejects with BullMQ's `ConnectionClosedError` (the driver's error as its cause), which BullMQ
+ *   waits out and records again, where node-redis's own errors would fail the job, or a completion already sent;
+ * - a cluster tells `ready` when it has connected (node-redis's cluster says `connect`), so BullMQ's wait for a
+ *   duplicate's readiness ends;
+ * - a sentinel's duplicate keeps its master's name (BullMQ passes its connection name as `name`), and `quit` and
+ *   `disconnect` are its `close` and `destroy`.
  */
-const commandOptions = { timeout: 0 };
-
-function clientOptions(given: Exclude<OutboxConnection, OutboxRedisClient>): Record<string, unknown> {
-  if ('url' in given) {
-    if (typeof given.url !== 'string' || !/^rediss?:\/\//.test(given.url)) {
-      throw new PlatformOutboxError(
-        'config',
-        'PlatformOutboxModule: connection.url must be a redis:// or rediss:// URL',
-      );
-    }
-    return { url: given.url, socket: { reconnectStrategy }, commandOptions };
-  }
-  const { host = '127.0.0.1', port = 6379, username, password, db, tls } = given;
-  return {
-    socket: { host, port, reconnectStrategy, ...(tls && { tls: true, ...(tls === true ? {} : tls) }) },
-    ...(username !== undefined && { username }),
-    ...(password !== undefined && { password }),
-    ...(db !== undefined && { database: db }),
-    commandOptions,
+export function bullMqConnection(bull: BullMq, client: object): ConnectionOptions {
+  const members = client as Members;
+  const kind =
+    typeof members.getSlotMaster === 'function'
+      ? 'cluster'
+      : typeof members.getMasterNode === 'function'
+        ? 'sentinel'
+        : 'standalone';
+  const lost = (error: unknown): Error =>
+    isConnectionLost(error)
+      ? Object.assign(new bull.ConnectionClosedError('Connection is closed.'), { cause: error })
+      : (error as Error);
+  const relays = new Map<PropertyKey, unknown>();
+  const listeners = (method: PropertyKey) => (event: string, listener: Listener) => {
+    (members[method] as (event: string, listener: Listener) => unknown).call(
+      client,
+      kind === 'cluster' && event === 'ready' ? 'connect' : event,
+      listener,
+    );
+    return proxy;
   };
-}
-
-/**
- * The options as the module keeps them: a password, and a URL (which may hold one), as secrets that no dump of the
- * application's providers renders; `openRedis` reads them. A client instance is the application's and stays as given.
- */
-export function sealConnection<T extends { readonly connection?: OutboxConnection }>(options: T): T {
-  const { connection } = options;
-  if (typeof connection !== 'object' || connection === null || isClient(connection)) return options;
-  const sealed =
-    'url' in connection
-      ? typeof connection.url === 'string'
-        ? { ...connection, url: secretText(connection.url) }
-        : connection
-      : typeof connection.password === 'string'
-        ? { ...connection, password: secretText(connection.password) }
-        : connection;
-  return { ...options, connection: sealed as unknown as OutboxConnection };
+  const own: Record<PropertyKey, (...args: never[]) => unknown> = {
+    on: listeners('on'),
+    once: listeners('once'),
+    off: listeners('off'),
+    removeListener: listeners('removeListener'),
+    duplicate: (overrides?: object) =>
+      bullMqConnection(
+        bull,
+        (members.duplicate as (overrides?: object) => object).call(client, kind === 'sentinel' ? undefined : overrides),
+      ),
+    ...(typeof members.quit !== 'function' && { quit: () => (members.close as () => unknown).call(client) }),
+    ...(typeof members.disconnect !== 'function' && {
+      disconnect: () => (members.destroy as () => unknown).call(client),
+    }),
+  };
+  const proxy: ConnectionOptions = new Proxy(client, {
+    get(target, property) {
+      if (Object.hasOwn(own, property)) return own[property];
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      let relay = relays.get(property);
+      if (relay === undefined) {
+        relay = (...args: unknown[]) => {
+          const result = (value as (...args: unknown[]) => unknown).apply(target, args);
+          return result instanceof Promise ? result.catch((error: unknown) => Promise.reject(lost(error))) : result;
+        };
+        relays.set(property, relay);
+      }
+      return relay;
+    },
+  });
+  return proxy;
 }

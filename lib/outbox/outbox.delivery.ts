@@ -1,8 +1,11 @@
-import { PlatformAuthError, TokenExchangeError } from '../platform-auth.errors.js';
-import { PlatformTenantConfigError, UnknownTenantError } from '../tenants/tenants.errors.js';
-import { parseRetryAfter } from '../token/retry-after.util.js';
-import { readBodyUpTo } from '../util/body-read.util.js';
-import { isTransientAnswer } from '../util/transient.rules.js';
+import {
+  PLATFORM_AUTH_RETRY_HEADER,
+  PlatformAuthError,
+  PlatformTenantConfigError,
+  RateLimitWaitError,
+  TokenExchangeError,
+  UnknownTenantError,
+} from '../index.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { boundedReason, describeCause, exchangeReason } from './outbox.reasons.js';
 import type { StoredMessage } from './outbox.types.js';
@@ -17,14 +20,40 @@ export type AttemptVerdict =
       /** The request may have reached the platform: reconcile before sending it again. */
       readonly ambiguous: boolean;
       readonly retryAfterMs?: number;
-    };
+    }
+  /** Not sent: the integration's rate limit (or a hold after a `Retry-After`) has no turn for it before `waitMs`. */
+  | { readonly kind: 'held'; readonly waitMs: number };
 
 /** `fetch` as the integration's or tenant's `PlatformFetch` offers it. */
 export type SendFetch = (input: string, init: RequestInit) => Promise<Response>;
 
-/** 4xx that will not change on a re-send (`isTransientAnswer`: 401, 408 and 429 are the 4xx that may). */
+/**
+ * A 4xx that will not change on a re-send. Every other failed answer is tried again: a job is re-sent with its
+ * idempotency key, so a server error cannot act twice; a 401 is the token's fault, not the message's, and a later
+ * attempt carries another token; 408 and 429 say "not now".
+ */
 function isRefusal(status: number): boolean {
-  return status >= 400 && status < 500 && !isTransientAnswer(status, 'outbox');
+  return status >= 400 && status < 500 && status !== 401 && status !== 408 && status !== 429;
+}
+
+/** `Sun, 06 Nov 1994 08:49:37 GMT`: the HTTP-date senders must use (RFC 9110 §5.6.7). */
+const IMF_FIXDATE = /^[A-Z][a-z]{2}, (\d{2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+const MONTHS = 'JanFebMarAprMayJunJulAugSepOctNovDec';
+
+/**
+ * `Retry-After` as ms from `nowMs`: delay-seconds or an IMF-fixdate. Anything else (the obsolete date forms
+ * included) is no wait the outbox honours: its own back-off applies.
+ */
+function retryAfterMs(value: string | null, nowMs: number): number | undefined {
+  const text = value?.trim() ?? '';
+  if (/^\d{1,10}$/.test(text)) return Number(text) * 1000;
+  const date = IMF_FIXDATE.exec(text);
+  const month = date ? MONTHS.indexOf(date[2]) / 3 : -1;
+  if (!date || !Number.isInteger(month)) return undefined;
+  const [day, year, hours, minutes, seconds] = [date[1], date[3], date[4], date[5], date[6]].map(Number);
+  const at = Date.UTC(year, month, day, hours, minutes, seconds);
+  // Date.UTC rolls 31 Feb over into March: such a date is malformed, not a later one.
+  return new Date(at).getUTCDate() === day && hours < 24 ? Math.max(0, at - nowMs) : undefined;
 }
 
 /** Only what names the failure: an error code of the platform's form, never free text that could echo the body. */
@@ -33,10 +62,26 @@ const ERROR_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 /** The most of an error body read for its code: a body past it is cut off, and its connection closed. */
 export const ERROR_BODY_BYTES = 4_096;
 
-/** Up to `ERROR_BODY_BYTES` of the body, or `undefined` past them (a code cannot be read from part of the JSON). */
+/**
+ * Up to `ERROR_BODY_BYTES` of the body as text, or `undefined` past them or when the read fails (a code cannot be read
+ * from part of the JSON). The stream is cancelled however the read ends: a body cut off closes its connection.
+ */
 async function boundedText(response: Response): Promise<string | undefined> {
-  const chunks = await readBodyUpTo(response.body, ERROR_BODY_BYTES).catch(() => undefined);
-  return chunks && Buffer.concat(chunks).toString('utf8');
+  if (!response.body) return '';
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      if ((size += read.value.byteLength) > ERROR_BODY_BYTES) return undefined;
+      chunks.push(read.value);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
 }
 
 async function errorCode(response: Response): Promise<string | undefined> {
@@ -71,6 +116,8 @@ function causeCode(error: unknown): string | undefined {
 
 /** The verdict on an attempt that threw instead of answering. */
 export function thrownVerdict(error: unknown): AttemptVerdict {
+  // The integration's gate let nothing go: no attempt was made, and none is spent.
+  if (error instanceof RateLimitWaitError) return { kind: 'held', waitMs: error.waitMs };
   // The token could not be had: nothing was sent, and the exchange's own rules say whether it can change.
   if (error instanceof TokenExchangeError) {
     return { kind: 'transient', reason: exchangeReason(error), ambiguous: false };
@@ -97,17 +144,17 @@ export async function answerVerdict(response: Response, nowMs: number): Promise<
   if (response.ok) {
     // Read, not cancelled: a cancel aborts the fetch, an AbortError made and dropped per send, while a short answer
     // has mostly arrived whole already. A long one is still cut off.
-    await readBodyUpTo(response.body, ERROR_BODY_BYTES).catch(() => undefined);
+    await boundedText(response);
     return { kind: 'sent', status: response.status };
   }
   const code = await errorCode(response);
   const reason = `HTTP ${response.status}${code ? ` ${code}` : ''}`;
   if (isRefusal(response.status)) return { kind: 'refused', reason };
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined, nowMs);
-  return { kind: 'transient', reason, ambiguous: false, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  const wait = retryAfterMs(response.headers.get('retry-after'), nowMs);
+  return { kind: 'transient', reason, ambiguous: false, ...(wait !== undefined && { retryAfterMs: wait }) };
 }
 
-/** One send of `message` with its key, the request policy's own retries off: the queue retries instead. */
+/** One send of `message` with its key, the client's own re-sends off: the queue retries instead. */
 export async function sendOnce(
   fetch: SendFetch,
   message: StoredMessage,
@@ -117,13 +164,15 @@ export async function sendOnce(
 ): Promise<AttemptVerdict> {
   const headers = new Headers(message.headers);
   headers.set(key.header, key.value);
+  // The client's re-sends are off for this request: the outbox's back-off replaces them. The header is how the call
+  // engine is told; `retry: false` how today's `PlatformFetch` is.
+  headers.set(PLATFORM_AUTH_RETRY_HEADER, 'false');
   let body: string | undefined;
   if (message.body !== undefined) {
     body = typeof message.body === 'string' ? message.body : JSON.stringify(message.body);
     if (typeof message.body !== 'string' && !headers.has('content-type'))
       headers.set('content-type', 'application/json');
   }
-  // `retry: false` is the reliable-calls option of every client: the outbox's back-off replaces the policy's.
   const init: RequestInit & { retry: false } = {
     method: message.method,
     headers,

@@ -1,4 +1,4 @@
-import { PlatformAuthError } from '../platform-auth.errors.js';
+import { PlatformAuthError } from '../index.js';
 
 /**
  * What is wrong: a setting of the module, a message given to `enqueue`, an idempotency key already taken by another
@@ -8,7 +8,7 @@ export type PlatformOutboxFailure = 'config' | 'invalid_message' | 'key_conflict
 
 /**
  * An outbox call that cannot be done. The message names the setting, field or header concerned, never a value of a
- * header or a body.
+ * header or a body; `cause` is the error of the driver (node-redis, BullMQ) when one said why.
  */
 export class PlatformOutboxError extends PlatformAuthError {
   readonly code = 'PLATFORM_OUTBOX';
@@ -16,8 +16,12 @@ export class PlatformOutboxError extends PlatformAuthError {
   constructor(
     readonly reason: PlatformOutboxFailure,
     message: string,
+    options?: { readonly cause?: unknown },
   ) {
     super(message);
+    // As `Error`'s own `cause`: not enumerable, so a serialised error carries our message, not the driver's.
+    if (options?.cause !== undefined)
+      Object.defineProperty(this, 'cause', { value: options.cause, configurable: true, writable: true });
   }
 }
 

@@ -1,8 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { UNREADABLE } from './outbox.bull.js';
 import { PlatformOutboxError } from './outbox.errors.js';
 import { jobIdOf } from './outbox.identity.js';
-import type { OutboxMessage, StoredMessage } from './outbox.types.js';
+import type { OutboxBodyCodec, OutboxMessage, StoredMessage } from './outbox.types.js';
+
+/** What a job's data reads as when Redis holds something that is not JSON there. */
+export const UNREADABLE = '[data that is not JSON]';
+
+/** A job's data from its raw JSON in Redis (`UNREADABLE` when it is not JSON). */
+export function storedData(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return UNREADABLE;
+  }
+}
 
 /** Never at rest, whatever the allow-list says: the client adds the token itself at each send. */
 const NEVER_STORED = new Set(['authorization', 'proxy-authorization', 'cookie']);
@@ -99,11 +110,27 @@ export function checkMessage(
   return { id: jobIdOf(stored, key), key, stored, json };
 }
 
-/** After a body codec: what Redis will hold is bounded too. Returns it as JSON. */
-export function checkSealedSize(stored: StoredMessage): string {
-  return checkSize(stored, (what) => {
+/**
+ * The checked message with its body as `codec` encodes it, and as the JSON Redis will hold, bounded too. The codec's
+ * own failure, whatever it threw, is the message's.
+ */
+export async function sealMessage(
+  checked: StoredMessage,
+  codec: OutboxBodyCodec,
+): Promise<{ readonly stored: StoredMessage; readonly json: string }> {
+  const fail: Fail = (what) => {
     throw new PlatformOutboxError('invalid_message', `PlatformOutbox.enqueue: ${what}`);
-  });
+  };
+  let body: string;
+  try {
+    body = await codec.encode(checked.body);
+  } catch (error) {
+    throw new PlatformOutboxError('invalid_message', 'PlatformOutbox.enqueue: bodyCodec.encode failed on the body', {
+      cause: error,
+    });
+  }
+  const stored: StoredMessage = { ...checked, body, sealed: true };
+  return { stored, json: checkSize(stored, fail) };
 }
 
 /**

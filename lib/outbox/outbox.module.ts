@@ -1,17 +1,16 @@
-import { Module, type ConfigurableModuleAsyncOptions, type DynamicModule, type Provider } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import type { PlatformFetch } from '../http/clients/platform-fetch.js';
-import { PLATFORM_OUTBOX } from '../platform-auth.constants.js';
-import { getPlatformFetchToken } from '../platform-auth.integrations.js';
-import { configurableModule } from '../platform-auth.module-helpers.js';
-import type { PlatformTenants } from '../tenants/platform-tenants.js';
-import { PLATFORM_TENANTS } from '../tenants/tenants.module.js';
-import { sealConnection } from './outbox.connection.js';
-import type { SendFetch } from './outbox.delivery.js';
-import { withOutboxEnvironment } from './outbox.environment.js';
-import { PlatformOutboxError } from './outbox.errors.js';
-import { resolveOutboxSettings } from './outbox.settings.js';
-import type { PlatformOutboxOptions, StoredMessage } from './outbox.types.js';
+import {
+  ConfigurableModuleBuilder,
+  Module,
+  type ConfigurableModuleAsyncOptions,
+  type DynamicModule,
+  type Provider,
+} from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { PlatformAuthModule } from '../index.js';
+import { PlatformOutboxHealthIndicator } from './outbox.health.js';
+import { OutboxSenders } from './outbox.senders.js';
+import { OUTBOX_VARIABLE_NAMES, resolveOutboxSettings, type OutboxSettings } from './outbox.settings.js';
+import type { PlatformOutboxOptions } from './outbox.types.js';
 import { PlatformOutbox } from './platform-outbox.js';
 
 export interface PlatformOutboxModuleExtras {
@@ -19,8 +18,14 @@ export interface PlatformOutboxModuleExtras {
   isGlobal?: boolean;
 }
 
-const { ConfigurableModuleClass: ConfigurablePlatformOutboxModule, MODULE_OPTIONS_TOKEN: PLATFORM_OUTBOX_OPTIONS } =
-  configurableModule<PlatformOutboxOptions, PlatformOutboxModuleExtras>('PlatformOutbox');
+const definition = new ConfigurableModuleBuilder<PlatformOutboxOptions>({ moduleName: 'PlatformOutbox' })
+  .setClassMethodName('forRoot')
+  .setExtras<PlatformOutboxModuleExtras>({ isGlobal: false }, (built, extras) => ({
+    ...built,
+    global: extras.isGlobal,
+  }))
+  .build();
+const { ConfigurableModuleClass: ConfigurablePlatformOutboxModule, MODULE_OPTIONS_TOKEN: OPTIONS } = definition;
 
 /** What `forRoot` takes: the options, and `isGlobal`. */
 export type PlatformOutboxModuleOptions = PlatformOutboxOptions & Partial<PlatformOutboxModuleExtras>;
@@ -28,47 +33,22 @@ export type PlatformOutboxModuleOptions = PlatformOutboxOptions & Partial<Platfo
 export type PlatformOutboxModuleAsyncOptions = ConfigurableModuleAsyncOptions<PlatformOutboxOptions, 'create'> &
   Partial<PlatformOutboxModuleExtras>;
 
-/**
- * Looks up, at each send, the client of the message's integration or tenant in the application: the integration's
- * module may be imported anywhere, and a tenant is built (or found resident) by the registry.
- */
-function fetchResolver(moduleRef: ModuleRef): (message: StoredMessage) => Promise<SendFetch> {
-  return async ({ integration, tenant }) => {
-    if (tenant !== undefined) {
-      let tenants: PlatformTenants;
-      try {
-        tenants = moduleRef.get<PlatformTenants>(PLATFORM_TENANTS, { strict: false });
-      } catch {
-        throw new PlatformOutboxError(
-          'not_found',
-          'no tenant registry in this application (PlatformAuthModule.forTenants)',
-        );
-      }
-      return (await tenants.get(tenant)).fetch.fetch;
-    }
-    try {
-      return moduleRef.get<PlatformFetch>(getPlatformFetchToken(integration), { strict: false }).fetch;
-    } catch {
-      const which = integration === undefined ? 'the default integration' : `the integration '${integration}'`;
-      throw new PlatformOutboxError('not_found', `${which} is not registered in this application (PlatformAuthModule)`);
-    }
-  };
-}
-
 const PROVIDERS: Provider[] = [
+  OutboxSenders,
   {
     provide: PlatformOutbox,
-    useFactory: (options: PlatformOutboxOptions, moduleRef: ModuleRef) =>
-      new PlatformOutbox(resolveOutboxSettings(withOutboxEnvironment(options, process.env)), fetchResolver(moduleRef)),
-    inject: [PLATFORM_OUTBOX_OPTIONS, ModuleRef],
+    useFactory: (settings: OutboxSettings, senders: OutboxSenders) =>
+      new PlatformOutbox(settings, (message) => senders.senderOf(message)),
+    inject: [OPTIONS, OutboxSenders],
   },
-  // Under a token both builds share, so the health indicator of either finds it.
-  { provide: PLATFORM_OUTBOX, useExisting: PlatformOutbox },
+  PlatformOutboxHealthIndicator,
+  PlatformAuthModule.readsVariables(OUTBOX_VARIABLE_NAMES),
 ];
 
 /**
  * The durable outbox on BullMQ: `PlatformOutboxModule.forRoot({ connection, worker, queueName })`. Import it beside
- * `PlatformAuthModule` (or `forTenants`); a process with `worker: false` only enqueues.
+ * `PlatformAuthModule` (or `forTenants`); a process with `worker: false` only enqueues. Inject `PlatformOutbox`, and
+ * `PlatformOutboxHealthIndicator` for a Terminus health check.
  */
 @Module({})
 export class PlatformOutboxModule {
@@ -82,26 +62,34 @@ export class PlatformOutboxModule {
   }
 }
 
-/** The options provider gives the options with the Redis password and URL sealed (`sealConnection`). */
-function sealedOptions(provider: Provider): Provider {
-  if (typeof provider !== 'object' || provider.provide !== PLATFORM_OUTBOX_OPTIONS) return provider;
-  if ('useValue' in provider)
-    return { ...provider, useValue: sealConnection(provider.useValue as PlatformOutboxOptions) };
+/**
+ * The options provider gives the settings, checked with the environment (every problem at once, at start-up): the
+ * Redis password and a URL, which may hold one, kept as secrets that no dump of the application's providers renders.
+ */
+function settingsOf(provider: Provider): Provider {
+  if (typeof provider !== 'object' || provider.provide !== OPTIONS) return provider;
+  if ('useValue' in provider) {
+    const options = provider.useValue as PlatformOutboxOptions;
+    return { provide: OPTIONS, useFactory: () => resolveOutboxSettings(options, process.env) };
+  }
   if ('useFactory' in provider) {
-    const factory = provider.useFactory;
+    const { useFactory, inject } = provider;
     return {
-      ...provider,
-      useFactory: async (...args: unknown[]) => sealConnection((await factory(...args)) as PlatformOutboxOptions),
+      provide: OPTIONS,
+      useFactory: async (...args: unknown[]) =>
+        resolveOutboxSettings((await useFactory(...args)) as PlatformOutboxOptions, process.env),
+      inject,
     };
   }
   return provider;
 }
 
-function withOutbox(definition: DynamicModule): DynamicModule {
+function withOutbox(built: DynamicModule): DynamicModule {
   return {
-    ...definition,
+    ...built,
     module: PlatformOutboxModule,
-    providers: [...(definition.providers ?? []).map(sealedOptions), ...PROVIDERS],
-    exports: [PlatformOutbox, PLATFORM_OUTBOX],
+    imports: [...(built.imports ?? []), DiscoveryModule],
+    providers: [...(built.providers ?? []).map(settingsOf), ...PROVIDERS],
+    exports: [PlatformOutbox, PlatformOutboxHealthIndicator],
   };
 }

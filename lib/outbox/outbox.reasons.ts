@@ -1,8 +1,13 @@
-import type { TokenExchangeError } from '../platform-auth.errors.js';
-import { sanitizeRemoteText } from '../util/remote-text.util.js';
+import type { TokenExchangeError } from '../index.js';
 
-/** The most of an error's text read for a reason (which shows at most 300 characters of it). */
+/** The most of an error's text read for a reason. */
 const REASON_INPUT = 4_096;
+/** The most of it a reason shows. */
+const REASON_LENGTH = 300;
+/** Three dot-separated runs of base64url of 8 characters or more: the shape of a JWT. */
+const JWT_SHAPED = /[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}/g;
+// eslint-disable-next-line no-control-regex -- control characters are what this flattens
+const CONTROL = /[\s\u0000-\u001f\u007f]+/g;
 /** How deep a chain of causes is followed. */
 const CHAIN_DEPTH = 5;
 
@@ -17,15 +22,18 @@ interface ErrorLike {
 }
 
 /**
- * `text` as a reason may show it: a URL's user and password and a bearer token taken out, then what remote text gets
- * (JWT-shaped strings out, control characters flattened, cut at 300 characters).
+ * `text` as a reason may show it: a URL's user and password, a bearer token and anything shaped like a JWT taken out,
+ * control characters flattened, at most 300 characters.
  */
 export function boundedReason(text: string): string {
   const scrubbed = text
     .slice(0, REASON_INPUT)
     .replace(/(:\/\/)[^/\s@]*@/g, '$1[REDACTED]@')
-    .replace(/\b(bearer|basic)\s+[^\s,;)]+/gi, '$1 [REDACTED]');
-  return sanitizeRemoteText(scrubbed) ?? '';
+    .replace(/\b(bearer|basic)\s+[^\s,;)]+/gi, '$1 [REDACTED]')
+    .replace(JWT_SHAPED, '[REDACTED]')
+    .replace(CONTROL, ' ')
+    .trim();
+  return scrubbed.length > REASON_LENGTH ? `${scrubbed.slice(0, REASON_LENGTH)}…` : scrubbed;
 }
 
 /** Codes of Node's system and network errors (`ECONNREFUSED`, `UND_ERR_SOCKET`), not a library's own error codes. */
@@ -91,4 +99,25 @@ export function exchangeReason(error: TokenExchangeError): string {
     .filter((part) => part !== undefined && part !== '')
     .join(' ');
   return boundedReason(`token exchange failed: ${error.reason}${root === '' ? '' : ` (${root})`}: ${error.summary}`);
+}
+
+/** Prefixes of a job's failed reason: the lists and the events tell refusals, transient failures and stalls apart. */
+export const REFUSED = 'refused: ';
+export const TRANSIENT = 'transient: ';
+export const AMBIGUOUS = 'ambiguous: ';
+const STALLED = 'stalled: ';
+const OUR_PREFIXES = [REFUSED, TRANSIENT, AMBIGUOUS];
+
+/**
+ * A job's failed reason as the lists and events show it. The worker's own reasons are kept as they are; BullMQ's stall
+ * limit (`job stalled more than allowable limit`) says what it means; anything else BullMQ recorded is its failure
+ * on Redis, `redis: …`.
+ */
+export function failureReason(recorded: string | undefined): string {
+  const reason = recorded ?? '';
+  if (OUR_PREFIXES.some((prefix) => reason.startsWith(prefix))) return reason;
+  if (/stalled more than allowable limit/.test(reason)) {
+    return `${STALLED}its worker stopped mid-send more often than maxStalledCount allows (${boundedReason(reason)})`;
+  }
+  return redisReason(reason);
 }

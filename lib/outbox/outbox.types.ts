@@ -1,25 +1,13 @@
-import type { Clock } from '../platform-auth.clock.js';
-/** A Redis client instance BullMQ accepts as it is (node-redis 5/6, ioredis): the application keeps it and closes it. */
-export interface OutboxRedisClient {
-  duplicate(...args: never[]): unknown;
-}
+import type { LoggerService } from '@nestjs/common';
+import type { WorkerOptions } from 'bullmq';
+import type { Clock, defineRedisConnection } from '../index.js';
 
 /**
- * Where the queue lives: `{ url }`, options as BullMQ takes them (`{ host, port, username, password, db, tls }`),
- * or a client instance. Options and URLs get a node-redis client of the outbox's own (the optional peer `redis`).
+ * Where the queue lives, in the shared token store's words: `{ url }`, `{ clusterNodes }` or `{ sentinel: { nodes,
+ * masterName } }`, with `username`, `password` and `tls` files as the store takes them; or `{ client }`, a node-redis
+ * client of yours (`createClient`, `createCluster`, `createSentinel`) that stays yours to connect and close.
  */
-export type OutboxConnection =
-  | { readonly url: string }
-  | {
-      readonly host?: string;
-      readonly port?: number;
-      readonly username?: string;
-      readonly password?: string;
-      readonly db?: number;
-      /** TLS socket options (`ca`, `cert`, `key`, `servername`), or `true`. */
-      readonly tls?: true | Readonly<Record<string, unknown>>;
-    }
-  | OutboxRedisClient;
+export type OutboxConnection = NonNullable<Parameters<typeof defineRedisConnection>[0]['connection']>;
 
 /** A message as `PlatformOutbox.enqueue` takes it. */
 export interface OutboxMessage {
@@ -51,7 +39,7 @@ export interface StoredMessage {
   readonly body?: unknown;
   readonly sealed?: true;
   readonly headers?: Readonly<Record<string, string>>;
-  /** The key each attempt sends (absent from jobs stored before keys were scoped: the job's id is sent then). */
+  /** The key each attempt sends, as given to `enqueue`. */
   readonly idempotencyKey?: string;
   /** Set by `retry(id)` when the last attempt may have reached the platform: the next one reconciles first. */
   readonly mayHaveReached?: true;
@@ -92,26 +80,26 @@ export interface OutboxRetryOptions {
   readonly maxDelayMs?: number;
 }
 
-export interface OutboxWorkerOptions {
-  /** Jobs one process sends at once (default 4). */
-  readonly concurrency?: number;
-  /**
-   * How long a worker's claim on a job lasts without renewal (default 30000 ms; renewed every half of it). A worker
-   * that dies mid-send gives its job back once the claim has run out and a stall check has found it so: see
-   * `stalledIntervalMs`.
-   */
-  readonly lockDurationMs?: number;
-  /**
-   * How often the workers look for jobs whose worker died (default 30000 ms, one look per interval for the whole
-   * queue). A dead worker's job is back in the queue at most `max(lockDurationMs, 2 × stalledIntervalMs) +
-   * stalledIntervalMs` after the worker died: up to 90 s with the defaults.
-   */
-  readonly stalledIntervalMs?: number;
-  /**
-   * How many times a job may be given back by a dead worker before it is dead-lettered (default `retry.attempts`).
-   */
-  readonly maxStalledCount?: number;
-}
+/**
+ * BullMQ's own worker options, passed to its `Worker` as they are (https://docs.bullmq.io): `concurrency` (default 4
+ * here, BullMQ's 1), `lockDuration`, `lockRenewTime`, `stalledInterval`, `maxStalledCount` (default
+ * `retry.attempts` here, BullMQ's 1), `drainDelay`, `runRetryDelay`, `limiter`, `name`; the others at BullMQ's
+ * defaults. The outbox sets the connection, the key prefix and the back-off itself.
+ */
+export type OutboxWorkerOptions = Readonly<
+  Pick<
+    WorkerOptions,
+    | 'concurrency'
+    | 'lockDuration'
+    | 'lockRenewTime'
+    | 'stalledInterval'
+    | 'maxStalledCount'
+    | 'drainDelay'
+    | 'runRetryDelay'
+    | 'limiter'
+    | 'name'
+  >
+>;
 
 /**
  * Turns a body into what Redis stores (`encode`, at `enqueue`) and back (`decode`, at each send): to encrypt message
@@ -123,11 +111,11 @@ export interface OutboxBodyCodec {
 }
 
 export interface PlatformOutboxOptions {
-  /** Defaults to `PLATFORM_OUTBOX_REDIS_URL`. */
+  /** Defaults to the `PLATFORM_OUTBOX_REDIS_*` variables (`PLATFORM_OUTBOX_REDIS_URL`, …). */
   readonly connection?: OutboxConnection;
-  /** `true` (default) runs workers in this process; `false` only enqueues. */
+  /** `true` (default) runs workers in this process, with BullMQ's options if given; `false` only enqueues. */
   readonly worker?: boolean | OutboxWorkerOptions;
-  /** The BullMQ queue's name (default `platform-outbox`). */
+  /** The BullMQ queue's name (default `platform-outbox`); its keys share one Redis Cluster slot. */
   readonly queueName?: string;
   /** Header names an application may enqueue with a message; `Authorization` is never one. */
   readonly storedHeaders?: readonly string[];
@@ -136,17 +124,19 @@ export interface PlatformOutboxOptions {
   readonly retry?: OutboxRetryOptions;
   /** Bounds one send (default 30000 ms); a send cut by it is ambiguous. */
   readonly sendTimeoutMs?: number;
-  /** How long `enqueue` waits for Redis before it rejects (default 5000 ms). */
+  /** How long `enqueue`, `retry`, `status()` and the lists wait for Redis before they reject (default 5000 ms). */
   readonly enqueueTimeoutMs?: number;
   /** How long a sent job is kept, so enqueueing its key again stays a no-op (default 86400000 ms, a day). */
   readonly keepSentMs?: number;
   readonly reconcile?: OutboxReconcile;
   readonly bodyCodec?: OutboxBodyCodec;
   /**
-   * The time source of the outbox (the age of jobs in `status()`, `Retry-After` dates, its bounds on Redis); default
-   * the system clock. Tests pass the `FakeClock` their integration has.
+   * The time source of the outbox (the age of jobs in `status()`, `Retry-After` dates, holds, its bounds on Redis);
+   * default the system clock. Tests pass the `FakeClock` their integration has.
    */
   readonly clock?: Clock;
+  /** Where the outbox's lines go (default Nest's `Logger`, context `PlatformOutbox`, so the application's logger). */
+  readonly logger?: LoggerService;
 }
 
 /** `status()`: counts by state, the queue's depth and the age of its oldest job. */
@@ -158,7 +148,7 @@ export interface OutboxStatus {
   readonly sent: number;
   readonly failed: number;
   readonly deadLettered: number;
-  /** Jobs not yet ended: waiting, delayed (in back-off) and active. */
+  /** Jobs not yet ended: waiting, delayed (in back-off or held) and active. */
   readonly depth: number;
   /** Age of the oldest job not yet ended, ms; 0 when there is none. */
   readonly oldestAgeMs: number;

@@ -1,45 +1,90 @@
-import type { ConnectionOptions, Job } from 'bullmq';
-import type { Clock } from '../platform-auth.clock.js';
-import { outboxJob } from './outbox.bull.js';
-import type { BullMq, OutboxBullWorker } from './outbox.connection.js';
-import { PlatformOutboxError } from './outbox.errors.js';
-import { checkStoredJob } from './outbox.message.js';
+import type { ConnectionOptions, Job, Queue, Worker } from 'bullmq';
+import type { BullMq } from './outbox.connection.js';
 import { sendOnce, thrownVerdict, type AttemptVerdict, type SendFetch } from './outbox.delivery.js';
-import { DeliveredSends } from './outbox.delivered.js';
-import {
-  REFUSED,
-  RetryLater,
-  outboxWorker,
-  reportFailure,
-  type DeliveryListener,
-  type WorkerRedis,
-} from './outbox.worker-bull.js';
-import type { OutboxBodyCodec, OutboxReconcile, StoredMessage } from './outbox.types.js';
-
-export { REFUSED, outboxJob, type DeliveryListener };
+import { PlatformOutboxError } from './outbox.errors.js';
+import { ownerOf } from './outbox.rounds.js';
+import { OwnerTurns } from './outbox.turns.js';
+import { markUnreadable, outboxJob } from './outbox.jobs.js';
+import { checkStoredJob } from './outbox.message.js';
+import { AMBIGUOUS, REFUSED, TRANSIENT, failureReason } from './outbox.reasons.js';
+import type { DeliverySettings } from './outbox.settings.js';
+import type { OutboxBodyCodec, OutboxJob, OutboxWorkerOptions, StoredMessage } from './outbox.types.js';
 
 /** The longest wait before a completion or failure lost with Redis is recorded again. */
 const RECORD_RETRY_MS = 1_000;
+/** How many sends one worker process remembers whose completion Redis may not have recorded. */
+const REMEMBERED = 1_000;
+/** How many times a final failure's state is read back, each once Redis answers again. */
+const STATE_READS = 3;
 
-/** Prefixes of a job's failed reason: the dead-letter list and the event of a final failure tell them apart. */
-const AMBIGUOUS = 'ambiguous: ';
-const TRANSIENT = 'transient: ';
+/**
+ * The sends this process had the platform take (a 2xx) until Redis records the job as sent. When Redis is lost
+ * between the two, BullMQ runs the job again (after a failed move, or once its lock ran out); this worker then ends it
+ * as sent with the status it had, instead of sending it again. Another process that picks the job up does not know:
+ * it asks `reconcile`, or sends again under the same key.
+ */
+class DeliveredSends {
+  readonly #sent = new Map<string, number>();
 
-export interface DeliverySettings {
-  readonly attempts: number;
-  readonly delayMs: number;
-  readonly maxDelayMs: number;
-  readonly sendTimeoutMs: number;
-  readonly keyHeader: string;
-  /** The header names a job may carry (`storedHeaders`): a job is checked again before each send. */
-  readonly storedHeaders: ReadonlySet<string>;
-  readonly concurrency: number;
-  readonly lockDurationMs: number;
-  readonly stalledIntervalMs: number;
-  readonly maxStalledCount: number;
-  readonly reconcile?: OutboxReconcile;
-  readonly bodyCodec?: OutboxBodyCodec;
-  readonly clock: Clock;
+  remember(id: string, status: number): void {
+    this.#sent.delete(id);
+    this.#sent.set(id, status);
+    // The oldest first: a job whose completion another process recorded is never forgotten otherwise.
+    if (this.#sent.size > REMEMBERED) this.#sent.delete(this.#sent.keys().next().value as string);
+  }
+
+  status(id: string): number | undefined {
+    return this.#sent.get(id);
+  }
+
+  recorded(id: string): void {
+    this.#sent.delete(id);
+  }
+}
+
+/** An attempt that will be made again, after `delayMs`. */
+class RetryLater extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What the worker reports; the service turns it into events and telemetry. */
+export interface DeliveryListener {
+  sent(job: OutboxJob, status: number, reconciled: boolean): void;
+  retried(job: OutboxJob, reason: string, delayMs: number): void;
+  failed(job: OutboxJob, reason: string): void;
+  deadLettered(job: OutboxJob, reason: string): void;
+}
+
+/** What the worker tells of Redis, and asks of it. */
+interface WorkerRedis {
+  /** An error of BullMQ's commands or connections. */
+  failed(error: unknown): void;
+  /** Resolves once Redis answers (at once while it does). */
+  answering(): Promise<void>;
+}
+
+/** How a message is sent: its integration's or tenant's client, and the rate limit that client keeps, if any. */
+export interface Sender {
+  readonly fetch: SendFetch;
+  /** Requests per second of the integration's `rateLimit`. */
+  readonly perSecond?: number;
+}
+
+/** What the worker is made of, besides BullMQ: the queue it works, its options, and where messages go. */
+interface WorkerParts {
+  readonly queue: Queue;
+  readonly connection: ConnectionOptions;
+  readonly prefix: string;
+  readonly options: OutboxWorkerOptions;
+  readonly delivery: DeliverySettings;
+  readonly senderOf: (message: StoredMessage) => Promise<Sender>;
+  readonly listener: DeliveryListener;
+  readonly redis: WorkerRedis;
 }
 
 /**
@@ -52,7 +97,6 @@ export function mayHaveReached(job: Job): boolean {
   return (
     (job.data as StoredMessage).mayHaveReached === true ||
     job.stalledCounter > 0 ||
-    job.attemptsStarted > job.attemptsMade + 1 ||
     (reason !== undefined && reason !== '' && !reason.startsWith(REFUSED) && !reason.startsWith(TRANSIENT))
   );
 }
@@ -77,78 +121,132 @@ function backoffMs(settings: DeliverySettings, attempt: number, retryAfterMs?: n
 }
 
 /**
+ * A failure reported as `retried`, or, once its state is read back as failed, as `failed` (refused) or
+ * `dead-lettered`: a job whose last move Redis did not confirm is reported by nothing, and runs again.
+ */
+async function reportFailure(job: Job, error: Error, listener: DeliveryListener, redis: WorkerRedis): Promise<void> {
+  const reason = failureReason(error.message);
+  const reported = outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp);
+  // The job's own limit, set by the process that enqueued it, which may be configured otherwise than this one.
+  const final = error.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+  if (!final) return listener.retried(reported, reason, error instanceof RetryLater ? error.delayMs : (job.delay ?? 0));
+  for (let read = 0; read < STATE_READS; read += 1) {
+    try {
+      if ((await job.getState()) !== 'failed') return;
+      if (reason.startsWith(REFUSED)) listener.failed(reported, reason);
+      else listener.deadLettered(reported, reason);
+      return;
+    } catch (stateError) {
+      redis.failed(stateError);
+      await redis.answering();
+    }
+  }
+}
+
+/**
  * The BullMQ worker of one process: each job sent once per attempt with its key through the integration's or
  * tenant's client; a 2xx ends it, a refusal fails it for good, anything transient goes back to the queue with a
- * back-off until the attempts run out (then it is dead-lettered).
+ * back-off until the attempts run out (then it is dead-lettered). A job whose owner is held, or rate-limited with a
+ * send already waiting for its turn, goes back to wait in BullMQ's delayed set without a send or a spent attempt.
  */
-export function startWorker(
-  bull: BullMq,
-  queueName: string,
-  connection: ConnectionOptions,
-  settings: DeliverySettings,
-  resolveFetch: (message: StoredMessage) => Promise<SendFetch>,
-  listener: DeliveryListener,
-  redis: WorkerRedis,
-): OutboxBullWorker {
+export function startWorker(bull: BullMq, parts: WorkerParts): Worker {
+  const { delivery: settings, listener, redis } = parts;
   const delivered = new DeliveredSends();
-  const processJob = async (job: Job): Promise<{ status: number; reconciled: boolean }> => {
+  const turns = new OwnerTurns(settings.clock);
+  /** Back to BullMQ's delayed set for `waitMs`, the attempt not counted: nothing was sent. */
+  const later = async (job: Job, token: string | undefined, waitMs: number): Promise<never> => {
+    await job.moveToDelayed((job.processedOn ?? job.timestamp) + waitMs, token);
+    throw new bull.DelayedError();
+  };
+  const attempt = async (job: Job, message: StoredMessage, key: string, sender: Sender): Promise<AttemptVerdict> => {
+    try {
+      const answer =
+        settings.reconcile && mayHaveReached(job)
+          ? await settings
+              .reconcile(outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp))
+              .catch(() => undefined)
+          : 'send';
+      if (answer === 'delivered') return { kind: 'sent', status: 0 };
+      // A hook that failed leaves the question open: neither sent nor given up, and asked again next time.
+      if (answer !== 'send') return { kind: 'transient', reason: 'reconcile failed', ambiguous: true };
+      const header = { header: settings.keyHeader, value: key };
+      return await sendOnce(sender.fetch, opened(message, settings.bodyCodec), header, settings.sendTimeoutMs, () =>
+        settings.clock.now(),
+      );
+    } catch (error) {
+      return thrownVerdict(error);
+    }
+  };
+  const processJob = async (job: Job, token?: string): Promise<{ status: number; reconciled: boolean }> => {
+    const id = String(job.id);
     let checked: ReturnType<typeof checkStoredJob>;
     try {
-      checked = checkStoredJob(job.data, String(job.id), settings.storedHeaders);
+      checked = checkStoredJob(job.data, id, settings.storedHeaders);
     } catch (error) {
       throw new bull.UnrecoverableError(`${REFUSED}${(error as Error).message}`);
     }
-    const stored = checked.message;
-    const known = delivered.status(String(job.id));
+    const known = delivered.status(id);
     if (known !== undefined) return { status: known, reconciled: true };
+    const owner = ownerOf(id);
+    const sender = await parts.senderOf(checked.message).catch((error: unknown) => thrownVerdict(error));
     let verdict: AttemptVerdict;
-    try {
-      const message = opened(stored, settings.bodyCodec);
-      const fetch = await resolveFetch(stored);
-      const answer =
-        settings.reconcile && mayHaveReached(job)
-          ? await settings.reconcile(outboxJob(job)).catch(() => undefined)
-          : 'send';
-      if (answer === 'delivered') return { status: 0, reconciled: true };
-      const key = { header: settings.keyHeader, value: checked.key };
-      verdict =
-        answer === 'send'
-          ? await sendOnce(fetch, message, key, settings.sendTimeoutMs, () => settings.clock.now())
-          : // A hook that failed leaves the question open: neither sent nor given up, and asked again next time.
-            { kind: 'transient', reason: 'reconcile failed', ambiguous: true };
-    } catch (error) {
-      verdict = thrownVerdict(error);
+    if ('fetch' in sender) {
+      const wait = turns.admit(owner, sender.perSecond);
+      if (wait > 0) return later(job, token, wait);
+      try {
+        verdict = await attempt(job, checked.message, checked.key, sender);
+      } finally {
+        turns.done(owner);
+      }
+    } else {
+      verdict = sender;
     }
-    if (verdict.kind === 'sent') {
-      delivered.remember(String(job.id), verdict.status);
-      return { status: verdict.status, reconciled: false };
+    switch (verdict.kind) {
+      case 'sent':
+        delivered.remember(id, verdict.status);
+        return { status: verdict.status, reconciled: verdict.status === 0 };
+      case 'refused':
+        throw new bull.UnrecoverableError(`${REFUSED}${verdict.reason}`);
+      case 'held':
+        turns.hold(owner, settings.clock.now() + verdict.waitMs);
+        return later(job, token, verdict.waitMs);
+      case 'transient': {
+        const { retryAfterMs, ambiguous, reason } = verdict;
+        if (retryAfterMs !== undefined)
+          turns.hold(owner, settings.clock.now() + Math.min(retryAfterMs, settings.maxDelayMs));
+        const delayMs = backoffMs(settings, job.attemptsMade + 1, retryAfterMs);
+        throw new RetryLater(`${ambiguous ? AMBIGUOUS : TRANSIENT}${reason}`, delayMs);
+      }
     }
-    if (verdict.kind === 'refused') throw new bull.UnrecoverableError(`${REFUSED}${verdict.reason}`);
-    const delayMs = backoffMs(settings, job.attemptsMade + 1, verdict.retryAfterMs);
-    throw new RetryLater(`${verdict.ambiguous ? AMBIGUOUS : TRANSIENT}${verdict.reason}`, delayMs);
   };
-  const OutboxWorker = outboxWorker(bull, redis);
-  const worker = new OutboxWorker(queueName, processJob, {
-    connection,
-    concurrency: settings.concurrency,
-    lockDuration: settings.lockDurationMs,
-    stalledInterval: settings.stalledIntervalMs,
-    maxStalledCount: settings.maxStalledCount,
+  const { options } = parts;
+  const worker = new bull.Worker(parts.queue.name, processJob, {
     // How soon a completion or a failure lost with the connection is recorded again: before the job's lock runs out.
-    runRetryDelay: Math.min(RECORD_RETRY_MS, settings.lockDurationMs / 4),
+    runRetryDelay: Math.min(RECORD_RETRY_MS, (options.lockDuration ?? Number.POSITIVE_INFINITY) / 4),
+    ...options,
+    connection: parts.connection,
+    prefix: parts.prefix,
     settings: {
       backoffStrategy: (_made, _type, error) => (error instanceof RetryLater ? error.delayMs : settings.delayMs),
     },
   });
   worker.on('completed', (job, result: { status: number; reconciled: boolean }) => {
     delivered.recorded(String(job.id));
-    listener.sent(outboxJob(job), result.status, result.reconciled);
+    listener.sent(
+      outboxJob(String(job.id), job.data, job.attemptsMade, job.timestamp),
+      result.status,
+      result.reconciled,
+    );
   });
   // BullMQ emits it once Redis has the job's move: back in the queue with attempts left, else in the failed set.
   worker.on('failed', (job, error) => {
     if (job) void reportFailure(job, error, listener, redis);
   });
-  // Redis out of reach: BullMQ reconnects by itself; the outbox logs the outage once and `status()` names it.
-  worker.on('error', (error) => redis.failed(error));
+  worker.on('error', (error) => {
+    // A job whose data is not JSON, which BullMQ cannot read: the worker's check refuses it once it reads.
+    if (error instanceof SyntaxError) void markUnreadable(bull, parts.queue).catch(() => undefined);
+    // Redis out of reach: BullMQ reconnects by itself; the outbox logs the outage once and `status()` names it.
+    else redis.failed(error);
+  });
   return worker;
 }

@@ -22,7 +22,7 @@ interface SocketOptions {
   host?: string;
   port?: number;
   connectTimeout: number;
-  reconnectStrategy: false;
+  reconnectStrategy: false | ((retries: number) => number);
   tls?: true;
   ca?: string;
   cert?: string;
@@ -36,6 +36,7 @@ interface ClientOptions {
   password?: string;
   database?: number;
   disableOfflineQueue: boolean;
+  commandOptions?: { timeout: number };
 }
 
 type StandaloneClient = OwnedRedisClient & { sendCommand(args: string[]): Promise<unknown> };
@@ -47,7 +48,12 @@ interface NodeRedisModule {
   RedisClient?: { factory?(config: object): (options: ClientOptions) => StandaloneClient };
   createCluster(
     this: void,
-    options: { rootNodes: { socket: SocketOptions }[]; defaults: ClientOptions; minimizeConnections: boolean },
+    options: {
+      rootNodes: { socket: SocketOptions }[];
+      defaults: ClientOptions;
+      minimizeConnections: boolean;
+      commandOptions?: { timeout: number };
+    },
   ): OwnedRedisClient & { sendCommand(key: string, isReadonly: boolean, args: string[]): Promise<unknown> };
   createSentinel(
     this: void,
@@ -58,6 +64,7 @@ interface NodeRedisModule {
       sentinelClientOptions: Omit<ClientOptions, 'username' | 'password' | 'database'>;
       masterPoolSize: number;
       replicaPoolSize: number;
+      commandOptions?: { timeout: number };
     },
   ): OwnedRedisClient & { sendCommand(isReadonly: boolean, args: string[]): Promise<unknown> };
 }
@@ -89,21 +96,31 @@ function createStandalone(redis: NodeRedisModule, options: ClientOptions): Stand
 }
 
 /**
- * A node-redis client for `settings`, not yet connected. It never reconnects or queues by itself: while Redis is
- * unreachable its commands fail at once, and the owner makes a new client, so a Redis that comes back (or a new
- * master after a failover, or a cluster's new topology) is found by the next connection. TLS files are read here, for
- * every new connection, so certificates renewed on disk are used without a restart.
+ * A client that lasts: it reconnects by itself with `reconnectStrategy` (the delay before each new attempt), keeps
+ * commands made while it is away until it is back, and arms no timer per command. For a part that keeps one client for
+ * its whole life and bounds its own waits (an add-on's queue), not for the store, which makes a new client instead.
+ */
+interface LastingClient {
+  readonly reconnectStrategy: (retries: number) => number;
+}
+
+/**
+ * A node-redis client for `settings`, not yet connected. Unless `lasting`, it never reconnects or queues by itself:
+ * while Redis is unreachable its commands fail at once, and the owner makes a new client, so a Redis that comes back
+ * (or a new master after a failover, or a cluster's new topology) is found by the next connection. TLS files are read
+ * here, for every new connection, so certificates renewed on disk are used without a restart.
  */
 export function buildClient(
   redis: NodeRedisModule,
   settings: RedisConnectionSettings,
   connectTimeoutMs: number,
+  lasting?: LastingClient,
 ): ConnectedClient {
   const tls = settings.tls && tlsOptions(settings.tls);
   const socket = (node?: RedisEndpoint): SocketOptions => ({
     ...(node && { host: node.host, port: node.port }),
     connectTimeout: connectTimeoutMs,
-    reconnectStrategy: false,
+    reconnectStrategy: lasting?.reconnectStrategy ?? false,
     ...(tls && { tls: true, ...tls }),
     ...(tls && node && isIP(node.host) === 0 && { servername: node.host }),
   });
@@ -111,22 +128,28 @@ export function buildClient(
     username: settings.username,
     password: settings.password === undefined ? undefined : reveal(settings.password),
   };
+  const disableOfflineQueue = lasting === undefined;
+  // node-redis arms a 5 s timer for every command by default: a lasting client's owner bounds its own waits, and
+  // its blocking reads wait longer than that by design.
+  const commandOptions = lasting && { commandOptions: { timeout: 0 } };
   switch (settings.mode) {
     case 'standalone': {
       const client = createStandalone(redis, {
         socket: socket(settings.nodes[0]),
         ...credentials,
         database: settings.database,
-        disableOfflineQueue: true,
+        disableOfflineQueue,
+        ...commandOptions,
       });
       return { client, send: (_key, args) => client.sendCommand(args) };
     }
     case 'cluster': {
       const client = redis.createCluster({
         rootNodes: settings.nodes.map((node) => ({ socket: socket(node) })),
-        defaults: { socket: socket(), ...credentials, disableOfflineQueue: true },
+        defaults: { socket: socket(), ...credentials, disableOfflineQueue },
         // Only the node that owns the integration's slot is connected: one connection, not one per master.
         minimizeConnections: true,
+        ...commandOptions,
       });
       return { client, send: (key, args) => client.sendCommand(key, false, args) };
     }
@@ -134,10 +157,11 @@ export function buildClient(
       const client = redis.createSentinel({
         name: settings.sentinelMaster!,
         sentinelRootNodes: [...settings.nodes],
-        nodeClientOptions: { socket: socket(), ...credentials, disableOfflineQueue: true },
-        sentinelClientOptions: { socket: socket(), disableOfflineQueue: true },
+        nodeClientOptions: { socket: socket(), ...credentials, disableOfflineQueue },
+        sentinelClientOptions: { socket: socket(), disableOfflineQueue },
         masterPoolSize: 1,
         replicaPoolSize: 0,
+        ...commandOptions,
       });
       // Every command goes to the master: a replica may lag behind the lock and the token.
       return { client, send: (_key, args) => client.sendCommand(false, args) };

@@ -35,7 +35,6 @@ export const TELEMETRY_NAMES = {
   reauthenticationSpan: 'platform_auth.reauthentication',
   userCodeExchangeSpan: 'platform_auth.user.code_exchange',
   userRefreshSpan: 'platform_auth.user.refresh',
-  outboxJobs: 'platform_auth.outbox.jobs',
 } as const;
 
 /** Attribute keys: OpenTelemetry's own where one exists, `platform_auth.*` otherwise. */
@@ -66,14 +65,7 @@ export const TELEMETRY_ATTRIBUTES = {
   retryReason: 'platform_auth.retry.reason',
   /** Which re-send of its call this one is: 1 for the first. */
   resendCount: 'http.request.resend_count',
-  /** What happened to an outbox job: `queued`, `sent`, `retried`, `failed`, `dead_lettered`. */
-  outboxEvent: 'platform_auth.outbox.event',
-  /** The outbox's BullMQ queue. */
-  outboxQueue: 'platform_auth.outbox.queue',
 } as const;
-
-/** What happened to an outbox job, as telemetry names it. */
-export type OutboxTelemetryEvent = 'queued' | 'sent' | 'retried' | 'failed' | 'dead_lettered';
 
 export type {
   CredentialChangeOutcome,
@@ -100,10 +92,12 @@ export type PlatformAuthDiagnosticsEventBody =
   | { readonly event: 'call:retry'; readonly reason: RetryReason; readonly resendCount: number }
   | { readonly event: 'call:retry-budget-exhausted' }
   | { readonly event: 'rate_limit:turn'; readonly waitMs: number }
-  | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode }
-  | { readonly event: 'outbox'; readonly outcome: OutboxTelemetryEvent; readonly queue: string };
+  | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode };
 
-/** What is published on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. */
+/**
+ * What the core publishes on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. A part
+ * built on this package may publish events of its own there, each with an `event` name of its own.
+ */
 export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;
 
 /**

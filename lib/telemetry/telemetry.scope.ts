@@ -23,7 +23,7 @@ export async function loadInstrumentationScope(): Promise<InstrumentationScope |
   };
 }
 
-/** Read once per process: every telemetry service (one per integration, tenant and outbox) asks for it. */
+/** Read once per process: every telemetry service (one per integration and tenant) asks for it. */
 let versionRead: Promise<string | undefined> | undefined;
 
 function packageVersion(): Promise<string | undefined> {

@@ -2,13 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { ModuleRef, ModulesContainer } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { getTokenProviderToken } from '../platform-auth.integrations.js';
-import { PLATFORM_AUTH_INTEGRATION, PLATFORM_OUTBOX } from '../platform-auth.constants.js';
+import { PLATFORM_AUTH_INTEGRATION } from '../platform-auth.constants.js';
 import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import type { TokenProvider } from '../token/token.provider.js';
 import type { TokenProviderStatus } from '../token/token-status.types.js';
 import type { PlatformTenants } from '../tenants/platform-tenants.js';
 import { PLATFORM_TENANTS } from '../tenants/tenants.module.js';
-import type { OutboxStatus } from '../outbox/outbox.types.js';
 
 export interface PlatformAuthHealthOptions {
   /**
@@ -21,14 +20,6 @@ export interface PlatformAuthHealthOptions {
    * register gives a down result (503) whose message lists the integrations it does register.
    */
   integration?: string;
-}
-
-/** When the outbox counts as down besides Redis out of reach; both unset (default), only Redis counts. */
-export interface PlatformOutboxHealthOptions {
-  /** Down when the oldest message not yet sent has waited longer than this (ms). */
-  maxOldestAgeMs?: number;
-  /** Down when more messages than this are dead-lettered. */
-  maxDeadLetters?: number;
 }
 
 /** What an integration name looks like (see `forRoot({ name })`); anything else is not echoed back. */
@@ -91,34 +82,6 @@ export class PlatformAuthHealthIndicator {
     const status = tenants.status();
     if (status.closed) return session.down({ message: 'the tenant registry is shut down', ...status });
     return session.up({ ...status });
-  }
-
-  /**
-   * The outbox of `nestjs-platform-auth/outbox`: its queue's depth, the age of its oldest message and its counts.
-   * Down when the application has no outbox, when Redis does not answer, or past the limits of `options`. Never a
-   * message, a tenant id or a key.
-   */
-  async isOutboxHealthy<const Key extends string = 'platform-outbox'>(
-    key: Key = 'platform-outbox' as Key,
-    options: PlatformOutboxHealthOptions = {},
-  ): Promise<HealthIndicatorResult<Key>> {
-    const session = this.health.check(key);
-    let outbox: { status(): Promise<OutboxStatus> };
-    try {
-      outbox = this.moduleRef.get(PLATFORM_OUTBOX, { strict: false });
-    } catch {
-      return session.down({ message: 'no outbox in this application (import PlatformOutboxModule)' });
-    }
-    const status = await outbox.status().catch(() => undefined);
-    if (!status) return session.down({ message: 'the outbox cannot read its queue: Redis does not answer' });
-    const { maxOldestAgeMs, maxDeadLetters } = options;
-    const problem =
-      maxOldestAgeMs !== undefined && status.oldestAgeMs > maxOldestAgeMs
-        ? `the oldest message has waited ${status.oldestAgeMs} ms, more than ${maxOldestAgeMs} ms`
-        : maxDeadLetters !== undefined && status.deadLettered > maxDeadLetters
-          ? `${status.deadLettered} messages are dead-lettered, more than ${maxDeadLetters}`
-          : undefined;
-    return problem ? session.down({ message: problem, ...status }) : session.up({ ...status });
   }
 
   /** The integrations this application's modules provide, in the order Nest registered them. */

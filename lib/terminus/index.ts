@@ -1,6 +1,2 @@
 // The `nestjs-platform-auth/terminus` entry point; needs the optional peer `@nestjs/terminus`.
-export {
-  PlatformAuthHealthIndicator,
-  type PlatformAuthHealthOptions,
-  type PlatformOutboxHealthOptions,
-} from './health.indicator.js';
+export { PlatformAuthHealthIndicator, type PlatformAuthHealthOptions } from './health.indicator.js';

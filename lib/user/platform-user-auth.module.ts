@@ -56,7 +56,7 @@ import { PlatformUserSessions } from './user-session.service.js';
         reporter: Reporter,
       ): Promise<ResolvedUserAuthConfig> => {
         try {
-          const config = await resolveUserAuthOptions(options, clock.now());
+          const config = await resolveUserAuthOptions(options, clock.now(), problems.environment());
           const logger = new Logger('PlatformUserAuth');
           for (const warning of config.warnings) logger.warn(`${warning.setting}: ${warning.message}`);
           await problems.settle(reporter);

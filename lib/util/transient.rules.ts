@@ -1,5 +1,5 @@
-/** The three senders that read an HTTP answer for whether to try again. */
-export type AnswerPath = 'exchange' | 'calls' | 'outbox';
+/** The senders that read an HTTP answer for whether to try again. */
+export type AnswerPath = 'exchange' | 'calls';
 
 /**
  * The one rule: answers that say the platform did not take the request now and may take it soon, so every sender
@@ -17,16 +17,13 @@ interface Departure {
 
 const isServerError = (status: number): boolean => status >= 500;
 
-/** Where a path departs from the rule, and why. Nothing else decides a status anywhere in the library. */
+/** Where a path departs from the rule, and why. Nothing else in the core decides a status. */
 const DEPARTURES: Readonly<Record<AnswerPath, Departure>> = {
   // An exchange only yields a token: a re-send acts on nothing twice, so any server error is worth another attempt.
   exchange: { also: isServerError, except: new Set() },
   // A call to the APIs may have been acted on when the service failed (500, 501), so only the rule's answers are
   // re-sent. 408 is not: the retry observer names no reason for it (`RetryReason`), and adding one is a public change.
   calls: { also: () => false, except: new Set([408]) },
-  // A job is re-sent with its idempotency key, so a server error cannot act twice; a 401 is the token's fault, not
-  // the message's, and a later attempt carries another token. Only the other 4xx are refusals that stay refusals.
-  outbox: { also: (status) => isServerError(status) || status === 401, except: new Set() },
 };
 
 /** Whether `path` tries again after an answer with `status`; `false` is a refusal (or, for 2xx, no failure). */

@@ -4,6 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const lib = fileURLToPath(new URL('../../lib', import.meta.url));
+const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  exports: Record<string, string | { import?: { default?: string } }>;
+};
+/** The source of each entry point of `package.json` `exports`: `lib/index.ts`, `lib/terminus/index.ts`, … */
+const entryPoints = Object.values(packageJson.exports).flatMap((target) => {
+  const built = typeof target === 'string' ? undefined : target.import?.default;
+  return built === undefined ? [] : [join(lib, built.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts'))];
+});
 
 /**
  * The layers of lib/, lowest first (docs/architecture.md): each rank holds one or more layers, each layer folders or
@@ -152,5 +160,29 @@ describe('the import graph of lib/', () => {
         .map((target) => `${relative(lib, file)} -> ${relative(lib, target)}`),
     );
     expect(upward).toEqual([]);
+  });
+});
+
+describe('the outbox stands on the public surface, as a package of its own would', () => {
+  const outbox = join(lib, 'outbox');
+  const inOutbox = (file: string) => file.startsWith(`${outbox}/`);
+
+  it('imports the rest of the package only through its entry points, types included', () => {
+    expect(entryPoints).toContain(join(lib, 'index.ts'));
+    expect(entryPoints).toContain(join(lib, 'outbox/index.ts'));
+    const imported = files.filter(inOutbox).flatMap((file) =>
+      runtimeImports(file, true)
+        .filter((target) => !inOutbox(target))
+        .map((target) => ({ from: relative(lib, file), to: relative(lib, target) })),
+    );
+    // A check of the checker: the outbox does import the main entry point.
+    expect(imported).toContainEqual(expect.objectContaining({ to: 'index.ts' }));
+    expect(imported.filter(({ to }) => !entryPoints.includes(join(lib, to)))).toEqual([]);
+  });
+
+  it('is named by no file of lib/ outside lib/outbox/', () => {
+    const naming = files.filter((file) => !inOutbox(file) && /outbox/i.test(readFileSync(file, 'utf8')));
+    expect(files.filter(inOutbox).length).toBeGreaterThan(5);
+    expect(naming.map((file) => relative(lib, file))).toEqual([]);
   });
 });

@@ -1,12 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PLATFORM_AUTH_OPTIONS, optionTableCells, type OptionTable } from '../../lib/options/options.table.js';
-import { PLATFORM_OUTBOX_OPTIONS } from '../../lib/options/options.table.outbox.js';
 import { PLATFORM_USER_AUTH_OPTIONS } from '../../lib/options/options.table.user.js';
 
 const docs = {
   configuration: readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8'),
-  outbox: readFileSync(new URL('../../docs/outbox.md', import.meta.url), 'utf8'),
 };
 
 /** The rows of a documented options table, each as its trimmed cells (the header and the rule line left out). */
@@ -32,13 +30,5 @@ describe('the options tables of docs/configuration.md', () => {
     const expected = Object.keys(table).map((name) => optionTableCells(name, table));
     expect(expected.length).toBeGreaterThan(least);
     expect(documentedRows(marker)).toEqual(expected);
-  });
-
-  it("docs/outbox.md: the outbox's variables, row for row", () => {
-    const expected = Object.keys(PLATFORM_OUTBOX_OPTIONS).map((name) =>
-      optionTableCells(name, PLATFORM_OUTBOX_OPTIONS),
-    );
-    expect(expected.length).toBeGreaterThan(8);
-    expect(documentedRows('outbox-variables-table', docs.outbox)).toEqual(expected);
   });
 });

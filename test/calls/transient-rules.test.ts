@@ -1,41 +1,34 @@
 import { describe, expect, it } from 'vitest';
 import { isRetriableStatus } from '../../lib/calls/retry.policy.js';
-import { answerVerdict } from '../../lib/outbox/outbox.delivery.js';
 import { isTransientStatus } from '../../lib/platform-auth.errors.js';
 import { isTransientAnswer, type AnswerPath } from '../../lib/util/transient.rules.js';
 import { usePlatformFixtures } from '../support/platform-fixture.js';
 
 const start = usePlatformFixtures();
 
-/** Each path's verdict per status: T tries again, R is a refusal. Columns: exchange, calls, outbox. */
+/** Each path's verdict per status: T tries again, R is a refusal. Columns: exchange, calls. */
 const TABLE: readonly (readonly [number, string])[] = [
-  [400, 'R R R'],
-  [401, 'R R T'], // calls: the bearer policy's one re-send after a 401 is no retry; outbox: another token next time
-  [403, 'R R R'],
-  [404, 'R R R'],
-  [408, 'T R T'], // calls: no retry reason for it in the observer
-  [409, 'R R R'],
-  [422, 'R R R'],
-  [425, 'R R R'],
-  [429, 'T T T'],
-  [500, 'T R T'], // calls: a server error may have acted on the call
-  [501, 'T R T'],
-  [502, 'T T T'],
-  [503, 'T T T'],
-  [504, 'T T T'],
+  [400, 'R R'],
+  [401, 'R R'], // calls: the bearer policy's one re-send after a 401 is no retry
+  [403, 'R R'],
+  [404, 'R R'],
+  [408, 'T R'], // calls: no retry reason for it in the observer
+  [409, 'R R'],
+  [422, 'R R'],
+  [425, 'R R'],
+  [429, 'T T'],
+  [500, 'T R'], // calls: a server error may have acted on the call
+  [501, 'T R'],
+  [502, 'T T'],
+  [503, 'T T'],
+  [504, 'T T'],
 ];
-const PATHS: readonly AnswerPath[] = ['exchange', 'calls', 'outbox'];
+const PATHS: readonly AnswerPath[] = ['exchange', 'calls'];
 
-async function outboxRetries(status: number): Promise<boolean> {
-  const verdict = await answerVerdict(new Response(null, { status }), Date.now());
-  expect(verdict.kind).not.toBe('sent');
-  return verdict.kind === 'transient';
-}
-
-describe('which answers are tried again: one table for the exchange, calls and the outbox', () => {
-  it.each(TABLE)('HTTP %i: exchange, calls, outbox say %s', async (status, verdicts) => {
+describe('which answers are tried again: one table for the exchange and calls', () => {
+  it.each(TABLE)('HTTP %i: exchange, calls say %s', (status, verdicts) => {
     const expected = verdicts.split(' ').map((verdict) => verdict === 'T');
-    expect([isTransientStatus(status), isRetriableStatus(status), await outboxRetries(status)]).toEqual(expected);
+    expect([isTransientStatus(status), isRetriableStatus(status)]).toEqual(expected);
     // Each path's function is the one rule read for that path, not a rule of its own.
     expect(PATHS.map((path) => isTransientAnswer(status, path))).toEqual(expected);
   });

@@ -196,28 +196,22 @@ describe("the variables of calls' retry policy, idempotency keys and rate limit"
 });
 
 describe('the typo check of the new variables', () => {
-  it('knows them, for every integration and the outbox, and suggests them for near misses', () => {
+  it('knows them, for every integration, and suggests them for near misses', () => {
     const known = {
       PLATFORM_CALL_RETRY: 'false',
       PLATFORM_BILLING_CALL_RETRY_BUDGET_MIN_PER_MINUTE: '1',
       PLATFORM_IDEMPOTENCY_KEY_METHODS: 'POST',
       PLATFORM_RATE_LIMIT_BURST: '2',
-      PLATFORM_OUTBOX_REDIS_PASSWORD: 'secret',
-      PLATFORM_OUTBOX_RETRY_MAX_DELAY_MS: '1000',
     };
     expect(unknownVariableWarnings(known)).toEqual([]);
     const misses = {
       PLATFORM_CALL_RETRY_MAXATTEMPTS: '5',
       PLATFORM_BILLING_IDEMPOTENCY_KEY_METHOD: 'POST',
       PLATFORM_RATE_LIMIT_MAX_WAIT: '10',
-      PLATFORM_OUTBOX_WORKER_CONCURENCY: '8',
-      PLATFORM_OUTBOX_REDIS_PASSWROD: 'secret',
     };
     expect(unknownVariableWarnings(misses).map((warning) => warning.message)).toEqual([
       'is not a variable this package reads; did you mean PLATFORM_BILLING_IDEMPOTENCY_KEY_METHODS?',
       'is not a variable this package reads; did you mean PLATFORM_CALL_RETRY_MAX_ATTEMPTS?',
-      'is not a variable this package reads; did you mean PLATFORM_OUTBOX_REDIS_PASSWORD?',
-      'is not a variable this package reads; did you mean PLATFORM_OUTBOX_WORKER_CONCURRENCY?',
       'is not a variable this package reads; did you mean PLATFORM_RATE_LIMIT_MAX_WAIT_MS?',
     ]);
   });

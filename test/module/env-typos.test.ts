@@ -1,7 +1,9 @@
+import { Module, type DynamicModule, type Type } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { Test } from '@nestjs/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformAuthModule, platformAuthConfig, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import { PlatformUserAuthModule, platformUserAuthConfig } from 'nestjs-platform-auth/user';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { CapturingLogger } from '../support/capturing-logger.js';
@@ -28,10 +30,14 @@ function machineEnv(): Record<string, string> {
   };
 }
 
-/** The app's start-up as the README sets it up: ConfigModule, platformAuthConfig, the module's logger captured. */
-async function startUp(logger: CapturingLogger): Promise<void> {
+/**
+ * The app's start-up as the README sets it up: ConfigModule, platformAuthConfig, the module's logger captured; with
+ * `imports` beside them.
+ */
+async function startUp(logger: CapturingLogger, imports: (DynamicModule | Type)[] = []): Promise<void> {
   const moduleRef = await Test.createTestingModule({
     imports: [
+      ...imports,
       ConfigModule.forRoot({ ignoreEnvFile: true }),
       PlatformAuthModule.forRootAsync({
         imports: [ConfigModule.forFeature(platformAuthConfig)],
@@ -80,17 +86,38 @@ describe('PLATFORM_* variables the package does not read', () => {
     expect(logger.lines.map((line) => line.message).join('\n')).not.toContain(VALUE);
   });
 
-  it("is quiet about every variable some part reads: a named integration's, user sign-in's, the outbox's", async () => {
+  it("is quiet about every variable some part reads: a named integration's, user sign-in's, an add-on's", async () => {
     Object.assign(process.env, machineEnv(), {
       PLATFORM_STARTUP_CHECK: 'off',
       PLATFORM_BILLING_MACHINE_ID: 'billing-1',
       PLATFORM_BILLING_TOKEN_STORE_URL: 'redis://127.0.0.1:1',
       PLATFORM_USER_CLIENT_ID: 'web-app',
       PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:1',
+      PLATFORM_OUTBOX_RETRY_ATTEMPTS: '3',
     });
+    // The outbox's module declares its variables to the application's modules (PlatformAuthModule.readsVariables).
     const logger = new CapturingLogger();
-    await startUp(logger);
+    await startUp(logger, [PlatformOutboxModule.forRoot({ worker: false })]);
     expect(logger.messages('warn')).toEqual([]);
+    // Without it no part of the application reads them.
+    const alone = new CapturingLogger();
+    await startUp(alone);
+    expect(alone.messages('warn')).toEqual([
+      'PLATFORM_OUTBOX_REDIS_URL: is not a variable this package reads',
+      'PLATFORM_OUTBOX_RETRY_ATTEMPTS: is not a variable this package reads',
+    ]);
+  });
+
+  it('is quiet about the variables a module built on the package declares it reads, in that application only', async () => {
+    Object.assign(process.env, machineEnv(), { PLATFORM_QUEUE_REDIS_URL: 'redis://127.0.0.1:1' });
+    @Module({ providers: [PlatformAuthModule.readsVariables(['PLATFORM_QUEUE_REDIS_URL'])] })
+    class AddOnModule {}
+    const logger = new CapturingLogger();
+    await startUp(logger, [AddOnModule]);
+    expect(logger.messages('warn')).toEqual([]);
+    const alone = new CapturingLogger();
+    await startUp(alone);
+    expect(alone.messages('warn')).toEqual(['PLATFORM_QUEUE_REDIS_URL: is not a variable this package reads']);
   });
 
   it('names a near-miss that is set when a required variable is missing', async () => {

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { INestApplication, INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OutboxBodyCodec, PlatformOutbox } from 'nestjs-platform-auth/outbox';
 import { PlatformEmulator } from 'nestjs-platform-auth/testing';
-import { blockContaining, importBlock, scratchProject } from '../support/docs-blocks.js';
+import { OUTBOX_VARIABLES, OUTBOX_VARIABLE_NAMES } from '../../lib/outbox/outbox.settings.js';
+import { blockContaining, importBlock, repositoryRoot, scratchProject } from '../support/docs-blocks.js';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { restoreEnv } from '../support/environment.js';
@@ -81,7 +83,9 @@ describe('docs/outbox.md', () => {
     const id = await f.outbox.enqueue({ method: 'POST', path: '/api/messages', body: { text: 'top secret text' } });
     // The emulator answers 400 to a body that is not JSON: 202 means the worker sent the decoded body.
     await eventually(() => expect(f.events.at(-1)).toMatchObject({ event: 'sent', payload: { id, status: 202 } }));
-    const stored = JSON.parse(String(await redis().command('HGET', `bull:${f.queueName}:${id}`, 'data'))) as object;
+    const stored = JSON.parse(
+      String(await redis().command('HGET', `bull:{${f.queueName}}:${f.queueName}:${id}`, 'data')),
+    ) as object;
     expect(stored).toMatchObject({ sealed: true, body: expect.any(String) });
     expect(JSON.stringify(stored)).not.toContain('top secret');
   });
@@ -103,5 +107,36 @@ describe('docs/outbox.md', () => {
       expect.objectContaining({ id, reason: 'transient: bodyCodec.decode failed on the stored body (another key?)' }),
     ]);
     expect(enqueuer.platform.counters.apiCalls.total).toBe(0);
+  });
+
+  it("lists the outbox's variables row for row as the code reads them: option, variable, default, rule", () => {
+    const page = readFileSync(`${repositoryRoot}/docs/outbox.md`, 'utf8');
+    const block = /<!-- outbox-variables-table -->([\s\S]*?)<!-- \/outbox-variables-table -->/.exec(page)?.[1] ?? '';
+    const documented = block
+      .split('\n')
+      .filter((line) => line.startsWith('|'))
+      .slice(2)
+      .map((line) =>
+        line
+          .split('|')
+          .slice(1, -1)
+          .map((cell) => cell.trim()),
+      );
+    const shown = (value: number | boolean) =>
+      typeof value === 'number' ? value.toLocaleString('en-US') : `\`${value}\``;
+    expect(documented).toEqual(
+      Object.entries(OUTBOX_VARIABLES).map(([option, row]) => [
+        `\`${option}\``,
+        `\`${row.env}\``,
+        shown(row.default),
+        row.rule,
+      ]),
+    );
+    // The Redis variables, by their suffixes in the prose: each one the outbox declares it reads.
+    for (const name of OUTBOX_VARIABLE_NAMES.filter((variable) => variable.startsWith('PLATFORM_OUTBOX_REDIS_'))) {
+      expect(page).toContain(
+        name === 'PLATFORM_OUTBOX_REDIS_URL' ? name : `\`${name.slice('PLATFORM_OUTBOX_REDIS'.length)}\``,
+      );
+    }
   });
 });

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { PlatformOutboxError } from 'nestjs-platform-auth/outbox';
-import { withOutboxEnvironment } from '../../lib/outbox/outbox.environment.js';
+import { PlatformOutboxError, type PlatformOutboxOptions } from 'nestjs-platform-auth/outbox';
+import { resolveOutboxSettings } from '../../lib/outbox/outbox.settings.js';
 import { restoreEnv } from '../support/environment.js';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
@@ -32,15 +32,18 @@ const dir = mkdtempSync(join(tmpdir(), 'outbox-environment-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The outbox's start-up error for `env`, with options `options`. */
-function refusal(env: Record<string, string>, options = {}): PlatformOutboxError {
+function refusal(env: Record<string, string>, options: PlatformOutboxOptions = {}): PlatformOutboxError {
   try {
-    withOutboxEnvironment(options, env);
+    resolveOutboxSettings(options, env);
   } catch (error) {
     expect(error).toBeInstanceOf(PlatformOutboxError);
     return error as PlatformOutboxError;
   }
   throw new Error('the environment was accepted');
 }
+
+/** The problems of a refusal, one by one. */
+const problems = (error: Error) => error.message.replace(/^PlatformOutboxModule: /, '').split('; ');
 
 describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
   it('connects with the user and password, and dead-letters after the attempts the variables give', async () => {
@@ -59,75 +62,72 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
     expect(f.platform.counters.apiCalls.total).toBe(1);
   });
 
-  it('reads every variable into the options, a setting in code winning', () => {
-    const ca = join(dir, 'ca.pem');
-    writeFileSync(ca, 'CA TEXT');
+  it('reads its variables where the options leave a setting unset, a setting in code winning', () => {
     const env = {
-      PLATFORM_OUTBOX_REDIS_URL: 'rediss://user:url-password@redis.internal:6380/2',
-      PLATFORM_OUTBOX_REDIS_PASSWORD: 'env-password',
-      PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: ca,
+      PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:6379',
       PLATFORM_OUTBOX_WORKER_CONCURRENCY: '8',
       PLATFORM_OUTBOX_RETRY_ATTEMPTS: '20',
       PLATFORM_OUTBOX_RETRY_DELAY_MS: '500',
       PLATFORM_OUTBOX_RETRY_MAX_DELAY_MS: '60000',
     };
-    expect(withOutboxEnvironment({ queueName: 'q' }, env)).toEqual({
-      queueName: 'q',
-      connection: {
-        host: 'redis.internal',
-        port: 6380,
-        username: 'user',
-        password: 'env-password',
-        db: 2,
-        tls: { ca: 'CA TEXT' },
-      },
-      worker: { concurrency: 8 },
-      retry: { attempts: 20, delayMs: 500, maxDelayMs: 60_000 },
+    const fromEnv = resolveOutboxSettings({ queueName: 'q' }, env);
+    expect(fromEnv.worker).toEqual({ concurrency: 8, maxStalledCount: 20 });
+    expect(fromEnv.delivery).toMatchObject({ attempts: 20, delayMs: 500, maxDelayMs: 60_000 });
+    // BullMQ's own options pass through as they are, next to the outbox's defaults.
+    const code = resolveOutboxSettings(
+      { worker: { lockDuration: 5_000, maxStalledCount: 1 }, retry: { attempts: 3 } },
+      env,
+    );
+    expect(code.worker).toEqual({ concurrency: 8, lockDuration: 5_000, maxStalledCount: 1 });
+    expect(code.delivery).toMatchObject({ attempts: 3, delayMs: 500 });
+    expect(resolveOutboxSettings({}, { ...env, PLATFORM_OUTBOX_WORKER: 'false' }).worker).toBeUndefined();
+    expect(resolveOutboxSettings({}, { PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:6379' })).toMatchObject({
+      worker: { concurrency: 4, maxStalledCount: 12 },
+      delivery: { attempts: 12, delayMs: 1_000, maxDelayMs: 300_000 },
     });
-    expect(withOutboxEnvironment({}, { PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:6379' }).connection).toEqual({
-      url: 'redis://127.0.0.1:6379',
-    });
-    const code = {
-      connection: { url: 'redis://code:6379' },
-      worker: { lockDurationMs: 5_000 },
-      retry: { attempts: 3 },
-    };
+  });
+
+  it("reads the Redis variables as the store's, by their meaning: Cluster, Sentinel, a user and TLS files", () => {
+    const ca = join(dir, 'ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    expect(() =>
+      resolveOutboxSettings(
+        {},
+        {
+          PLATFORM_OUTBOX_REDIS_CLUSTER_NODES: 'rediss://redis-0:6379, rediss://redis-1:6379',
+          PLATFORM_OUTBOX_REDIS_USERNAME: 'outbox',
+          PLATFORM_OUTBOX_REDIS_PASSWORD: 'env-password',
+          PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: ca,
+        },
+      ),
+    ).not.toThrow();
+    expect(() =>
+      resolveOutboxSettings(
+        {},
+        {
+          PLATFORM_OUTBOX_REDIS_SENTINEL_NODES: 'sentinel-0:26379,sentinel-1:26379',
+          PLATFORM_OUTBOX_REDIS_SENTINEL_MASTER: 'mymaster',
+        },
+      ),
+    ).not.toThrow();
+    // The store's rules, named by the outbox's option and variables.
+    expect(
+      refusal({
+        PLATFORM_OUTBOX_REDIS_URL: 'redis://127.0.0.1:6379',
+        PLATFORM_OUTBOX_REDIS_SENTINEL_NODES: 'sentinel-0:26379',
+      }).message,
+    ).toContain(
+      'connection.sentinel.nodes (PLATFORM_OUTBOX_REDIS_SENTINEL_NODES) is set together with connection.url (PLATFORM_OUTBOX_REDIS_URL); configure exactly one Redis mode',
+    );
+    expect(problems(refusal({ PLATFORM_OUTBOX_REDIS_CLUSTER_NODES: 'rediss://user:pw@redis-0:6379' }))[0]).toMatch(
+      /^connection\.clusterNodes \(PLATFORM_OUTBOX_REDIS_CLUSTER_NODES\) holds credentials in a URL/,
+    );
     // A connection in code: the connection's variables are not read, not even checked.
     const unread = {
       PLATFORM_OUTBOX_REDIS_URL: 'http://not-redis',
       PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem'),
     };
-    expect(withOutboxEnvironment(code, { ...env, ...unread })).toEqual({
-      connection: { url: 'redis://code:6379' },
-      worker: { concurrency: 8, lockDurationMs: 5_000 },
-      retry: { attempts: 3, delayMs: 500, maxDelayMs: 60_000 },
-    });
-    expect(
-      withOutboxEnvironment({}, { PLATFORM_OUTBOX_WORKER: 'false', PLATFORM_OUTBOX_WORKER_CONCURRENCY: '8' }),
-    ).toEqual({
-      worker: false,
-    });
-  });
-
-  it("reads the workers' lock and stall settings, and refuses them out of bounds", () => {
-    const env = {
-      PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS: '2000',
-      PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS: '1000',
-      PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT: '0',
-    };
-    expect(withOutboxEnvironment({ worker: { concurrency: 2 } }, env)).toEqual({
-      worker: { concurrency: 2, lockDurationMs: 2_000, stalledIntervalMs: 1_000, maxStalledCount: 0 },
-    });
-    const error = refusal({
-      PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS: '50',
-      PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS: '1.5',
-      PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT: '-1',
-    });
-    expect(error.message.split(/: |; /).slice(1)).toEqual([
-      'worker.lockDurationMs (PLATFORM_OUTBOX_WORKER_LOCK_DURATION_MS) must be a whole number from 100 to 3600000',
-      'worker.stalledIntervalMs (PLATFORM_OUTBOX_WORKER_STALLED_INTERVAL_MS) must be a whole number from 100 to 3600000',
-      "worker.maxStalledCount (PLATFORM_OUTBOX_WORKER_MAX_STALLED_COUNT) must be a whole number from 0 to 1000, got '-1'",
-    ]);
+    expect(() => resolveOutboxSettings({ connection: { url: 'redis://code:6379' } }, unread)).not.toThrow();
   });
 
   it('refuses bad values naming each variable, never the URL or the password', () => {
@@ -139,29 +139,36 @@ describe('the outbox from PLATFORM_OUTBOX_* variables', () => {
       PLATFORM_OUTBOX_WORKER_CONCURRENCY: '2.5',
     });
     expect(error.reason).toBe('config');
-    expect(error.message.split(/: |; /).slice(1)).toEqual([
+    expect(problems(error)).toEqual([
       'connection.url (PLATFORM_OUTBOX_REDIS_URL) must be a redis:// or rediss:// URL with a host',
       'the value is not shown',
-      'worker.concurrency (PLATFORM_OUTBOX_WORKER_CONCURRENCY) must be a whole number from 1 to 1000',
       "retry.attempts (PLATFORM_OUTBOX_RETRY_ATTEMPTS) must be a whole number from 1 to 1000, got '12x'",
-      'retry.delayMs (PLATFORM_OUTBOX_RETRY_DELAY_MS) must be a whole number from 1 to 3600000',
+      "retry.delayMs (PLATFORM_OUTBOX_RETRY_DELAY_MS) must be a whole number from 1 to 3600000, got '0'",
+      "worker.concurrency (PLATFORM_OUTBOX_WORKER_CONCURRENCY) must be a whole number from 1 to 1000, got '2.5'",
     ]);
     expect(JSON.stringify(error) + String(error.stack)).not.toMatch(/secret/);
   });
 
-  it('refuses a worker switch that is neither true nor false, connection variables without a URL, and a TLS file it cannot read', () => {
-    expect(refusal({ PLATFORM_OUTBOX_WORKER: 'sometimes' }).message).toBe(
+  it('refuses a worker switch that is neither true nor false, a user without a password, and a TLS file it cannot read', () => {
+    expect(refusal({ PLATFORM_OUTBOX_WORKER: 'sometimes', PLATFORM_OUTBOX_REDIS_URL: 'redis://h:1' }).message).toBe(
       "PlatformOutboxModule: worker (PLATFORM_OUTBOX_WORKER) must be true or false, got 'sometimes'",
     );
-    expect(refusal({ PLATFORM_OUTBOX_REDIS_PASSWORD: 'env-secret' }).message).toBe(
-      'PlatformOutboxModule: PLATFORM_OUTBOX_REDIS_USERNAME, _PASSWORD and _TLS_* need PLATFORM_OUTBOX_REDIS_URL, the Redis they are for',
-    );
+    expect(
+      problems(refusal({ PLATFORM_OUTBOX_REDIS_URL: 'redis://h:1', PLATFORM_OUTBOX_REDIS_USERNAME: 'u' })),
+    ).toEqual([
+      'connection.username (PLATFORM_OUTBOX_REDIS_USERNAME) is set without a password (connection.password (PLATFORM_OUTBOX_REDIS_PASSWORD))',
+    ]);
+    expect(problems(refusal({}))).toEqual([
+      expect.stringMatching(/^no Redis connection: .*PLATFORM_OUTBOX_REDIS_URL$/),
+    ]);
     const missing = refusal({
       PLATFORM_OUTBOX_REDIS_URL: 'rediss://redis.internal',
       PLATFORM_OUTBOX_REDIS_TLS_CA_PATH: join(dir, 'absent.pem'),
     });
-    expect(missing.message).toBe(
-      'PlatformOutboxModule: connection.tls.caPath (PLATFORM_OUTBOX_REDIS_TLS_CA_PATH) cannot be read (ENOENT)',
-    );
+    expect(problems(missing)).toEqual([
+      "connection.tls.caPath (PLATFORM_OUTBOX_REDIS_TLS_CA_PATH) cannot read the file '" +
+        join(dir, 'absent.pem') +
+        "' (ENOENT)",
+    ]);
   });
 });

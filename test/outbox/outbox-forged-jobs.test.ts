@@ -1,9 +1,7 @@
-import { Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
 import { Queue } from 'bullmq';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
-import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
+import { PlatformOutboxHealthIndicator } from 'nestjs-platform-auth/outbox';
 import { eventually } from '../support/eventually.js';
 import { useRedisServer } from '../support/redis-server.js';
 import { useOutboxFixtures, type OutboxFixture } from './outbox-kit.js';
@@ -11,14 +9,11 @@ import { useOutboxFixtures, type OutboxFixture } from './outbox-kit.js';
 const redis = useRedisServer();
 const start = useOutboxFixtures();
 
-@Module({ imports: [TerminusModule], providers: [PlatformAuthHealthIndicator], exports: [PlatformAuthHealthIndicator] })
-class HealthModule {}
-
 /** Jobs written into the outbox's queue by anything that can write to Redis: not through `enqueue`. */
 async function forge(f: OutboxFixture, jobs: Record<string, unknown>): Promise<void> {
   const client = createClient({ url: redis().url });
   await client.connect();
-  const queue = new Queue(f.queueName, { connection: client });
+  const queue = new Queue(f.queueName, { connection: client, prefix: `bull:{${f.queueName}}` });
   try {
     for (const [id, data] of Object.entries(jobs)) await queue.add('message', data, { jobId: id, attempts: 3 });
   } finally {
@@ -71,18 +66,23 @@ describe('PlatformOutbox: jobs the worker reads from Redis', () => {
   });
 
   it('fails a job whose data is not JSON, and status, the lists and health keep working', async () => {
-    const f = await start(redis().url, { worker: false, imports: async () => [HealthModule] });
+    const f = await start(redis().url, { worker: false });
     await forge(f, { garbled: { method: 'POST', path: '/api/messages' } });
-    await redis().command('HSET', `bull:${f.queueName}:garbled`, 'data', '{"method": "POST", "pa');
+    await redis().command('HSET', `bull:{${f.queueName}}:${f.queueName}:garbled`, 'data', '{"method": "POST", "pa');
 
     expect(await f.outbox.status()).toMatchObject({ waiting: 1, depth: 1 });
-    const health = await f.app.get(PlatformAuthHealthIndicator).isOutboxHealthy();
+    const health = await f.app.get(PlatformOutboxHealthIndicator).isHealthy();
     expect(health['platform-outbox']).toMatchObject({ status: 'up', depth: 1 });
     await expect(
       f.outbox.enqueue({ method: 'POST', path: '/api/messages', idempotencyKey: 'garbled' }),
     ).resolves.toBeTypeOf('string');
 
-    const worker = await start(redis().url, { queueName: f.queueName, platform: f.platform });
+    // BullMQ leaves a job it cannot read active: it comes back once its lock ran out and a stall check saw it.
+    const worker = await start(redis().url, {
+      queueName: f.queueName,
+      platform: f.platform,
+      worker: { lockDuration: 1_000, stalledInterval: 250 },
+    });
     await eventually(() => expect(failed(worker).get('garbled')).toMatch(/its data is not JSON/));
     expect(await f.outbox.failures()).toEqual([expect.objectContaining({ id: 'garbled', method: '', path: '' })]);
     await eventually(async () => expect(await f.outbox.status()).toMatchObject({ failed: 1, sent: 1, depth: 0 }));

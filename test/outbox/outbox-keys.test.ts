@@ -102,7 +102,7 @@ describe('PlatformOutbox: idempotency keys belong to their integration or tenant
   it('refuses a request under a key whose job holds data that is not JSON, written by something else than enqueue', async () => {
     const f = await start(redis().url, { worker: false });
     const id = await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'overwritten-1' });
-    await redis().command('HSET', `bull:${f.queueName}:${id}`, 'data', 'not { json');
+    await redis().command('HSET', `bull:{${f.queueName}}:${f.queueName}:${id}`, 'data', 'not { json');
 
     const refusal = await f.outbox.enqueue({ ...MESSAGE, idempotencyKey: 'overwritten-1' }).catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(PlatformOutboxKeyConflictError);

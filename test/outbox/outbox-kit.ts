@@ -8,7 +8,8 @@ import {
   type PlatformOutboxOptions,
 } from 'nestjs-platform-auth/outbox';
 import { PlatformEmulator, type EmulatedIntegration } from 'nestjs-platform-auth/testing';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { startHoldingProxy, type HoldingProxy } from '../support/holding-proxy.js';
 
 export interface OutboxFixture {
   platform: PlatformEmulator;
@@ -68,5 +69,22 @@ export function useOutboxFixtures(): (
       outbox.on(event, (payload) => events.push({ event, payload }));
     }
     return { platform, integration, app, outbox, events, queueName };
+  };
+}
+
+/** An emulator with a holding proxy in front of it for a test file, started before its tests and closed after them. */
+export function usePlatformBehindProxy(): () => { platform: PlatformEmulator; proxy: HoldingProxy } {
+  let started: { platform: PlatformEmulator; proxy: HoldingProxy } | undefined;
+  beforeAll(async () => {
+    const platform = await PlatformEmulator.start();
+    started = { platform, proxy: await startHoldingProxy(platform.url) };
+  });
+  afterAll(async () => {
+    await started?.proxy.close();
+    await started?.platform.close();
+  });
+  return () => {
+    if (!started) throw new Error('usePlatformBehindProxy(): the platform starts in beforeAll');
+    return started;
   };
 }

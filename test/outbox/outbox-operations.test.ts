@@ -1,12 +1,10 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { Module } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
+import { HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import { DataPointType } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
-import { PlatformAuthHealthIndicator } from 'nestjs-platform-auth/terminus';
-import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from '../../lib/telemetry/telemetry.events.js';
+import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from 'nestjs-platform-auth';
+import { PlatformOutboxHealthIndicator, PlatformOutboxModule } from 'nestjs-platform-auth/outbox';
 import { codeIn, operationsTables } from '../support/markdown-tables.js';
 import { eventually } from '../support/eventually.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';
@@ -17,9 +15,6 @@ import { useOutboxFixtures } from './outbox-kit.js';
 const redis = useRedisServer();
 const start = useOutboxFixtures();
 const MESSAGE = { method: 'POST', path: '/api/messages', body: { text: 'hello' } } as const;
-
-@Module({ imports: [TerminusModule], providers: [PlatformAuthHealthIndicator], exports: [PlatformAuthHealthIndicator] })
-class HealthModule {}
 
 const documented = () => operationsTables('\n## The outbox', '\n## Telemetry');
 
@@ -70,42 +65,38 @@ describe('outbox telemetry', () => {
   });
 });
 
-describe('isOutboxHealthy', () => {
+describe('PlatformOutboxHealthIndicator', () => {
   it("is up with the queue's status, and down past maxOldestAgeMs or maxDeadLetters", async () => {
-    const f = await start(redis().url, {
-      worker: false,
-      imports: async () => [HealthModule],
-    });
-    const health = f.app.get(PlatformAuthHealthIndicator);
-    const up = await health.isOutboxHealthy();
+    const f = await start(redis().url, { worker: false });
+    const health = f.app.get(PlatformOutboxHealthIndicator);
+    const up = await health.isHealthy();
     expect(up).toEqual({
       'platform-outbox': expect.objectContaining({ status: 'up', depth: 0, deadLettered: 0, workers: false }),
     });
 
     await f.outbox.enqueue(MESSAGE);
     await eventually(async () => expect((await f.outbox.status()).oldestAgeMs).toBeGreaterThan(0));
-    const late = await health.isOutboxHealthy('outbox', { maxOldestAgeMs: 0 });
+    const late = await health.isHealthy('outbox', { maxOldestAgeMs: 0 });
     expect(late.outbox).toMatchObject({ status: 'down', depth: 1, message: expect.stringMatching(/oldest message/) });
     expect(JSON.stringify(late)).not.toContain('hello');
-    expect((await health.isOutboxHealthy('outbox', { maxDeadLetters: 0 })).outbox.status).toBe('up');
+    expect((await health.isHealthy('outbox', { maxDeadLetters: 0 })).outbox.status).toBe('up');
   });
 
-  it('is down in an application without an outbox, and when Redis does not answer', async () => {
-    const bare = await Test.createTestingModule({ imports: [HealthModule] }).compile();
-    expect((await bare.get(PlatformAuthHealthIndicator).isOutboxHealthy())['platform-outbox']).toMatchObject({
-      status: 'down',
-      message: expect.stringMatching(/no outbox in this application/),
-    });
-    await bare.close();
-
+  it('is down when Redis does not answer, and Terminus reads it as down', async () => {
     const nowhere = `redis://127.0.0.1:${await refusedPort()}`;
     const app = await Test.createTestingModule({
-      imports: [HealthModule, PlatformOutboxModule.forRoot({ connection: { url: nowhere }, enqueueTimeoutMs: 200 })],
+      imports: [TerminusModule, PlatformOutboxModule.forRoot({ connection: { url: nowhere }, enqueueTimeoutMs: 200 })],
     }).compile();
     await app.init();
     try {
-      const down = await app.get(PlatformAuthHealthIndicator).isOutboxHealthy();
+      const indicator = app.get(PlatformOutboxHealthIndicator);
+      const down = await indicator.isHealthy();
       expect(down['platform-outbox']).toMatchObject({ status: 'down', message: expect.stringMatching(/Redis/) });
+      const check = await app
+        .get(HealthCheckService)
+        .check([() => indicator.isHealthy()])
+        .catch((error: { response?: unknown }) => error.response);
+      expect(check).toMatchObject({ status: 'error', error: { 'platform-outbox': { status: 'down' } } });
     } finally {
       await app.close();
     }

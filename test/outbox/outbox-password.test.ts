@@ -12,7 +12,7 @@ const MESSAGE = { method: 'POST', path: '/api/messages', body: { text: 'hello' }
 
 describe("the outbox's Redis password", () => {
   it.each([
-    ['connection options', () => ({ host: '127.0.0.1', port: redis().port, password: PASSWORD })],
+    ['connection options', () => ({ url: `redis://127.0.0.1:${redis().port}`, password: PASSWORD })],
     ['a URL', () => ({ url: `redis://:${PASSWORD}@127.0.0.1:${redis().port}` })],
   ])('is used but never rendered from %s: not in the providers, the status or an error', async (_given, connection) => {
     const f = await start(redis().url, { connection: connection(), worker: false });

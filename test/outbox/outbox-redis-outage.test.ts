@@ -68,7 +68,7 @@ describe('PlatformOutbox: Redis lost mid-send and back on the same port', () => 
       retry: { attempts: 1_000, delayMs: 20, maxDelayMs: 50 },
       enqueueTimeoutMs: 2_000,
       // A job BullMQ moved to active just as Redis died, whose worker never heard of it, is back within seconds.
-      worker: { concurrency: 4, lockDurationMs: 2_000, stalledIntervalMs: 500 },
+      worker: { concurrency: 4, lockDuration: 2_000, stalledInterval: 500 },
     });
     // Jobs in back-off and in flight while Redis is gone: the platform answers 503 to the first sends.
     for (let n = 0; n < 60; n += 1) f.platform.injectFault({ kind: 'status', status: 503 }, 'api');

@@ -54,22 +54,22 @@ async function workerMidSend(queueName: string, worker: PlatformOutboxOptions['w
 }
 
 describe('PlatformOutbox: a worker killed mid-send (SIGKILL) gives its job back', () => {
-  it('to another worker after its lock runs out, within max(lockDurationMs, 2 × stalledIntervalMs) + stalledIntervalMs', async () => {
+  it('to another worker after its lock runs out, within max(lockDuration, 2 × stalledInterval) + stalledInterval', async () => {
     const lockDurationMs = 4_000;
     const stalledIntervalMs = 250;
     const queueName = `outbox-stalled-${process.pid}-1`;
-    const worker = { lockDurationMs, stalledIntervalMs };
+    const worker = { lockDuration: lockDurationMs, stalledInterval: stalledIntervalMs };
     const { replica, id } = await workerMidSend(queueName, worker);
     // Another worker, in this process, waits for work.
     const survivor = await start(redis().url, { platform, queueName, worker, retry: RETRY });
 
     const killedAt = Date.now();
     await replica.kill();
-    const lockLeftMs = Number(await redis().command('PTTL', `bull:${queueName}:${id}:lock`));
-    // The queue is looked at every stalledIntervalMs: the mark of the last look lasts no longer.
-    const sinceLastLookMs = Number(await redis().command('PTTL', `bull:${queueName}:stalled-check`));
+    const lockLeftMs = Number(await redis().command('PTTL', `bull:{${queueName}}:${queueName}:${id}:lock`));
+    // The queue is looked at every stalledInterval: the mark of the last look lasts no longer.
+    const sinceLastLookMs = Number(await redis().command('PTTL', `bull:{${queueName}}:${queueName}:stalled-check`));
     await eventually(() => expect(survivor.events.map((e) => e.event)).toContain('sent'));
-    const pickedUpAt = Number(await redis().command('HGET', `bull:${queueName}:${id}`, 'processedOn'));
+    const pickedUpAt = Number(await redis().command('HGET', `bull:{${queueName}}:${queueName}:${id}`, 'processedOn'));
 
     const recoveryMs = pickedUpAt - killedAt;
     const documentedMs = Math.max(lockDurationMs, 2 * stalledIntervalMs) + stalledIntervalMs;
@@ -88,7 +88,7 @@ describe('PlatformOutbox: a worker killed mid-send (SIGKILL) gives its job back'
 
   it('as a dead letter naming the stalls once it came back more than maxStalledCount times, never sent again', async () => {
     const queueName = `outbox-stalled-${process.pid}-2`;
-    const worker = { lockDurationMs: 1_000, stalledIntervalMs: 250, maxStalledCount: 0 };
+    const worker = { lockDuration: 1_000, stalledInterval: 250, maxStalledCount: 0 };
     const { replica, id } = await workerMidSend(queueName, worker);
     const survivor = await start(redis().url, { platform, queueName, worker, retry: RETRY });
     const before = platform.counters.apiCalls.total;

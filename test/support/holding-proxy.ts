@@ -17,6 +17,8 @@ export interface HoldingProxy {
    * processed the request), the client gets the answer only after `release()`.
    */
   holdNextAnswer(): HeldRequest;
+  /** The `Idempotency-Key` of each request that carried one, in the order they reached the proxy. */
+  readonly keys: readonly string[];
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ function hold(queue: Array<{ arrive: () => void; released: Promise<void> }>): He
 export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
   const holds: Array<{ arrive: () => void; released: Promise<void> }> = [];
   const answerHolds: Array<{ arrive: () => void; released: Promise<void> }> = [];
+  const keys: string[] = [];
   const forward = (req: IncomingMessage, res: ServerResponse, answerHold = answerHolds.shift()): void => {
     const upstream = request(
       new URL(req.url ?? '/', target),
@@ -54,6 +57,8 @@ export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
     req.pipe(upstream);
   };
   const server = createServer((req, res) => {
+    const key = req.headers['idempotency-key'];
+    if (typeof key === 'string') keys.push(key);
     const hold = holds.shift();
     if (!hold) return forward(req, res);
     req.pause();
@@ -66,6 +71,7 @@ export async function startHoldingProxy(target: string): Promise<HoldingProxy> {
     url: `http://127.0.0.1:${port}`,
     holdNext: () => hold(holds),
     holdNextAnswer: () => hold(answerHolds),
+    keys,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

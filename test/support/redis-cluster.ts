@@ -15,7 +15,8 @@ export class RedisCluster {
 
   private constructor(readonly nodes: readonly RedisServer[]) {}
 
-  static async start(): Promise<RedisCluster> {
+  /** `args`: more arguments for every node (`--appendonly yes`, …). */
+  static async start(args: readonly string[] = []): Promise<RedisCluster> {
     const startedAt = performance.now();
     const nodes = await Promise.all(
       Array.from({ length: 3 }, () =>
@@ -27,6 +28,7 @@ export class RedisCluster {
           // Short, so a killed node is marked failed (and its slots down) within a few seconds.
           '--cluster-node-timeout',
           '1000',
+          ...args,
         ]),
       ),
     );
@@ -78,11 +80,11 @@ export class RedisCluster {
   }
 }
 
-/** One cluster for a test file, started before its tests and stopped after them. */
-export function useRedisCluster(): () => RedisCluster {
+/** One cluster for a test file, started before its tests and stopped after them; `args` for every node. */
+export function useRedisCluster(args: readonly string[] = []): () => RedisCluster {
   let cluster: RedisCluster | undefined;
   beforeAll(async () => {
-    cluster = await RedisCluster.start();
+    cluster = await RedisCluster.start(args);
   });
   afterAll(async () => {
     await cluster?.stop();
