@@ -49,10 +49,9 @@ export {
   TokenExchangeError,
 } from './platform-auth.errors.js';
 export { RateLimitWaitError } from './calls/rate-limit/rate-limit.errors.js';
-// The shared token store. RedisTokenStore imports `redis` only when it connects (with types of our own), and the
-// module needs it anyway for PLATFORM_TOKEN_STORE_URL, so exporting it here costs users without a store nothing; a
-// `./redis` subpath would add an entry point and save no code.
+// The shared token store: the module builds it from `tokenStore` (a Redis, or the application's client), and a store
+// for another engine implements TokenStore.
 export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
-export { RedisTokenStore } from './store/token-store.redis.js';
 // For a part built on this package that keeps its own Redis: the store's connection settings, checks and client.
+export type { RedisConnectionOptions } from './options/token-store-options.interface.js';
 export { defineRedisConnection } from './store/redis-connection.seam.js';

@@ -87,8 +87,8 @@ export interface PlatformAuthOptions {
   credentialsReloadIntervalMs?: number;
   /**
    * Shares one token across the replicas of a service: a Redis the module connects to, a Redis client of yours, or a
-   * `TokenStore` (`new RedisTokenStore({ url })`, or one for another engine); needs `encryptionKey`. A `TokenStore`
-   * given here directly is read as `{ instance }`. Default: none, each process exchanges.
+   * `TokenStore` of yours for another engine; needs `encryptionKey`. A `TokenStore` given here directly is read as
+   * `{ instance }`. Default: none, each process exchanges.
    */
   tokenStore?: TokenStoreOptions | TokenStore;
   /**
