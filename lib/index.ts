@@ -40,8 +40,6 @@ export type { PlatformAuthOptions, PlatformAuthSigner } from './options/platform
 export { systemClock, type Clock } from './platform-auth.clock.js';
 export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, type PlatformAuthDiagnosticsEvent } from './telemetry/telemetry.events.js';
 export {
-  AssertionKeyError,
-  AssertionSignatureError,
   AssertionSigningError,
   CredentialRotationError,
   PlatformAuthConfigError,

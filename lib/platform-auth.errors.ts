@@ -69,79 +69,65 @@ export class PlatformAuthConfigError extends PlatformAuthError {
   }
 }
 
-/** Building or signing an assertion failed. */
+/**
+ * Signing an assertion failed, so nothing was sent to the platform. `reason` says how; `fault` and the message name
+ * the likely cause of a signature that does not verify.
+ */
 export class AssertionSigningError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_SIGNING';
-}
-
-/** Where the assertion key lives: a PEM key in memory, a PKCS#11 token, or the application's `signer`. */
-export type AssertionKeySource = 'pem' | 'pkcs11' | 'signer';
-
-/**
- * Why a signature from a signer or a PKCS#11 token failed the check against the certificate's public key:
- * - `not-bytes`: the signer returned no byte array (a string, say);
- * - `wrong-length`: not as long as the key's modulus (truncated, text-encoded, or another key size);
- * - `pss`: an RSASSA-PSS signature instead of RSASSA-PKCS1-v1_5;
- * - `double-digest`: PKCS#1 v1.5 over SHA-256 of the input's SHA-256 (hashed by the caller and again by the KMS);
- * - `bare-digest`: PKCS#1 v1.5 over the bare SHA-256 digest, without its DigestInfo prefix (a raw RSA mechanism);
- * - `other-hash`: PKCS#1 v1.5 with another hash than SHA-256;
- * - `other-input`: made with the certificate's key, but over other bytes than the signing input;
- * - `wrong-key`: none of these: made with another key than the certificate's.
- */
-export type SignatureFault =
-  'not-bytes' | 'wrong-length' | 'pss' | 'double-digest' | 'bare-digest' | 'other-hash' | 'other-input' | 'wrong-key';
-
-/**
- * A signature made by a signer or a PKCS#11 token does not verify with the certificate's public key, so the
- * assertion was not sent. `fault` and the message name the likely cause.
- */
-export class AssertionSignatureError extends AssertionSigningError {
-  /** Where the key is. */
-  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
-  /** The key as messages name it (`signer`, `signer (KmsSigner)`, `pkcs11:token=…;object=…`); never a PIN. */
+  /**
+   * - `failed`: the key could not sign: the signer threw, the PKCS#11 token refused, node:crypto failed (see `detail`);
+   * - `timeout`: a signer or a token gave no signature in time;
+   * - `closed`: the key was closed (a PKCS#11 key replaced by a rotation or a reload);
+   * - `bad-signature`: a signer or a token returned a signature that does not verify with the certificate's public
+   *   key (see `fault`).
+   */
+  readonly reason: 'failed' | 'timeout' | 'closed' | 'bad-signature';
+  /** Where the key is: a PEM key in memory, a PKCS#11 token, or the application's `signer`. */
+  readonly keySource: 'pem' | 'pkcs11' | 'signer';
+  /** The key as messages name it (`signer (KmsSigner)`, `pkcs11:token=…;object=…`, `key.privateKeyPath …`); never a PIN. */
   readonly key: string;
-  /** The likely mistake. */
-  readonly fault: SignatureFault;
-  /** Bytes returned, when bytes were returned. */
+  /** With `failed`: the error's name, or the PKCS#11 return value (`CKR_DEVICE_REMOVED`); never the signer's message. */
+  readonly detail?: string;
+  /**
+   * With `bad-signature`, the likely mistake:
+   * - `not-bytes`: the signer returned no byte array (a string, say);
+   * - `wrong-length`: not as long as the key's modulus (truncated, text-encoded, or another key size);
+   * - `pss`: an RSASSA-PSS signature instead of RSASSA-PKCS1-v1_5;
+   * - `double-digest`: PKCS#1 v1.5 over SHA-256 of the input's SHA-256 (hashed by the caller and again by the KMS);
+   * - `bare-digest`: PKCS#1 v1.5 over the bare SHA-256 digest, without its DigestInfo prefix (a raw RSA mechanism);
+   * - `other-hash`: PKCS#1 v1.5 with another hash than SHA-256;
+   * - `other-input`: made with the certificate's key, but over other bytes than the signing input;
+   * - `wrong-key`: none of these: made with another key than the certificate's.
+   */
+  readonly fault?:
+    'not-bytes' | 'wrong-length' | 'pss' | 'double-digest' | 'bare-digest' | 'other-hash' | 'other-input' | 'wrong-key';
+  /** With `bad-signature`: the bytes returned, when bytes were returned. */
   readonly signatureBytes?: number;
-  /** Bytes an RS256 signature with the certificate's key has (256 for RSA-2048). */
-  readonly expectedBytes: number;
+  /** With `bad-signature`: the bytes an RS256 signature with the certificate's key has (256 for RSA-2048). */
+  readonly expectedBytes?: number;
 
   constructor(
     message: string,
-    details: Pick<AssertionSignatureError, 'keySource' | 'key' | 'fault' | 'signatureBytes' | 'expectedBytes'>,
+    details: Pick<
+      AssertionSigningError,
+      'reason' | 'keySource' | 'key' | 'detail' | 'fault' | 'signatureBytes' | 'expectedBytes'
+    >,
   ) {
     super(message);
-    this.keySource = details.keySource;
-    this.key = details.key;
-    this.fault = details.fault;
-    if (details.signatureBytes !== undefined) this.signatureBytes = details.signatureBytes;
-    this.expectedBytes = details.expectedBytes;
-  }
-}
-
-/**
- * The key could not sign: the signer threw or timed out, the PKCS#11 token failed, or the key was closed. Nothing
- * was sent to the platform.
- */
-export class AssertionKeyError extends AssertionSigningError {
-  /** Where the key is. */
-  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
-  /** The key as messages name it; never a PIN. */
-  readonly key: string;
-  /** `failed`: the signer threw or the token refused; `timeout`: no signature in time; `closed`: the key was closed. */
-  readonly reason: 'failed' | 'timeout' | 'closed';
-  /** The error's name, or the PKCS#11 return value (`CKR_DEVICE_REMOVED`); never the signer's own message. */
-  readonly detail?: string;
-
-  constructor(message: string, details: Pick<AssertionKeyError, 'keySource' | 'key' | 'reason' | 'detail'>) {
-    super(message);
-    this.keySource = details.keySource;
-    this.key = details.key;
     this.reason = details.reason;
-    if (details.detail !== undefined) this.detail = details.detail;
+    this.keySource = details.keySource;
+    this.key = details.key;
+    for (const field of ['detail', 'fault', 'signatureBytes', 'expectedBytes'] as const) {
+      if (details[field] !== undefined) Object.assign(this, { [field]: details[field] });
+    }
   }
 }
+
+/** Where an assertion key lives (see `AssertionSigningError.keySource`). */
+export type AssertionKeySource = AssertionSigningError['keySource'];
+/** Why a signature failed the check against the certificate (see `AssertionSigningError.fault`). */
+export type SignatureFault = NonNullable<AssertionSigningError['fault']>;
 
 export type TokenExchangeFailure =
   'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';

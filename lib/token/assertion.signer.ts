@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform-auth.clock.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
 import type { ActiveCredentials, CredentialsInUse } from '../credentials/active-credentials.js';
@@ -51,11 +50,6 @@ export class AssertionSigner {
 
   /** @internal Only the credential lifecycle builds one; apps get it from the container. */
   constructor(settings: SignerSettings, clock: Clock, holder: CredentialsInUse) {
-    if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
-      throw new AssertionSigningError(
-        `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
-      );
-    }
     this.#settings = settings;
     this.#clock = clock;
     this.#holder = holder;
@@ -74,8 +68,14 @@ export class AssertionSigner {
     } catch (error) {
       // A token's or a signer's refusal already names the key and the likely cause.
       if (error instanceof AssertionSigningError) throw error;
-      const kind = error instanceof Error ? error.name : 'unknown error';
-      throw new AssertionSigningError(`signing the client assertion failed (${kind})`);
+      const { source, name } = active.credentials.key;
+      const detail = error instanceof Error ? error.name : 'unknown error';
+      throw new AssertionSigningError(`signing the client assertion failed (${detail})`, {
+        reason: 'failed',
+        keySource: source,
+        key: name,
+        detail,
+      });
     }
   }
 

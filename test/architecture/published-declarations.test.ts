@@ -81,7 +81,7 @@ describe('the published declarations', () => {
       [
         "import type { TokenStoreOptions } from 'nestjs-platform-auth';",
         'import type {',
-        '  AssertionSignatureError, AssertionSigner, PlatformAuthConfigError, PlatformAuthDiagnosticsEvent,',
+        '  AssertionSigningError, AssertionSigner, PlatformAuthConfigError, PlatformAuthDiagnosticsEvent,',
         '  PlatformAuthModule, PlatformAuthOptions, PlatformFetch, PlatformTenants, PlatformTenantsOptions,',
         '  TokenExchangeError, TokenProvider,',
         "} from 'nestjs-platform-auth';",
@@ -105,7 +105,7 @@ describe('the published declarations', () => {
         "export type Interceptor = PlatformFetch['interceptor'];",
         "export const reason: TokenExchangeError['reason'] = 'timeout';",
         "export const problem: PlatformAuthConfigError['problems'][number]['setting'] = 'machineId';",
-        "export const fault: AssertionSignatureError['fault'] = 'pss';",
+        "export const fault: AssertionSigningError['fault'] = 'pss';",
         "export const retried: Extract<PlatformAuthDiagnosticsEvent, { event: 'call:retry' }>['reason'] = 'unavailable';",
         '',
       ].join('\n'),
