@@ -45,6 +45,7 @@ export {
   PlatformAuthConfigError,
   PlatformAuthError,
   TokenExchangeError,
+  type ConfigProblem,
 } from './platform-auth.errors.js';
 export { RateLimitWaitError } from './calls/rate-limit/rate-limit.errors.js';
 // The shared token store: the module builds it from `tokenStore` (a Redis, or the application's client), and a store

@@ -39,6 +39,7 @@ export abstract class PlatformAuthError extends Error {
 }
 Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value: true });
 
+/** One problem of a configuration: what `PlatformAuthConfigError`, `PlatformTenantConfigError` and a rotation list. */
 export interface ConfigProblem {
   /**
    * The option it concerns (`key.privateKeyPath`, `tokenStore.url`, `exchange.retry.maxAttempts`), or the name of an
@@ -129,34 +130,75 @@ export type AssertionKeySource = AssertionSigningError['keySource'];
 /** Why a signature failed the check against the certificate (see `AssertionSigningError.fault`). */
 export type SignatureFault = NonNullable<AssertionSigningError['fault']>;
 
-export type TokenExchangeFailure =
-  'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';
-
-export interface TokenExchangeErrorDetails {
-  readonly reason: TokenExchangeFailure;
+/** The token exchange failed. Fields, not the message, are the contract. */
+export class TokenExchangeError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
+  /** What happened, without the hint (the message is `${summary}. ${hint}`). */
+  readonly summary: string;
+  /**
+   * - `http_error`: the token endpoint answered an error status (see `status`, `oauthError`);
+   * - `network_error`: no answer: the connection failed (see `networkCode`);
+   * - `timeout`: no complete answer within `exchange.timeoutMs`;
+   * - `invalid_response`: an answer that is no token response;
+   * - `redirect`: the token endpoint redirected, which the exchange never follows;
+   * - `aborted`: the application shut down;
+   * - `backoff`: not attempted: callers are held back after a failure (see `retryAfterSeconds`).
+   */
+  declare readonly reason:
+    'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';
   /**
    * Whether the failure passes by itself (the platform down or rate limiting, the network, a timeout, shutdown)
    * rather than a refusal or an answer someone must fix. Decided once, when the exchange ended, and kept by every
    * error derived from it: callers held back during the back-off, a failure another replica shared. The exception
    * filter answers 503 for it, 502 otherwise.
    */
-  readonly transient: boolean;
-  readonly status?: number;
-  readonly oauthError?: string;
-  readonly oauthErrorDescription?: string;
+  declare readonly transient: boolean;
+  declare readonly status?: number;
+  declare readonly oauthError?: string;
+  declare readonly oauthErrorDescription?: string;
   /** Attempts made within this exchange (1 when not retried). */
-  readonly attempts: number;
-  readonly retried: boolean;
+  declare readonly attempts: number;
+  declare readonly retried: boolean;
   /** Likely cause and fix, in terms of docs/platform-contract.md#failure-causes. */
-  readonly hint: string;
+  declare readonly hint: string;
   /** Platform clock minus local clock, in milliseconds, when the platform sent a `Date` header. */
-  readonly clockOffsetMs?: number;
+  declare readonly clockOffsetMs?: number;
   /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
-  readonly networkCode?: string;
+  declare readonly networkCode?: string;
   /** When the platform asked to wait (`Retry-After`) or callers are held back, how long, in whole seconds. */
-  readonly retryAfterSeconds?: number;
+  declare readonly retryAfterSeconds?: number;
+
+  /** `details`: the fields; another `TokenExchangeError` will do, and only its fields are copied. */
+  constructor(
+    summary: string,
+    details: Pick<
+      TokenExchangeError,
+      | 'reason'
+      | 'transient'
+      | 'status'
+      | 'oauthError'
+      | 'oauthErrorDescription'
+      | 'attempts'
+      | 'retried'
+      | 'hint'
+      | 'clockOffsetMs'
+      | 'networkCode'
+      | 'retryAfterSeconds'
+    >,
+  ) {
+    super(`${summary}. ${details.hint}`);
+    this.summary = summary;
+    // Only the detail fields: a details object spread from another error must not bring its message or stack along.
+    for (const field of DETAIL_FIELDS) Object.assign(this, { [field]: details[field] });
+  }
 }
 
+/** Why an exchange failed (see `TokenExchangeError.reason`). */
+export type TokenExchangeFailure = TokenExchangeError['reason'];
+/** A `TokenExchangeError`'s fields besides its message. */
+export type TokenExchangeErrorDetails = ConstructorParameters<typeof TokenExchangeError>[1];
+
+/** What the constructor copies: every detail field, and nothing else of an error the details were spread from. */
 const DETAIL_FIELDS = [
   'reason',
   'transient',
@@ -170,36 +212,6 @@ const DETAIL_FIELDS = [
   'networkCode',
   'retryAfterSeconds',
 ] as const satisfies ReadonlyArray<keyof TokenExchangeErrorDetails>;
-
-/** The token exchange failed. Fields, not the message, are the contract. */
-export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
-  readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
-  /** What happened, without the hint (the message is `${summary}. ${hint}`). */
-  readonly summary: string;
-  declare readonly reason: TokenExchangeFailure;
-  declare readonly transient: boolean;
-  declare readonly status?: number;
-  declare readonly oauthError?: string;
-  declare readonly oauthErrorDescription?: string;
-  declare readonly attempts: number;
-  declare readonly retried: boolean;
-  declare readonly hint: string;
-  declare readonly clockOffsetMs?: number;
-  declare readonly networkCode?: string;
-  declare readonly retryAfterSeconds?: number;
-
-  /** @deprecated Use `clockOffsetMs`: durations and offsets are milliseconds everywhere. Whole seconds. */
-  get clockOffsetSeconds(): number | undefined {
-    return this.clockOffsetMs === undefined ? undefined : Math.round(this.clockOffsetMs / 1000) || 0;
-  }
-
-  constructor(summary: string, details: TokenExchangeErrorDetails) {
-    super(`${summary}. ${details.hint}`);
-    this.summary = summary;
-    // Only the detail fields: a details object spread from another error must not bring its message or stack along.
-    for (const field of DETAIL_FIELDS) Object.assign(this, { [field]: details[field] });
-  }
-}
 
 /**
  * Which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request timeout), as

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { TokenExchangeError } from '../platform-auth.errors.js';
 import type {
   CredentialChangeOutcome,
   RateLimitMode,
@@ -80,7 +80,7 @@ export type PlatformAuthDiagnosticsEventBody =
   | {
       readonly event: 'exchange:end';
       readonly outcome: 'success' | 'failure';
-      readonly reason?: TokenExchangeFailure | 'signing_failed';
+      readonly reason?: TokenExchangeError['reason'] | 'signing_failed';
       readonly status?: number;
       readonly attempts: number;
       readonly durationMs: number;

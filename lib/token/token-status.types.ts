@@ -1,4 +1,4 @@
-import type { TokenExchangeFailure } from '../platform-auth.errors.js';
+import type { TokenExchangeError } from '../platform-auth.errors.js';
 import type { CredentialReloadStatus } from '../credentials/credentials.reloader.js';
 
 /**
@@ -14,7 +14,7 @@ export interface LastExchangeStatus {
   /** When it ended. */
   readonly at: Date;
   readonly ok: boolean;
-  readonly reason?: TokenExchangeFailure;
+  readonly reason?: TokenExchangeError['reason'];
   /** HTTP status of the last attempt, when there was a response. */
   readonly status?: number;
   /** The OAuth `error` code the platform answered, such as `invalid_client`. */
