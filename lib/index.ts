@@ -38,7 +38,8 @@ export { AssertionSigner } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
 export type { PlatformAuthOptions, PlatformAuthSigner } from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
-export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, type PlatformAuthDiagnosticsEvent } from './telemetry/telemetry.events.js';
+export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from './telemetry/telemetry.events.js';
+export type { PlatformAuthDiagnosticsEvent } from './platform-auth.observer.js';
 export {
   AssertionSigningError,
   CredentialRotationError,
