@@ -18,13 +18,12 @@ export type { PlatformAuthModuleAsyncOptions } from './platform-auth.module-defi
 export { PlatformTenants } from './tenants/platform-tenants.js';
 export { PlatformTenantHttpService } from './tenants/tenant-http.service.js';
 export type { PlatformTenantsAsyncOptions } from './tenants/tenants.module.js';
-export type { PlatformTenant, PlatformTenantsOptions } from './tenants/tenants.types.js';
+export type { PlatformTenant, PlatformTenantsOptions, PlatformTenantsStatus } from './tenants/tenants.types.js';
 export {
   NoCurrentTenantError,
   PlatformTenantConfigError,
   TenantReleasedError,
   TenantResolutionError,
-  TenantResolveTimeoutError,
   UnknownTenantError,
 } from './tenants/tenants.errors.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
