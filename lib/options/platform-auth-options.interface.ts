@@ -12,8 +12,6 @@ export type { ExchangeOptions, RetryOptions } from './exchange-options.interface
 export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 export type { RateLimitOptions } from './rate-limit-options.interface.js';
 
-export type ThumbprintAlgorithm = 'sha1' | 'sha256';
-
 /**
  * One integration's options: the platform, the key pair (`key`, and `next` during a rotation), the token exchange
  * (`exchange`), the shared store (`tokenStore`). A name of an earlier shape (`privateKeyPath`) is a configuration
@@ -37,7 +35,7 @@ export interface PlatformAuthOptions {
   /** Certificate thumbprint; required only without a certificate. Case, colons and spaces are ignored. */
   thumbprint?: string;
   /** Hash used for the thumbprint (`iss`). Default `sha1`, the portal's form. */
-  thumbprintAlgorithm?: ThumbprintAlgorithm;
+  thumbprintAlgorithm?: 'sha1' | 'sha256';
   /** The assertion's `aud`. Default: the platform domain, `new URL(baseUrl).host`. */
   audience?: string;
   /**
@@ -105,3 +103,6 @@ export interface PlatformAuthOptions {
    */
   logger?: LoggerService;
 }
+
+/** How the thumbprint (`iss`) is computed (see `thumbprintAlgorithm`). */
+export type ThumbprintAlgorithm = NonNullable<PlatformAuthOptions['thumbprintAlgorithm']>;

@@ -19,11 +19,6 @@ interface AssertionClaims {
   exp: number;
 }
 
-interface CreateAssertionOptions {
-  /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
-  clockOffsetMs?: number;
-}
-
 /**
  * The configured margin, but never more than half the assertion's lifetime: the assertion must still lie as far
  * ahead of now as it reaches back, or a short lifetime would make it expired on arrival.
@@ -59,10 +54,15 @@ export class AssertionSigner {
    * A fresh compact JWT, signed RS256 by the configured key: the PEM key parsed at start-up, the PKCS#11 token or the
    * signer (whose signature is verified against the certificate first). Never reuse one: each `jti` is single-use.
    */
-  async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
+  async createAssertion(
+    options: {
+      /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
+      clockOffsetMs?: number;
+    } = {},
+  ): Promise<string> {
     // One read of the holder: claims and key of the same pair even if a swap happens meanwhile.
     const active = this.#holder.active;
-    const claims = this.#claims(options, active);
+    const claims = this.#claims(options.clockOffsetMs ?? 0, active);
     try {
       return await signCompactJws(active.credentials.key, PROTECTED_HEADER, encoder.encode(JSON.stringify(claims)));
     } catch (error) {
@@ -84,8 +84,8 @@ export class AssertionSigner {
    * is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even 0.5 s behind
    * is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
    */
-  #claims(options: CreateAssertionOptions, { credentials, machineId }: ActiveCredentials): AssertionClaims {
-    const now = Math.floor((this.#clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
+  #claims(clockOffsetMs: number, { credentials, machineId }: ActiveCredentials): AssertionClaims {
+    const now = Math.floor((this.#clock.now() + clockOffsetMs) / 1000);
     const issuedAt = now - effectiveClockMargin(this.#settings);
     return {
       jti: randomUUID(),
