@@ -8,7 +8,7 @@ import type { TokenStore } from './token-store.interface.js';
 import type { TokenStoreOptions } from './token-store-options.interface.js';
 
 export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
-export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
+export type { ExchangeOptions } from './exchange-options.interface.js';
 export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 export type { RateLimitOptions } from './rate-limit-options.interface.js';
 
