@@ -27,8 +27,12 @@ export {
 } from './tenants/tenants.errors.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
-export { PlatformFetch } from './http/clients/platform-fetch.js';
-export { PLATFORM_AUTH_RETRY_HEADER } from './http/clients/undici.interceptor.js';
+export { PlatformFetch, type PlatformFetchInit } from './http/clients/platform-fetch.js';
+export {
+  PLATFORM_AUTH_RETRY_HEADER,
+  type PlatformDispatcher,
+  type PlatformInterceptor,
+} from './http/clients/undici.interceptor.js';
 export { PlatformUnavailableError } from './calls/calls.errors.js';
 export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
 export { TokenProvider, type AccessToken } from './token/token.provider.js';
