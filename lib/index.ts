@@ -1,8 +1,7 @@
 // The public API. Everything else in lib/ is internal; api/nestjs-platform-auth.api.md and the packaging snapshot
-// lock this list.
-// Types met only as an option, a status field or a parameter are not named here: reach them through the type that
-// holds them (`PlatformAuthOptions['tokenStore']`, `ReturnType<TokenProvider['status']>['rateLimit']`,
-// `TokenExchangeError['reason']`), so that this list stays one a reader can hold.
+// lock this list. Every type a public signature uses is named here (API Extractor fails on one that is not), so the
+// list is the whole surface a reader holds: a part of an option or a status that apps never write on its own is
+// declared where it is used (`tokenStore.sentinel`, `status().rateLimit`), not given a name of its own.
 export { PlatformAuthModule } from './platform-auth.module.js';
 export {
   InjectAssertionSigner,
@@ -18,41 +17,53 @@ export type { PlatformAuthModuleAsyncOptions } from './platform-auth.module-defi
 export { PlatformTenants } from './tenants/platform-tenants.js';
 export { PlatformTenantHttpService } from './tenants/tenant-http.service.js';
 export type { PlatformTenantsAsyncOptions } from './tenants/tenants.module.js';
-export type { PlatformTenant, PlatformTenantsOptions } from './tenants/tenants.types.js';
+export type { PlatformTenant, PlatformTenantsOptions, PlatformTenantsStatus } from './tenants/tenants.types.js';
 export {
   NoCurrentTenantError,
   PlatformTenantConfigError,
   TenantReleasedError,
   TenantResolutionError,
-  TenantResolveTimeoutError,
   UnknownTenantError,
 } from './tenants/tenants.errors.js';
 export { PlatformHttpService } from './http/platform-http.service.js';
 export { PlatformAuthInterceptor } from './http/platform-auth.interceptor.js';
-export { PlatformFetch } from './http/clients/platform-fetch.js';
-export { PLATFORM_AUTH_RETRY_HEADER } from './http/clients/undici.interceptor.js';
+export { PlatformFetch, type PlatformFetchInit } from './http/clients/platform-fetch.js';
+export {
+  PLATFORM_AUTH_RETRY_HEADER,
+  type PlatformDispatcher,
+  type PlatformInterceptor,
+} from './http/clients/undici.interceptor.js';
 export { PlatformUnavailableError } from './calls/calls.errors.js';
 export { PlatformAuthExceptionFilter, type PlatformAuthErrorBody } from './http/token-exchange.filter.js';
-export { TokenProvider } from './token/token.provider.js';
+export { TokenProvider, type AccessToken } from './token/token.provider.js';
+export type { TokenProviderStatus } from './token/token-status.types.js';
 export { AssertionSigner } from './token/assertion.signer.js';
 export { platformAuthConfig } from './options/platform-auth.config.js';
-export type { PlatformAuthOptions, PlatformAuthSigner } from './options/platform-auth-options.interface.js';
+export type {
+  CallRetryOptions,
+  ExchangeOptions,
+  IdempotencyKeyOptions,
+  KeySource,
+  PlatformAuthOptions,
+  PlatformAuthSigner,
+  RateLimitOptions,
+} from './options/platform-auth-options.interface.js';
 export { systemClock, type Clock } from './platform-auth.clock.js';
-export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, type PlatformAuthDiagnosticsEvent } from './telemetry/telemetry.events.js';
+export { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL } from './telemetry/telemetry.events.js';
+export type { PlatformAuthDiagnosticsEvent } from './platform-auth.observer.js';
 export {
-  AssertionKeyError,
-  AssertionSignatureError,
   AssertionSigningError,
   CredentialRotationError,
   PlatformAuthConfigError,
   PlatformAuthError,
   TokenExchangeError,
+  type ConfigProblem,
 } from './platform-auth.errors.js';
 export { RateLimitWaitError } from './calls/rate-limit/rate-limit.errors.js';
-// The shared token store. RedisTokenStore imports `redis` only when it connects (with types of our own), and the
-// module needs it anyway for PLATFORM_TOKEN_STORE_URL, so exporting it here costs users without a store nothing; a
-// `./redis` subpath would add an entry point and save no code.
+// The shared token store: the module builds it from `tokenStore` (a Redis, or the application's client), and a store
+// for another engine implements TokenStore.
 export type { TokenStore, TokenStoreEntry } from './store/token-store.interface.js';
-export { RedisTokenStore } from './store/token-store.redis.js';
+export type { TokenStoreOptions } from './options/token-store-options.interface.js';
 // For a part built on this package that keeps its own Redis: the store's connection settings, checks and client.
+export type { RedisConnectionOptions } from './options/token-store-options.interface.js';
 export { defineRedisConnection } from './store/redis-connection.seam.js';

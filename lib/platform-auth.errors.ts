@@ -39,6 +39,7 @@ export abstract class PlatformAuthError extends Error {
 }
 Object.defineProperty(PlatformAuthError.prototype, PLATFORM_AUTH_ERROR, { value: true });
 
+/** One problem of a configuration: what `PlatformAuthConfigError`, `PlatformTenantConfigError` and a rotation list. */
 export interface ConfigProblem {
   /**
    * The option it concerns (`key.privateKeyPath`, `tokenStore.url`, `exchange.retry.maxAttempts`), or the name of an
@@ -69,108 +70,135 @@ export class PlatformAuthConfigError extends PlatformAuthError {
   }
 }
 
-/** Building or signing an assertion failed. */
+/**
+ * Signing an assertion failed, so nothing was sent to the platform. `reason` says how; `fault` and the message name
+ * the likely cause of a signature that does not verify.
+ */
 export class AssertionSigningError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_SIGNING';
-}
-
-/** Where the assertion key lives: a PEM key in memory, a PKCS#11 token, or the application's `signer`. */
-export type AssertionKeySource = 'pem' | 'pkcs11' | 'signer';
-
-/**
- * Why a signature from a signer or a PKCS#11 token failed the check against the certificate's public key:
- * - `not-bytes`: the signer returned no byte array (a string, say);
- * - `wrong-length`: not as long as the key's modulus (truncated, text-encoded, or another key size);
- * - `pss`: an RSASSA-PSS signature instead of RSASSA-PKCS1-v1_5;
- * - `double-digest`: PKCS#1 v1.5 over SHA-256 of the input's SHA-256 (hashed by the caller and again by the KMS);
- * - `bare-digest`: PKCS#1 v1.5 over the bare SHA-256 digest, without its DigestInfo prefix (a raw RSA mechanism);
- * - `other-hash`: PKCS#1 v1.5 with another hash than SHA-256;
- * - `other-input`: made with the certificate's key, but over other bytes than the signing input;
- * - `wrong-key`: none of these: made with another key than the certificate's.
- */
-export type SignatureFault =
-  'not-bytes' | 'wrong-length' | 'pss' | 'double-digest' | 'bare-digest' | 'other-hash' | 'other-input' | 'wrong-key';
-
-/**
- * A signature made by a signer or a PKCS#11 token does not verify with the certificate's public key, so the
- * assertion was not sent. `fault` and the message name the likely cause.
- */
-export class AssertionSignatureError extends AssertionSigningError {
-  /** Where the key is. */
-  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
-  /** The key as messages name it (`signer`, `signer (KmsSigner)`, `pkcs11:token=…;object=…`); never a PIN. */
+  /**
+   * - `failed`: the key could not sign: the signer threw, the PKCS#11 token refused, node:crypto failed (see `detail`);
+   * - `timeout`: a signer or a token gave no signature in time;
+   * - `closed`: the key was closed (a PKCS#11 key replaced by a rotation or a reload);
+   * - `bad-signature`: a signer or a token returned a signature that does not verify with the certificate's public
+   *   key (see `fault`).
+   */
+  readonly reason: 'failed' | 'timeout' | 'closed' | 'bad-signature';
+  /** Where the key is: a PEM key in memory, a PKCS#11 token, or the application's `signer`. */
+  readonly keySource: 'pem' | 'pkcs11' | 'signer';
+  /** The key as messages name it (`signer (KmsSigner)`, `pkcs11:token=…;object=…`, `key.privateKeyPath …`); never a PIN. */
   readonly key: string;
-  /** The likely mistake. */
-  readonly fault: SignatureFault;
-  /** Bytes returned, when bytes were returned. */
+  /** With `failed`: the error's name, or the PKCS#11 return value (`CKR_DEVICE_REMOVED`); never the signer's message. */
+  readonly detail?: string;
+  /**
+   * With `bad-signature`, the likely mistake:
+   * - `not-bytes`: the signer returned no byte array (a string, say);
+   * - `wrong-length`: not as long as the key's modulus (truncated, text-encoded, or another key size);
+   * - `pss`: an RSASSA-PSS signature instead of RSASSA-PKCS1-v1_5;
+   * - `double-digest`: PKCS#1 v1.5 over SHA-256 of the input's SHA-256 (hashed by the caller and again by the KMS);
+   * - `bare-digest`: PKCS#1 v1.5 over the bare SHA-256 digest, without its DigestInfo prefix (a raw RSA mechanism);
+   * - `other-hash`: PKCS#1 v1.5 with another hash than SHA-256;
+   * - `other-input`: made with the certificate's key, but over other bytes than the signing input;
+   * - `wrong-key`: none of these: made with another key than the certificate's.
+   */
+  readonly fault?:
+    'not-bytes' | 'wrong-length' | 'pss' | 'double-digest' | 'bare-digest' | 'other-hash' | 'other-input' | 'wrong-key';
+  /** With `bad-signature`: the bytes returned, when bytes were returned. */
   readonly signatureBytes?: number;
-  /** Bytes an RS256 signature with the certificate's key has (256 for RSA-2048). */
-  readonly expectedBytes: number;
+  /** With `bad-signature`: the bytes an RS256 signature with the certificate's key has (256 for RSA-2048). */
+  readonly expectedBytes?: number;
 
   constructor(
     message: string,
-    details: Pick<AssertionSignatureError, 'keySource' | 'key' | 'fault' | 'signatureBytes' | 'expectedBytes'>,
+    details: Pick<
+      AssertionSigningError,
+      'reason' | 'keySource' | 'key' | 'detail' | 'fault' | 'signatureBytes' | 'expectedBytes'
+    >,
   ) {
     super(message);
-    this.keySource = details.keySource;
-    this.key = details.key;
-    this.fault = details.fault;
-    if (details.signatureBytes !== undefined) this.signatureBytes = details.signatureBytes;
-    this.expectedBytes = details.expectedBytes;
-  }
-}
-
-/**
- * The key could not sign: the signer threw or timed out, the PKCS#11 token failed, or the key was closed. Nothing
- * was sent to the platform.
- */
-export class AssertionKeyError extends AssertionSigningError {
-  /** Where the key is. */
-  readonly keySource: Exclude<AssertionKeySource, 'pem'>;
-  /** The key as messages name it; never a PIN. */
-  readonly key: string;
-  /** `failed`: the signer threw or the token refused; `timeout`: no signature in time; `closed`: the key was closed. */
-  readonly reason: 'failed' | 'timeout' | 'closed';
-  /** The error's name, or the PKCS#11 return value (`CKR_DEVICE_REMOVED`); never the signer's own message. */
-  readonly detail?: string;
-
-  constructor(message: string, details: Pick<AssertionKeyError, 'keySource' | 'key' | 'reason' | 'detail'>) {
-    super(message);
-    this.keySource = details.keySource;
-    this.key = details.key;
     this.reason = details.reason;
-    if (details.detail !== undefined) this.detail = details.detail;
+    this.keySource = details.keySource;
+    this.key = details.key;
+    for (const field of ['detail', 'fault', 'signatureBytes', 'expectedBytes'] as const) {
+      if (details[field] !== undefined) Object.assign(this, { [field]: details[field] });
+    }
   }
 }
 
-export type TokenExchangeFailure =
-  'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';
+/** Where an assertion key lives (see `AssertionSigningError.keySource`). */
+export type AssertionKeySource = AssertionSigningError['keySource'];
+/** Why a signature failed the check against the certificate (see `AssertionSigningError.fault`). */
+export type SignatureFault = NonNullable<AssertionSigningError['fault']>;
 
-export interface TokenExchangeErrorDetails {
-  readonly reason: TokenExchangeFailure;
+/** The token exchange failed. Fields, not the message, are the contract. */
+export class TokenExchangeError extends PlatformAuthError {
+  readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
+  /** What happened, without the hint (the message is `${summary}. ${hint}`). */
+  readonly summary: string;
+  /**
+   * - `http_error`: the token endpoint answered an error status (see `status`, `oauthError`);
+   * - `network_error`: no answer: the connection failed (see `networkCode`);
+   * - `timeout`: no complete answer within `exchange.timeoutMs`;
+   * - `invalid_response`: an answer that is no token response;
+   * - `redirect`: the token endpoint redirected, which the exchange never follows;
+   * - `aborted`: the application shut down;
+   * - `backoff`: not attempted: callers are held back after a failure (see `retryAfterSeconds`).
+   */
+  declare readonly reason:
+    'http_error' | 'network_error' | 'timeout' | 'invalid_response' | 'redirect' | 'aborted' | 'backoff';
   /**
    * Whether the failure passes by itself (the platform down or rate limiting, the network, a timeout, shutdown)
    * rather than a refusal or an answer someone must fix. Decided once, when the exchange ended, and kept by every
    * error derived from it: callers held back during the back-off, a failure another replica shared. The exception
    * filter answers 503 for it, 502 otherwise.
    */
-  readonly transient: boolean;
-  readonly status?: number;
-  readonly oauthError?: string;
-  readonly oauthErrorDescription?: string;
+  declare readonly transient: boolean;
+  declare readonly status?: number;
+  declare readonly oauthError?: string;
+  declare readonly oauthErrorDescription?: string;
   /** Attempts made within this exchange (1 when not retried). */
-  readonly attempts: number;
-  readonly retried: boolean;
+  declare readonly attempts: number;
+  declare readonly retried: boolean;
   /** Likely cause and fix, in terms of docs/platform-contract.md#failure-causes. */
-  readonly hint: string;
+  declare readonly hint: string;
   /** Platform clock minus local clock, in milliseconds, when the platform sent a `Date` header. */
-  readonly clockOffsetMs?: number;
+  declare readonly clockOffsetMs?: number;
   /** Low-level error code of a network failure (`ECONNRESET`, `ECONNREFUSED`, …). */
-  readonly networkCode?: string;
+  declare readonly networkCode?: string;
   /** When the platform asked to wait (`Retry-After`) or callers are held back, how long, in whole seconds. */
-  readonly retryAfterSeconds?: number;
+  declare readonly retryAfterSeconds?: number;
+
+  /** `details`: the fields; another `TokenExchangeError` will do, and only its fields are copied. */
+  constructor(
+    summary: string,
+    details: Pick<
+      TokenExchangeError,
+      | 'reason'
+      | 'transient'
+      | 'status'
+      | 'oauthError'
+      | 'oauthErrorDescription'
+      | 'attempts'
+      | 'retried'
+      | 'hint'
+      | 'clockOffsetMs'
+      | 'networkCode'
+      | 'retryAfterSeconds'
+    >,
+  ) {
+    super(`${summary}. ${details.hint}`);
+    this.summary = summary;
+    // Only the detail fields: a details object spread from another error must not bring its message or stack along.
+    for (const field of DETAIL_FIELDS) Object.assign(this, { [field]: details[field] });
+  }
 }
 
+/** Why an exchange failed (see `TokenExchangeError.reason`). */
+export type TokenExchangeFailure = TokenExchangeError['reason'];
+/** A `TokenExchangeError`'s fields besides its message. */
+export type TokenExchangeErrorDetails = ConstructorParameters<typeof TokenExchangeError>[1];
+
+/** What the constructor copies: every detail field, and nothing else of an error the details were spread from. */
 const DETAIL_FIELDS = [
   'reason',
   'transient',
@@ -184,36 +212,6 @@ const DETAIL_FIELDS = [
   'networkCode',
   'retryAfterSeconds',
 ] as const satisfies ReadonlyArray<keyof TokenExchangeErrorDetails>;
-
-/** The token exchange failed. Fields, not the message, are the contract. */
-export class TokenExchangeError extends PlatformAuthError implements TokenExchangeErrorDetails {
-  readonly code = 'PLATFORM_AUTH_TOKEN_EXCHANGE';
-  /** What happened, without the hint (the message is `${summary}. ${hint}`). */
-  readonly summary: string;
-  declare readonly reason: TokenExchangeFailure;
-  declare readonly transient: boolean;
-  declare readonly status?: number;
-  declare readonly oauthError?: string;
-  declare readonly oauthErrorDescription?: string;
-  declare readonly attempts: number;
-  declare readonly retried: boolean;
-  declare readonly hint: string;
-  declare readonly clockOffsetMs?: number;
-  declare readonly networkCode?: string;
-  declare readonly retryAfterSeconds?: number;
-
-  /** @deprecated Use `clockOffsetMs`: durations and offsets are milliseconds everywhere. Whole seconds. */
-  get clockOffsetSeconds(): number | undefined {
-    return this.clockOffsetMs === undefined ? undefined : Math.round(this.clockOffsetMs / 1000) || 0;
-  }
-
-  constructor(summary: string, details: TokenExchangeErrorDetails) {
-    super(`${summary}. ${details.hint}`);
-    this.summary = summary;
-    // Only the detail fields: a details object spread from another error must not bring its message or stack along.
-    for (const field of DETAIL_FIELDS) Object.assign(this, { [field]: details[field] });
-  }
-}
 
 /**
  * Which token endpoint answers pass by themselves: 5xx, 429 (rate limited) and 408 (request timeout), as

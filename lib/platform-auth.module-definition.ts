@@ -2,7 +2,11 @@ import type { ConfigurableModuleAsyncOptions } from '@nestjs/common';
 import { configurableModule } from './platform-auth.module-helpers.js';
 import type { PlatformAuthOptions } from './options/platform-auth-options.interface.js';
 
-interface PlatformAuthModuleExtras {
+/**
+ * What `forRootAsync` takes: `useFactory` / `useClass` / `useExisting` for the options, and the module's extras,
+ * which `forRoot` takes beside the options.
+ */
+export type PlatformAuthModuleAsyncOptions = ConfigurableModuleAsyncOptions<PlatformAuthOptions, 'create'> & {
   /** Register the module globally, so feature modules inject its services without importing it. */
   isGlobal?: boolean;
   /**
@@ -11,15 +15,9 @@ interface PlatformAuthModuleExtras {
    * `@InjectAssertionSigner(name)`. Lower-case letters, digits, `-` and `_`.
    */
   name?: string;
-}
+};
 
 export const {
   ConfigurableModuleClass: ConfigurablePlatformAuthModule,
   MODULE_OPTIONS_TOKEN: PLATFORM_AUTH_MODULE_OPTIONS,
-} = configurableModule<PlatformAuthOptions, PlatformAuthModuleExtras>('PlatformAuth');
-
-/** What `forRoot` takes: the options, and the module's extras. */
-export type PlatformAuthModuleOptions = PlatformAuthOptions & Partial<PlatformAuthModuleExtras>;
-/** What `forRootAsync` takes: `useFactory` / `useClass` / `useExisting` for the options, and the module's extras. */
-export type PlatformAuthModuleAsyncOptions = ConfigurableModuleAsyncOptions<PlatformAuthOptions, 'create'> &
-  Partial<PlatformAuthModuleExtras>;
+} = configurableModule<PlatformAuthOptions, Pick<PlatformAuthModuleAsyncOptions, 'isGlobal' | 'name'>>('PlatformAuth');

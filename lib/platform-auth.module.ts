@@ -20,7 +20,6 @@ import {
   ConfigurablePlatformAuthModule,
   PLATFORM_AUTH_MODULE_OPTIONS,
   type PlatformAuthModuleAsyncOptions,
-  type PlatformAuthModuleOptions,
 } from './platform-auth.module-definition.js';
 import { DEFAULT_INTEGRATION, integrationName } from './options/integration-name.util.js';
 import { forgetCredentialText, ownOptions } from './options/own-options.util.js';
@@ -187,7 +186,9 @@ function integrationModule(definition: DynamicModule, name: unknown): DynamicMod
 @Module({})
 export class PlatformAuthModule {
   /** One integration: the default one, or with `name` a named one beside it (inject with `@InjectTokenProvider(name)`, …). */
-  static forRoot(options: PlatformAuthModuleOptions): DynamicModule {
+  static forRoot(
+    options: PlatformAuthOptions & Pick<PlatformAuthModuleAsyncOptions, 'isGlobal' | 'name'>,
+  ): DynamicModule {
     return integrationModule(ownedOptions(ConfigurablePlatformAuthModule.forRoot(options)), options.name);
   }
 

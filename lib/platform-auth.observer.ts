@@ -1,3 +1,5 @@
+import type { TokenExchangeError } from './platform-auth.errors.js';
+
 /**
  * What the module's parts report as it happens, for telemetry to count and publish. The parts know only this
  * interface; the composition root plugs the telemetry in (or nothing), so no layer imports the telemetry folder.
@@ -17,22 +19,68 @@ export interface PlatformAuthObserver extends RetryObserver {
   rateLimitMode(mode: RateLimitMode): void;
 }
 
-/** `fallback`: each replica keeps its share of the limit; `shared`: the fleet shares one limit through the store. */
-export type RateLimitMode = 'shared' | 'fallback';
-
-/** What became of one attempt to take the shared store's lock (fed by the shared token store). */
-export type StoreLockOutcome = 'acquired' | 'waited' | 'timeout' | 'error';
 /**
- * A credential change: files re-read and swapped, a new pair rejected (the last good one kept), rotated by call, or
- * switched to the next pair after the platform refused the current one as not registered and accepted the next.
+ * What the observer's reports become when telemetry publishes them on `PLATFORM_AUTH_DIAGNOSTICS_CHANNEL`, each with
+ * the integration it happened to. Never a token, key, PEM or machineId. A part built on this package may publish
+ * events of its own there, each with an `event` name of its own.
  */
-export type CredentialChangeOutcome = 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed' | 'switched';
+export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & (
+  | { readonly event: 'exchange:start' }
+  | {
+      readonly event: 'exchange:end';
+      readonly outcome: 'success' | 'failure';
+      readonly reason?: TokenExchangeError['reason'] | 'signing_failed';
+      readonly status?: number;
+      readonly attempts: number;
+      readonly durationMs: number;
+    }
+  | { readonly event: 'reauthentication' }
+  | {
+      readonly event: 'store:lock';
+      /** What became of one attempt to take the shared store's lock. */
+      readonly outcome: 'acquired' | 'waited' | 'timeout' | 'error';
+    }
+  | {
+      readonly event: 'credentials';
+      /**
+       * Files re-read and swapped, a new pair rejected (the last good one kept), rotated by call, a rotation that
+       * failed, or switched to the next pair after the platform refused the current one as not registered.
+       */
+      readonly outcome: 'reloaded' | 'rejected' | 'rotated' | 'rotation_failed' | 'switched';
+    }
+  | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
+  | {
+      readonly event: 'call:retry';
+      /**
+       * Why a call to the platform's APIs was re-sent: 429 with `Retry-After`, 502, 503, 504, or a connection that
+       * failed before any response.
+       */
+      readonly reason: 'rate_limited' | 'bad_gateway' | 'unavailable' | 'gateway_timeout' | 'connection_failed';
+      readonly resendCount: number;
+    }
+  | { readonly event: 'call:retry-budget-exhausted' }
+  | { readonly event: 'rate_limit:turn'; readonly waitMs: number }
+  | {
+      readonly event: 'rate_limit:mode';
+      /** `fallback`: each replica keeps its share of the limit; `shared`: the fleet shares one limit again. */
+      readonly mode: 'shared' | 'fallback';
+    }
+);
 
-/**
- * Why a call to the platform's APIs was re-sent: 429 with `Retry-After`, 502, 503, 504, or a connection that failed
- * before any response.
- */
-export type RetryReason = 'rate_limited' | 'bad_gateway' | 'unavailable' | 'gateway_timeout' | 'connection_failed';
+/** The field of the diagnostics event `name` that carries `field`: the event's type is the one definition. */
+type EventField<Name, Field extends string> = Extract<
+  PlatformAuthDiagnosticsEvent,
+  { event: Name } & Record<Field, unknown>
+>[Field];
+
+/** Where the rate limit is kept now (`rate_limit:mode`). */
+export type RateLimitMode = EventField<'rate_limit:mode', 'mode'>;
+/** What became of one attempt to take the shared store's lock (`store:lock`). */
+export type StoreLockOutcome = EventField<'store:lock', 'outcome'>;
+/** A credential change (`credentials`). */
+export type CredentialChangeOutcome = EventField<'credentials', 'outcome'>;
+/** Why a call to the platform's APIs was re-sent (`call:retry`). */
+export type RetryReason = EventField<'call:retry', 'reason'>;
 
 /** What the retry policy of calls reports. */
 export interface RetryObserver {

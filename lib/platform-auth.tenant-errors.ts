@@ -28,30 +28,26 @@ export class PlatformTenantConfigError extends PlatformAuthError {
   }
 }
 
-/** The resolver gave no answer within `resolveTimeoutMs`: the cause of the `TenantResolutionError` callers get. */
-export class TenantResolveTimeoutError extends PlatformAuthError {
-  readonly code = 'PLATFORM_AUTH_TENANT_RESOLVE_TIMEOUT';
-
-  constructor(
-    override readonly tenantId: string,
-    readonly timeoutMs: number,
-  ) {
-    super(
-      `The resolver gave no settings for tenant ${describeTenant(tenantId)} within resolveTimeoutMs (${timeoutMs} ms)`,
-    );
+/**
+ * What the registry's wait for a resolver that gave no answer within `resolveTimeoutMs` ends with. It never reaches a
+ * caller: the `TenantResolutionError` callers get says it with `timedOut`.
+ */
+export class ResolverTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms`);
   }
 }
 
 /**
  * The tenant's resolution failed (the resolver threw or gave no answer in time, or the tenant could not be started)
  * and callers share that failure until `retryAt`: the resolver is not called again before. The original error is
- * `cause`, which is left out of the message and of `JSON.stringify` (it is the application's, and may say anything:
- * even its `name` is repeated only when it looks like a class name).
+ * `cause` (none when the resolver timed out), which is left out of the message and of `JSON.stringify` (it is the
+ * application's, and may say anything: even its `name` is repeated only when it looks like a class name).
  */
 export class TenantResolutionError extends PlatformAuthError {
   readonly code = 'PLATFORM_AUTH_TENANT_RESOLUTION';
   declare readonly cause: unknown;
-  /** True when the resolver gave no answer within `resolveTimeoutMs`. */
+  /** True when the resolver gave no answer within `resolveTimeoutMs`; then there is no `cause`. */
   readonly timedOut: boolean;
 
   constructor(
@@ -61,13 +57,13 @@ export class TenantResolutionError extends PlatformAuthError {
     /** The back-off as it was when the failure was recorded, on the registry's clock: a client's `Retry-After`. */
     readonly retryAfterMs = 0,
   ) {
-    const timedOut = cause instanceof TenantResolveTimeoutError;
-    const kind = timedOut ? `no answer within ${cause.timeoutMs} ms` : describeFailure(cause);
+    const timedOut = cause instanceof ResolverTimeout;
+    const kind = timedOut ? cause.message : describeFailure(cause);
     super(
       `Resolving tenant ${describeTenant(tenantId)} failed (${kind}); the resolver is asked again from ${retryAt.toISOString()}`,
     );
     this.timedOut = timedOut;
-    Object.defineProperty(this, 'cause', { value: cause, enumerable: false });
+    Object.defineProperty(this, 'cause', { value: timedOut ? undefined : cause, enumerable: false });
   }
 }
 

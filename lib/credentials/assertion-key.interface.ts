@@ -18,7 +18,7 @@ export interface AssertionKey {
   readonly description: string;
   /**
    * An RS256 signature (RSASSA-PKCS1-v1_5 with SHA-256) of `signingInput`. Signatures from a token or a signer are
-   * verified against `publicKey` before they are returned: a wrong one rejects with `AssertionSignatureError`.
+   * verified against `publicKey` before they are returned: a wrong one rejects with `AssertionSigningError`.
    */
   sign(signingInput: Uint8Array): Promise<Uint8Array>;
   /** Releases what the key holds (PKCS#11 sessions); waits for signatures in flight. Idempotent. */

@@ -3,22 +3,14 @@ import type { LoggerService } from '@nestjs/common';
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
 import { ConfigReport, type SettingNames } from '../options/config.report.js';
 import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type { TokenProviderStatus } from '../token/token-status.types.js';
 import { readCredentialFile, readCredentialFileSync, type CredentialFileRead } from './credential-file.reader.js';
 import { loadCredentials, type CredentialSources } from './credentials.loader.js';
 import type { ReloadedPairs } from './active-credentials.js';
 import { loadNextCredentials } from './next-credentials.loader.js';
 
 /** Where file-based credentials stand; part of `TokenProvider.status()`. */
-export interface CredentialReloadStatus {
-  /** `off`: not configured; `watching`: the files in use are the newest valid ones; `rejected`: see `problems`. */
-  readonly state: 'off' | 'watching' | 'rejected';
-  readonly intervalMs?: number;
-  readonly lastCheckAt?: Date;
-  /** When changed files were last put in use. */
-  readonly lastReloadAt?: Date;
-  /** Why the newest files were refused; the last good pair stays in use. Settings and paths only, never content. */
-  readonly problems?: readonly string[];
-}
+export type CredentialReloadStatus = TokenProviderStatus['credentials']['reload'];
 
 type ReloadOutcome = 'unchanged' | 'unreadable' | 'reloaded' | 'rejected';
 

@@ -1,7 +1,7 @@
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import type { ConfigReport } from '../options/config.report.js';
 import type { CredentialSources } from './credential-sources.interface.js';
-import { AssertionKeyError, AssertionSignatureError } from '../platform-auth.errors.js';
+import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { AssertionKey } from './assertion-key.interface.js';
 import { openPkcs11Key } from './pkcs11/pkcs11-key.opener.js';
 import { parsePkcs11Uri } from './pkcs11/pkcs11-uri.parser.js';
@@ -87,7 +87,7 @@ async function testSignature(key: AssertionKey, option: string, report: ConfigRe
     await key.sign(randomBytes(32));
     return true;
   } catch (error) {
-    if (error instanceof AssertionSignatureError || error instanceof AssertionKeyError) {
+    if (error instanceof AssertionSigningError) {
       report.problem(option, `test signature: ${error.message}`);
       return false;
     }

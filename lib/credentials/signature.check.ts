@@ -1,5 +1,5 @@
 import { constants, createHash, publicDecrypt, verify, type KeyObject } from 'node:crypto';
-import { AssertionKeyError, AssertionSignatureError, type SignatureFault } from '../platform-auth.errors.js';
+import { AssertionSigningError, type SignatureFault } from '../platform-auth.errors.js';
 import type { AssertionKey } from './assertion-key.interface.js';
 import { boundedBy } from '../util/bounded.util.js';
 
@@ -139,7 +139,8 @@ function keyPhrase(key: Pick<AssertionKey, 'source' | 'name'>): string {
 
 /**
  * One signature by a token or a signer, bounded in time and checked against the certificate's public key before it
- * is used: a wrong one rejects with `AssertionSignatureError` naming the likely cause, so nothing reaches the platform.
+ * is used: a wrong one rejects with an `AssertionSigningError` (`bad-signature`) naming the likely cause, so nothing
+ * reaches the platform.
  */
 export async function checkedSignature(
   key: Pick<AssertionKey, 'source' | 'name' | 'publicKey'>,
@@ -148,7 +149,7 @@ export async function checkedSignature(
 ): Promise<Uint8Array> {
   const source = key.source === 'pkcs11' ? 'pkcs11' : 'signer';
   const late = () =>
-    new AssertionKeyError(
+    new AssertionSigningError(
       `${keyPhrase(key)} did not sign within ${SIGNATURE_TIMEOUT_MS / 1000} s; nothing was sent to the platform`,
       { keySource: source, key: key.name, reason: 'timeout' },
     );
@@ -156,9 +157,9 @@ export async function checkedSignature(
   try {
     signature = await boundedBy(produce(), SIGNATURE_TIMEOUT_MS, late);
   } catch (error) {
-    if (error instanceof AssertionKeyError) throw error;
+    if (error instanceof AssertionSigningError) throw error;
     const detail = errorName(error);
-    throw new AssertionKeyError(`${keyPhrase(key)} failed to sign (${detail}); nothing was sent to the platform`, {
+    throw new AssertionSigningError(`${keyPhrase(key)} failed to sign (${detail}); nothing was sent to the platform`, {
       keySource: source,
       key: key.name,
       reason: 'failed',
@@ -167,9 +168,10 @@ export async function checkedSignature(
   }
   const verdict = checkRs256Signature(key.publicKey, input, signature);
   if (!verdict) return signature as Uint8Array;
-  throw new AssertionSignatureError(
+  throw new AssertionSigningError(
     `${keyPhrase(key)} returned a signature that does not verify with the certificate's public key: ${verdict.cause}. Nothing was sent to the platform.`,
     {
+      reason: 'bad-signature',
       keySource: source,
       key: key.name,
       fault: verdict.fault,

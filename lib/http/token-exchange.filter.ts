@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { LOGGER_CONTEXT, PLATFORM_AUTH_LOGGER } from '../platform-auth.constants.js';
-import { TokenExchangeError } from '../platform-auth.errors.js';
+import { TokenExchangeError, type PlatformAuthError } from '../platform-auth.errors.js';
 import { PlatformUnavailableError } from '../calls/calls.errors.js';
 import { RateLimitWaitError } from '../calls/rate-limit/rate-limit.errors.js';
 import {
@@ -39,7 +39,7 @@ export interface PlatformAuthErrorBody {
     | 'PLATFORM_AUTH_TENANT_RELEASED';
 }
 
-/** The errors the filter answers. */
+/** The errors the filter answers: those of `@Catch` below. */
 type PlatformAuthAnsweredError =
   | TokenExchangeError
   | PlatformUnavailableError
@@ -86,7 +86,7 @@ const UNAVAILABLE = 'The platform this service depends on is unavailable; retry 
   TenantReleasedError,
 )
 @Injectable()
-export class PlatformAuthExceptionFilter implements ExceptionFilter<PlatformAuthAnsweredError> {
+export class PlatformAuthExceptionFilter implements ExceptionFilter<PlatformAuthError> {
   private readonly logger: LoggerService;
 
   /**
@@ -100,10 +100,11 @@ export class PlatformAuthExceptionFilter implements ExceptionFilter<PlatformAuth
     this.logger = logger ?? new Logger(LOGGER_CONTEXT);
   }
 
-  catch(error: PlatformAuthAnsweredError, host: ArgumentsHost): void {
+  catch(error: PlatformAuthError, host: ArgumentsHost): void {
     const adapter = this.adapterHost.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
-    const { body, failure, retryAfterSeconds } = answerFor(error);
+    // Nest hands the filter only the classes `@Catch` names.
+    const { body, failure, retryAfterSeconds } = answerFor(error as PlatformAuthAnsweredError);
     const line = `${body.statusCode} answered for ${failure}: ${error.message}`;
     // A tenant nobody knows is the caller's mistake, not an incident.
     if (body.statusCode === 404) this.logger.warn(line);

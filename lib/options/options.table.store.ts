@@ -34,7 +34,7 @@ export const STORE_ROWS = {
   },
   'tokenStore.instance': {
     kind: 'instance',
-    rule: 'a `TokenStore` of yours instead (`RedisTokenStore`, or one for another engine); it stays yours to close',
+    rule: 'a `TokenStore` of yours instead, for another engine than Redis; it stays yours to close',
   },
   'tokenStore.username': {
     env: 'PLATFORM_TOKEN_STORE_USERNAME',

@@ -3,11 +3,7 @@ import type { ExchangeOptions, RetryOptions } from './exchange-options.interface
 import type { KeySource } from './key-source.interface.js';
 import type { RateLimitOptions } from './rate-limit-options.interface.js';
 import type { PlatformAuthOptions } from './platform-auth-options.interface.js';
-import type {
-  TokenStoreOptions,
-  TokenStoreSentinelOptions,
-  TokenStoreTlsOptions,
-} from './token-store-options.interface.js';
+import type { TokenStoreOptions } from './token-store-options.interface.js';
 import { CALL_ROWS } from './options.table.calls.js';
 import { EXCHANGE_ROWS } from './options.table.exchange.js';
 import { KEY_ROWS } from './options.table.key.js';
@@ -26,8 +22,8 @@ type OptionPath =
   | `exchange.${keyof ExchangeOptions}`
   | `exchange.retry.${keyof RetryOptions}`
   | `tokenStore.${keyof TokenStoreOptions}`
-  | `tokenStore.sentinel.${keyof TokenStoreSentinelOptions}`
-  | `tokenStore.tls.${keyof TokenStoreTlsOptions}`
+  | `tokenStore.sentinel.${keyof NonNullable<TokenStoreOptions['sentinel']>}`
+  | `tokenStore.tls.${keyof NonNullable<TokenStoreOptions['tls']>}`
   | `retry.${keyof CallRetryOptions}`
   | `idempotencyKey.${keyof IdempotencyKeyOptions}`
   | `rateLimit.${keyof RateLimitOptions}`;

@@ -8,11 +8,9 @@ import type { TokenStore } from './token-store.interface.js';
 import type { TokenStoreOptions } from './token-store-options.interface.js';
 
 export type { KeySource, PlatformAuthSigner } from './key-source.interface.js';
-export type { ExchangeOptions, RetryOptions } from './exchange-options.interface.js';
+export type { ExchangeOptions } from './exchange-options.interface.js';
 export type { CallRetryOptions, IdempotencyKeyOptions } from './call-options.interface.js';
 export type { RateLimitOptions } from './rate-limit-options.interface.js';
-
-export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 
 /**
  * One integration's options: the platform, the key pair (`key`, and `next` during a rotation), the token exchange
@@ -37,7 +35,7 @@ export interface PlatformAuthOptions {
   /** Certificate thumbprint; required only without a certificate. Case, colons and spaces are ignored. */
   thumbprint?: string;
   /** Hash used for the thumbprint (`iss`). Default `sha1`, the portal's form. */
-  thumbprintAlgorithm?: ThumbprintAlgorithm;
+  thumbprintAlgorithm?: 'sha1' | 'sha256';
   /** The assertion's `aud`. Default: the platform domain, `new URL(baseUrl).host`. */
   audience?: string;
   /**
@@ -87,8 +85,8 @@ export interface PlatformAuthOptions {
   credentialsReloadIntervalMs?: number;
   /**
    * Shares one token across the replicas of a service: a Redis the module connects to, a Redis client of yours, or a
-   * `TokenStore` (`new RedisTokenStore({ url })`, or one for another engine); needs `encryptionKey`. A `TokenStore`
-   * given here directly is read as `{ instance }`. Default: none, each process exchanges.
+   * `TokenStore` of yours for another engine; needs `encryptionKey`. A `TokenStore` given here directly is read as
+   * `{ instance }`. Default: none, each process exchanges.
    */
   tokenStore?: TokenStoreOptions | TokenStore;
   /**
@@ -105,3 +103,6 @@ export interface PlatformAuthOptions {
    */
   logger?: LoggerService;
 }
+
+/** How the thumbprint (`iss`) is computed (see `thumbprintAlgorithm`). */
+export type ThumbprintAlgorithm = NonNullable<PlatformAuthOptions['thumbprintAlgorithm']>;

@@ -1,5 +1,5 @@
-// The options name a store and a Redis client, so their shapes live with the options (the lowest layer that
-// needs them); the store layer implements them.
+// The options name a store, so its shape lives with the options (the lowest layer that needs it); the store layer
+// implements it.
 /**
  * One value in a `TokenStore`. The module seals `payload` (AES-256-GCM) before it reaches the store, so an engine
  * only ever holds ciphertext; `version` and `tag` stay readable because the engine's conditional operations compare
@@ -38,23 +38,3 @@ export interface TokenStore {
   /** Releases the lock `key` only if `owner` still holds it (a lapsed and re-taken lock is left alone). */
   releaseLock(key: string, owner: string): Promise<boolean>;
 }
-
-/** A standalone client from node-redis `createClient`, or an adapter you write for another client. */
-export interface RedisCommandClient {
-  sendCommand(args: string[]): Promise<unknown>;
-}
-
-/** A client from node-redis `createCluster`. */
-export interface RedisClusterCommandClient {
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  getSlotMaster(slot: number): unknown;
-}
-
-/** A client from node-redis `createSentinel`. */
-export interface RedisSentinelCommandClient {
-  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-  getMasterNode(): unknown;
-}
-
-/** Any node-redis client, or `{ sendCommand(args) }` written by hand for another client (ioredis, say). */
-export type RedisTokenStoreClient = RedisCommandClient | RedisClusterCommandClient | RedisSentinelCommandClient;

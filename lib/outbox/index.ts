@@ -29,6 +29,6 @@ export type {
   PlatformOutboxOptions,
   StoredMessage,
 } from './outbox.types.js';
-// The base of the errors above and the type of the `clock` option, from the main entry point, so this one is
-// complete on its own.
-export { PlatformAuthError, type Clock } from '../index.js';
+// The base of the errors above and the types of the `clock` and `connection` options, from the main entry point, so
+// this one is complete on its own.
+export { PlatformAuthError, type Clock, type RedisConnectionOptions } from '../index.js';

@@ -1,13 +1,13 @@
 import type { LoggerService } from '@nestjs/common';
 import type { WorkerOptions } from 'bullmq';
-import type { Clock, defineRedisConnection } from '../index.js';
+import type { Clock, RedisConnectionOptions } from '../index.js';
 
 /**
  * Where the queue lives, in the shared token store's words: `{ url }`, `{ clusterNodes }` or `{ sentinel: { nodes,
  * masterName } }`, with `username`, `password` and `tls` files as the store takes them; or `{ client }`, a node-redis
  * client of yours (`createClient`, `createCluster`, `createSentinel`) that stays yours to connect and close.
  */
-export type OutboxConnection = NonNullable<Parameters<typeof defineRedisConnection>[0]['connection']>;
+export type OutboxConnection = RedisConnectionOptions;
 
 /** A message as `PlatformOutbox.enqueue` takes it. */
 export interface OutboxMessage {

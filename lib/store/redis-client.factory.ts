@@ -69,7 +69,7 @@ interface NodeRedisModule {
   ): OwnedRedisClient & { sendCommand(isReadonly: boolean, args: string[]): Promise<unknown> };
 }
 
-const REDIS_PACKAGE_MISSING = 'RedisTokenStore needs the `redis` package (node-redis 5 or 6): npm install redis';
+const REDIS_PACKAGE_MISSING = 'a connection to Redis needs the `redis` package (node-redis 5 or 6): npm install redis';
 
 /** Loads the optional `redis` package; rejects with a message saying what to install. */
 export function loadNodeRedis(): Promise<NodeRedisModule> {

@@ -3,7 +3,7 @@ import { ConfigReport } from '../options/config.report.js';
 import { STORE_ROWS } from '../options/options.table.store.js';
 import type { OptionTable } from '../options/options.table.types.js';
 import { readTableEnv } from '../options/platform-auth.config.js';
-import type { TokenStoreOptions } from '../options/token-store-options.interface.js';
+import type { RedisConnectionOptions } from '../options/token-store-options.interface.js';
 import { buildClient, loadNodeRedis } from './redis-client.factory.js';
 import { resolveRedisConnection, type RedisConnectionSettings } from './redis-connection.options.js';
 
@@ -74,10 +74,7 @@ function isNodeRedisClient(client: unknown): boolean {
  * waits. It is connecting when `open()` returns; `close()` destroys it (an application's client stays open).
  */
 export function defineRedisConnection(input: {
-  readonly connection?: Pick<
-    TokenStoreOptions,
-    'url' | 'clusterNodes' | 'sentinel' | 'username' | 'password' | 'tls' | 'client'
-  >;
+  readonly connection?: RedisConnectionOptions;
   readonly option: string;
   readonly variablePrefix: string;
   readonly env?: Readonly<Record<string, string | undefined>>;

@@ -1,4 +1,3 @@
-import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import { isPlainObject } from '../util/plain-object.util.js';
 import { BoundedReadConnection } from './redis-bounded.reader.js';
 import type { RedisConnectionSettings } from './redis-connection.options.js';
@@ -23,48 +22,30 @@ export interface RedisChannel {
   close(): Promise<void>;
 }
 
-import type {
-  RedisClusterCommandClient,
-  RedisCommandClient,
-  RedisSentinelCommandClient,
-} from '../options/token-store.interface.js';
-
-export type {
-  RedisClusterCommandClient,
-  RedisCommandClient,
-  RedisSentinelCommandClient,
-  RedisTokenStoreClient,
-} from '../options/token-store.interface.js';
-
 type Members = Record<string, unknown>;
 
 /**
- * The channel for a client passed in: each kind of node-redis client is called with its own `sendCommand` signature.
- * Anything else is refused now, at start-up: a client whose `sendCommand` takes other arguments would fail every
- * command, and the fleet would quietly exchange once per replica.
+ * The channel for a client passed in (`tokenStore.client`): each kind of node-redis client is called with its own
+ * `sendCommand` signature, told apart by its shape (a sentinel client has `getMasterNode`, a cluster client
+ * `getSlotMaster`), and a plain object `{ sendCommand(args) }` is an adapter for another client. `undefined` for
+ * anything else, which start-up refuses: a client whose `sendCommand` takes other arguments would fail every command,
+ * and the fleet would quietly exchange once per replica.
  */
-export function clientChannel(client: unknown): RedisChannel {
+export function clientChannel(client: unknown): RedisChannel | undefined {
   const c = (typeof client === 'object' && client !== null ? client : {}) as Members;
   const has = (name: string) => typeof c[name] === 'function';
   let send: SendCommand;
   if (has('sendCommand') && has('getMasterNode')) {
-    const sentinel = client as RedisSentinelCommandClient;
+    const sentinel = client as { sendCommand(isReadonly: boolean, args: string[]): Promise<unknown> };
     send = (_key, args) => sentinel.sendCommand(false, args);
   } else if (has('sendCommand') && has('getSlotMaster')) {
-    const cluster = client as RedisClusterCommandClient;
+    const cluster = client as { sendCommand(key: string, isReadonly: boolean, args: string[]): Promise<unknown> };
     send = (key, args) => cluster.sendCommand(key, false, args);
   } else if (has('sendCommand') && !has('execute') && (isNodeRedisClient(c) || isPlainObject(client))) {
-    const standalone = client as RedisCommandClient;
+    const standalone = client as { sendCommand(args: string[]): Promise<unknown> };
     send = (_key, args) => standalone.sendCommand(args);
   } else {
-    throw new PlatformAuthConfigError([
-      {
-        option: 'client',
-        setting: 'RedisTokenStore client',
-        message:
-          'is not a node-redis client from createClient, createCluster or createSentinel; for another client pass a plain object { sendCommand: (args) => … } that sends args as one command',
-      },
-    ]);
+    return undefined;
   }
   return { send, connect: () => Promise.resolve(), close: () => Promise.resolve() };
 }

@@ -13,7 +13,7 @@ import { TokenStoreCodec } from './token-store.codec.js';
 import { StoreNamespaces, type HeldPairs, type NamespaceInput } from './store-namespaces.js';
 import type { ResolvedTokenStoreConfig } from './token-store.options.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from './token-store.redis.js';
-import { OwnedRedisChannel, clientChannel, type RedisChannel } from './redis.channel.js';
+import { OwnedRedisChannel, type RedisChannel } from './redis.channel.js';
 import type { SendCommand } from './redis-client.factory.js';
 
 /** The store's Redis for other parts of the integration that keep shared state in it (the rate limit's bucket). */
@@ -68,15 +68,13 @@ export class TokenStoreHost {
     const { connection } = settings;
     this.mode = connection?.mode ?? 'provided';
     // One connection per integration: the token's entries and any script of the module's own go through it. A store
-    // on a connection shared by tenants (a `RedisEntryStore` passed in) lends its channel for the scripts too.
+    // on the application's client or on a connection shared by tenants lends its channel for the scripts too.
     const owns = connection !== undefined && !settings.store;
     const channel: RedisChannel | undefined = owns
       ? new OwnedRedisChannel(connection, DEFAULT_CONNECT_TIMEOUT_MS, settings.timing.operationTimeoutMs)
-      : settings.client
-        ? clientChannel(settings.client)
-        : settings.store instanceof RedisEntryStore
-          ? settings.store.channel
-          : undefined;
+      : settings.store instanceof RedisEntryStore
+        ? settings.store.channel
+        : undefined;
     this.owned = owns ? new RedisEntryStore(channel!, settings.maxEntryBytes) : undefined;
     this.namespaces = new StoreNamespaces(identity, pairs);
     // Until this replica has worked out a namespace, a key base nobody else has: it shares nothing rather than guess.

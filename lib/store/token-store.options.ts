@@ -1,11 +1,10 @@
 import type { ConfigReport } from '../options/config.report.js';
-import { PlatformAuthConfigError } from '../platform-auth.errors.js';
 import type { ReadPlatformAuthOptions } from '../options/options.read.js';
 import { optionDefault } from '../options/options.table.js';
 import { parseEncryptionKeys, type EncryptionKey } from './token-store.codec.js';
 import type { TokenStore } from './token-store.interface.js';
-import type { RedisTokenStoreClient } from './redis.channel.js';
-import { RedisTokenStore } from './token-store.redis.js';
+import { clientChannel } from './redis.channel.js';
+import { RedisEntryStore } from './token-store.redis.js';
 import type { SharedTokenTiming } from './shared-token.coordinator.js';
 import {
   connectionSettings,
@@ -17,12 +16,11 @@ import {
 /** The shared store's settings after start-up validation. */
 export interface ResolvedTokenStoreConfig {
   /**
-   * The store the user passed; absent when the module connects to Redis itself (`connection`). Given with
-   * `connection`, it is a connection to that Redis someone else made and closes (the tenant registry's, shared).
+   * The store the user passed (`instance`), or one on the user's Redis client (`client`); absent when the module
+   * connects to Redis itself (`connection`). Given with `connection`, it is a connection to that Redis someone else
+   * made and closes (the tenant registry's, shared).
    */
   readonly store?: TokenStore;
-  /** The application's Redis client under `store` (`tokenStore.client`), for scripts of the module's own. */
-  readonly client?: RedisTokenStoreClient;
   readonly connection?: RedisConnectionSettings;
   readonly keys: readonly EncryptionKey[];
   readonly keyPrefix: string;
@@ -107,7 +105,6 @@ export function resolveTokenStoreOptions(
   }
   return {
     store,
-    client: instance === undefined ? client : undefined,
     connection,
     keys,
     keyPrefix: prefix,
@@ -116,13 +113,13 @@ export function resolveTokenStoreOptions(
   };
 }
 
-/** A `RedisTokenStore` on the application's client (`tokenStore.client`); the client stays the application's. */
+/** A store on the application's Redis client (`tokenStore.client`); the client stays the application's. */
 function storeOnClient(client: unknown, maxResponseBytes: number, report: ConfigReport): TokenStore | undefined {
-  try {
-    return new RedisTokenStore({ client: client as never, maxEntryBytes: maxEntryBytesFor(maxResponseBytes) });
-  } catch (error) {
-    if (!(error instanceof PlatformAuthConfigError)) throw error;
-    for (const problem of error.problems) report.problem('tokenStore.client', problem.message);
-    return undefined;
-  }
+  const channel = clientChannel(client);
+  if (channel) return new RedisEntryStore(channel, maxEntryBytesFor(maxResponseBytes));
+  report.problem(
+    'tokenStore.client',
+    'is not a node-redis client from createClient, createCluster or createSentinel; for another client pass a plain object { sendCommand: (args) => … } that sends args as one command',
+  );
+  return undefined;
 }

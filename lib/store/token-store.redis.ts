@@ -1,26 +1,8 @@
-import { PlatformAuthConfigError } from '../platform-auth.errors.js';
-import { ConfigReport } from '../options/config.report.js';
 import type { TokenStore, TokenStoreEntry } from './token-store.interface.js';
-import { resolveRedisConnection } from './redis-connection.options.js';
-import { OwnedRedisChannel, clientChannel, type RedisChannel, type RedisTokenStoreClient } from './redis.channel.js';
+import type { RedisChannel } from './redis.channel.js';
 import { UnexpectedReplyError } from './redis-bounded.reader.js';
 
-interface RedisTokenStoreOptions {
-  /** `redis://` or `rediss://` (TLS) URL; the store then owns its own node-redis client (the `redis` package). */
-  url?: string;
-  /**
-   * An existing client instead of `url`, from node-redis `createClient`, `createCluster` or `createSentinel` (for
-   * another client, a plain object `{ sendCommand: (args) => … }`). Its connection stays yours: connect it, close it.
-   */
-  client?: RedisTokenStoreClient;
-  /** Connection timeout of a client made from `url`. Default 1,000 ms. */
-  connectTimeoutMs?: number;
-  /** A stored value longer than this is read as an unreadable entry, without being sent. Default 132,096 (129 KiB). */
-  maxEntryBytes?: number;
-}
-
 export const DEFAULT_CONNECT_TIMEOUT_MS = 1_000;
-const DEFAULT_MAX_ENTRY_BYTES = 132_096;
 
 /** Entries are `<version>:<tag>:<payload>`; a lock is an entry with an empty payload, so one script releases both. */
 const ENTRY = /^(\d+):([^:]*):(.*)$/s;
@@ -58,7 +40,7 @@ return current`;
  */
 export class RedisEntryStore implements TokenStore {
   constructor(
-    /** @internal Lent to the module's own scripts (the shared rate limit) on the same connection. */
+    /** Lent to the module's own scripts (the shared rate limit) on the same connection. */
     readonly channel: RedisChannel,
     private readonly maxEntryBytes: number,
   ) {}
@@ -115,70 +97,6 @@ export class RedisEntryStore implements TokenStore {
 
   close(): Promise<void> {
     return this.channel.close();
-  }
-}
-
-/**
- * `TokenStore` on Redis, for `tokenStore`: from a URL (the store owns its node-redis client, loads the optional
- * `redis` package on first use and connects on demand; while Redis is unreachable operations fail at once, so callers
- * fall back without waiting), or on a node-redis client you pass: standalone, cluster or sentinel.
- */
-export class RedisTokenStore implements TokenStore {
-  readonly #entries: RedisEntryStore;
-
-  constructor(options: RedisTokenStoreOptions) {
-    const problem = (option: string, message: string) =>
-      new PlatformAuthConfigError([{ option, setting: `RedisTokenStore ${option}`, message }]);
-    if ((options.url === undefined) === (options.client === undefined)) {
-      throw problem('url', 'pass exactly one of url and client');
-    }
-    const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
-    if (!Number.isSafeInteger(maxEntryBytes) || maxEntryBytes < 256) {
-      throw problem('maxEntryBytes', 'must be a whole number of bytes, at least 256');
-    }
-    let channel: RedisChannel;
-    if (options.url !== undefined) {
-      const report = new ConfigReport(undefined, { 'tokenStore.url': 'url' });
-      const connection = resolveRedisConnection({ url: options.url }, report);
-      if (!connection) throw problem('url', report.problems[0]?.message ?? 'is not a Redis URL');
-      channel = new OwnedRedisChannel(connection, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
-    } else {
-      channel = clientChannel(options.client);
-    }
-    this.#entries = new RedisEntryStore(channel, maxEntryBytes);
-  }
-
-  /**
-   * Connects (a client made from `url`) and resolves once the attempt succeeded or failed: a store that is down is
-   * a state the module works through. It rejects only when the `redis` package is not installed, a set-up mistake.
-   */
-  connect(): Promise<void> {
-    return this.#entries.connect();
-  }
-
-  get(key: string): Promise<TokenStoreEntry | undefined> {
-    return this.#entries.get(key);
-  }
-
-  setIfNewer(key: string, entry: TokenStoreEntry, ttlMs: number): Promise<boolean> {
-    return this.#entries.setIfNewer(key, entry, ttlMs);
-  }
-
-  deleteIfTagged(key: string, tag: string): Promise<boolean> {
-    return this.#entries.deleteIfTagged(key, tag);
-  }
-
-  acquireLock(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    return this.#entries.acquireLock(key, owner, ttlMs);
-  }
-
-  releaseLock(key: string, owner: string): Promise<boolean> {
-    return this.#entries.releaseLock(key, owner);
-  }
-
-  /** Closes a client this store made from `url`; a client passed in is left to its owner. */
-  close(): Promise<void> {
-    return this.#entries.close();
   }
 }
 

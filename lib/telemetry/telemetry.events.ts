@@ -1,11 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type {
-  CredentialChangeOutcome,
-  RateLimitMode,
-  RetryReason,
-  StoreLockOutcome,
-} from '../platform-auth.observer.js';
+import type { PlatformAuthDiagnosticsEvent } from '../platform-auth.observer.js';
 
 /**
  * The `node:diagnostics_channel` channel every telemetry event is published on, whether or not OpenTelemetry is
@@ -67,38 +61,12 @@ export const TELEMETRY_ATTRIBUTES = {
   resendCount: 'http.request.resend_count',
 } as const;
 
-export type {
-  CredentialChangeOutcome,
-  RateLimitMode,
-  RetryReason,
-  StoreLockOutcome,
-} from '../platform-auth.observer.js';
-
 /** What happened, without the integration it happened to. */
-export type PlatformAuthDiagnosticsEventBody =
-  | { readonly event: 'exchange:start' }
-  | {
-      readonly event: 'exchange:end';
-      readonly outcome: 'success' | 'failure';
-      readonly reason?: TokenExchangeFailure | 'signing_failed';
-      readonly status?: number;
-      readonly attempts: number;
-      readonly durationMs: number;
-    }
-  | { readonly event: 'reauthentication' }
-  | { readonly event: 'store:lock'; readonly outcome: StoreLockOutcome }
-  | { readonly event: 'credentials'; readonly outcome: CredentialChangeOutcome }
-  | { readonly event: 'certificate:expiring'; readonly daysLeft: number }
-  | { readonly event: 'call:retry'; readonly reason: RetryReason; readonly resendCount: number }
-  | { readonly event: 'call:retry-budget-exhausted' }
-  | { readonly event: 'rate_limit:turn'; readonly waitMs: number }
-  | { readonly event: 'rate_limit:mode'; readonly mode: RateLimitMode };
-
-/**
- * What the core publishes on {@link PLATFORM_AUTH_DIAGNOSTICS_CHANNEL}. Never a token, key, PEM or machineId. A part
- * built on this package may publish events of its own there, each with an `event` name of its own.
- */
-export type PlatformAuthDiagnosticsEvent = { readonly integration: string } & PlatformAuthDiagnosticsEventBody;
+export type PlatformAuthDiagnosticsEventBody = PlatformAuthDiagnosticsEvent extends infer Event
+  ? Event extends unknown
+    ? Omit<Event, 'integration'>
+    : never
+  : never;
 
 /**
  * A short, stable name for the integration in telemetry: a hash of the token URL and the machineId, so dashboards

@@ -2,7 +2,13 @@ import { channel } from 'node:diagnostics_channel';
 import type { LoggerService } from '@nestjs/common';
 import type { Clock } from '../platform-auth.clock.js';
 import type { TokenExchangeFailure } from '../platform-auth.errors.js';
-import type { PlatformAuthObserver } from '../platform-auth.observer.js';
+import type {
+  CredentialChangeOutcome,
+  PlatformAuthObserver,
+  RateLimitMode,
+  RetryReason,
+  StoreLockOutcome,
+} from '../platform-auth.observer.js';
 import type { ExchangeOutcome, TokenSource } from '../token/token.cache.js';
 import { DEFAULT_INTEGRATION } from '../options/integration-name.util.js';
 import {
@@ -16,11 +22,7 @@ import {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   TELEMETRY_ATTRIBUTES as ATTR,
   TELEMETRY_NAMES as NAMES,
-  type CredentialChangeOutcome,
   type PlatformAuthDiagnosticsEventBody,
-  type RateLimitMode,
-  type RetryReason,
-  type StoreLockOutcome,
 } from './telemetry.events.js';
 import { describeExchange, reauthenticationErrorType, type ExchangeResult } from './telemetry.exchange.js';
 import { createInstruments, type Instruments, type TelemetryGaugeSources } from './telemetry.instruments.js';

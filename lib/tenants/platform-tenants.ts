@@ -11,12 +11,12 @@ import { ResidentTenant } from './tenant-resident.js';
 import { TenantLogger } from './tenant-logger.js';
 import { describeTenant, escapeText } from '../util/remote-text.util.js';
 import { PlatformTenantConfigError, TenantReleasedError, UnknownTenantError } from './tenants.errors.js';
-import type { PlatformTenant, PlatformTenantOptions, PlatformTenantsStatus } from './tenants.types.js';
+import type { PlatformTenant, PlatformTenantsStatus } from './tenants.types.js';
 
 /** The registry's settings once `forTenants` options are checked. */
 export interface TenantRegistrySettings {
   readonly name: string;
-  readonly resolve: (tenantId: string) => Promise<PlatformTenantOptions | undefined>;
+  readonly resolve: (tenantId: string) => Promise<PlatformAuthOptions | undefined>;
   /** Settings every tenant shares; the tenant's own win. */
   readonly shared: Partial<PlatformAuthOptions>;
   readonly maxResident: number;

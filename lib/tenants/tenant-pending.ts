@@ -1,6 +1,7 @@
 import { scheduleOn, type Clock } from '../platform-auth.clock.js';
-import { TenantResolveTimeoutError } from './tenants.errors.js';
-import type { PlatformTenant, PlatformTenantOptions } from './tenants.types.js';
+import { ResolverTimeout } from './tenants.errors.js';
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
+import type { PlatformTenant } from './tenants.types.js';
 
 /**
  * A tenant being resolved and built, with the callers waiting for it. It is not resident yet, so it displaces no
@@ -40,19 +41,19 @@ export class PendingTenant {
 }
 
 /**
- * The resolver's answer, or `TenantResolveTimeoutError` after `timeoutMs` on `clock`: a resolver that never settles
+ * The resolver's answer, or a `ResolverTimeout` after `timeoutMs` on `clock`: a resolver that never settles
  * must not hold a tenant's callers for good.
  */
 export function resolveWithin(
-  resolve: (tenantId: string) => Promise<PlatformTenantOptions | undefined>,
+  resolve: (tenantId: string) => Promise<PlatformAuthOptions | undefined>,
   tenantId: string,
   timeoutMs: number,
   clock: Clock,
-): Promise<PlatformTenantOptions | undefined> {
+): Promise<PlatformAuthOptions | undefined> {
   return new Promise((fulfil, reject) => {
-    const cancel = scheduleOn(clock, timeoutMs, () => reject(new TenantResolveTimeoutError(tenantId, timeoutMs)));
+    const cancel = scheduleOn(clock, timeoutMs, () => reject(new ResolverTimeout(timeoutMs)));
     // A resolver that throws rather than rejects fails alike.
-    new Promise<PlatformTenantOptions | undefined>((settle) => settle(resolve(tenantId)))
+    new Promise<PlatformAuthOptions | undefined>((settle) => settle(resolve(tenantId)))
       .finally(cancel)
       .then(fulfil, reject);
   });

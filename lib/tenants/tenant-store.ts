@@ -4,7 +4,7 @@ import type { ResolvedPlatformAuthConfig } from '../platform-auth.configuration.
 import { connectionSettings } from '../store/redis-connection.options.js';
 import { OwnedRedisChannel } from '../store/redis.channel.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, RedisEntryStore } from '../store/token-store.redis.js';
-import type { PlatformTenantOptions } from './tenants.types.js';
+import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 
 /**
  * The registry's one connection to the Redis its shared settings name, used by every tenant that does not name a
@@ -23,7 +23,7 @@ export class TenantStoreConnection {
    * Redis of its own. Connected before the tenant's first token is wanted, as a connection of its own would be, so
    * a cold fleet shares that first exchange.
    */
-  async adopt(config: ResolvedPlatformAuthConfig, own: PlatformTenantOptions): Promise<ResolvedPlatformAuthConfig> {
+  async adopt(config: ResolvedPlatformAuthConfig, own: PlatformAuthOptions): Promise<ResolvedPlatformAuthConfig> {
     const settings = config.tokenStore;
     if (!settings?.connection || this.#closed || namesOwnRedis(own)) return config;
     if (!this.#store) {
@@ -50,7 +50,7 @@ export class TenantStoreConnection {
 }
 
 /** Whether the tenant's own settings shape a connection (a Redis, a user, TLS files) rather than take the registry's. */
-function namesOwnRedis(own: PlatformTenantOptions): boolean {
+function namesOwnRedis(own: PlatformAuthOptions): boolean {
   // Only read for which settings are given: the tenant's whole configuration is checked when it is built.
   return connectionSettings(readOptions(own, new ConfigReport()).tokenStore).length > 0;
 }

@@ -6,7 +6,6 @@ import type { PlatformAuthRuntime } from '../platform-auth.wiring.js';
 import type { PlatformAuthOptions } from '../options/platform-auth-options.interface.js';
 import type { TenantStoreConnection } from './tenant-store.js';
 import { isPlainObject } from '../util/plain-object.util.js';
-import type { PlatformTenantOptions } from './tenants.types.js';
 
 /** Where a tenant's id may appear in its telemetry (`forTenants({ telemetry })`, checked). */
 export interface TenantTelemetrySettings {
@@ -17,7 +16,7 @@ export interface TenantTelemetrySettings {
 interface TenantBuildInput {
   readonly tenantId: string;
   /** The tenant's own settings, as the resolver gave them. */
-  readonly own: PlatformTenantOptions;
+  readonly own: PlatformAuthOptions;
   /** The shared settings with the tenant's own over them. */
   readonly options: PlatformAuthOptions;
   /** The registry's name: every tenant's telemetry and start-up line carry it, not the tenant id unless opted in. */

@@ -2,10 +2,7 @@ import type { PlatformAuthOptions } from '../options/platform-auth-options.inter
 import type { PlatformHttpService } from '../http/platform-http.service.js';
 import type { PlatformFetch } from '../http/clients/platform-fetch.js';
 import type { TokenProvider } from '../token/token.provider.js';
-import type { TokenState } from '../token/token-status.types.js';
-
-/** One tenant's integration: its settings in the shape `forRoot` takes (platform URL, machineId, key, …). */
-export type PlatformTenantOptions = PlatformAuthOptions;
+import type { TokenProviderStatus } from '../token/token-status.types.js';
 
 /**
  * What `forTenants` takes: the application's lookup, the registry's bounds, and settings every tenant shares (the
@@ -13,13 +10,14 @@ export type PlatformTenantOptions = PlatformAuthOptions;
  */
 export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
   /**
-   * The application's lookup (a database row, a secret manager, files): the tenant's settings, or `undefined` for a
+   * The application's lookup (a database row, a secret manager, files): the tenant's settings in the shape `forRoot`
+   * takes (platform URL, machineId, key, …), or `undefined` for a
    * tenant it does not know (`UnknownTenantError`). Called once per resolution however many callers wait; when it
    * throws or gives no answer within `resolveTimeoutMs`, callers share the failure for a back-off of 1 s, doubling on
    * each further failure up to 30 s. A tenant is admitted (and may displace the least recently used) only once this
    * gave valid settings for it.
    */
-  resolve: (tenantId: string) => Promise<PlatformTenantOptions | undefined>;
+  resolve: (tenantId: string) => Promise<PlatformAuthOptions | undefined>;
   /**
    * The registry's name: the `platform_auth.integration.name` of every tenant's metrics and the logger context, so
    * the number of attribute values never grows with tenants. Default `tenants`.
@@ -42,24 +40,21 @@ export interface PlatformTenantsOptions extends Partial<PlatformAuthOptions> {
    * to it are refused at once (`TenantReleasedError`). Default 30 seconds.
    */
   drainTimeoutMs?: number;
-  /** Whether tenants' telemetry may carry their ids (by default it never does). */
-  telemetry?: PlatformTenantsTelemetryOptions;
+  /**
+   * Where a tenant's id (`platform_auth.tenant.id`) may appear in telemetry. Without these, nothing a tenant emits
+   * names it: a metric attribute per tenant makes a series per tenant, and an id may say who the customer is.
+   */
+  telemetry?: {
+    /** Every tenant's spans (the token exchange, the 401 re-send) carry its id. Default false. */
+    tenantIdInSpans?: boolean;
+    /**
+     * The tenants whose metrics carry their id, each a series of its own (a few large customers watched apart); the
+     * others' metrics stay under the registry's name. Default none.
+     */
+    tenantIdInMetrics?: readonly string[];
+  };
   /** Register the module globally. */
   isGlobal?: boolean;
-}
-
-/**
- * Where a tenant's id (`platform_auth.tenant.id`) may appear in telemetry. Without these, nothing a tenant emits
- * names it: a metric attribute per tenant makes a series per tenant, and an id may say who the customer is.
- */
-interface PlatformTenantsTelemetryOptions {
-  /** Every tenant's spans (the token exchange, the 401 re-send) carry its id. Default false. */
-  tenantIdInSpans?: boolean;
-  /**
-   * The tenants whose metrics carry their id, each a series of its own (a few large customers watched apart); the
-   * others' metrics stay under the registry's name. Default none.
-   */
-  tenantIdInMetrics?: readonly string[];
 }
 
 /** A resident tenant: its authenticated HTTP client and its token provider. Ask `PlatformTenants.get` per unit of work. */
@@ -85,6 +80,6 @@ export interface PlatformTenantsStatus {
   readonly resolverFailures: number;
   /** True once the application shut the registry down: it resolves no tenant any more. */
   readonly closed: boolean;
-  /** Resident tenants per token state. */
-  readonly byState: Readonly<Record<TokenState, number>>;
+  /** Resident tenants per token state (see `TokenProviderStatus`'s `state`). */
+  readonly byState: Readonly<Record<TokenProviderStatus['state'], number>>;
 }

@@ -19,6 +19,7 @@ export type {
   PlatformEmulatorOptions,
   RegisteredIntegration,
   RegisterIntegrationInput,
+  ThumbprintAlgorithm,
   TokenRequestRecord,
   TokenRequestRule,
 } from './emulator/emulator.types.js';
@@ -32,4 +33,3 @@ export type {
 export type { ClaimRuleId, ClaimRuleOutcome, ClaimRuleVerdict } from './emulator/emulator.claim-rules.js';
 // Types the classes above use, from the main entry point, so this one is complete on its own.
 export type { Clock } from '../platform-auth.clock.js';
-export type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, KeyObject, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { certificateThumbprint } from '../credentials/thumbprint.util.js';
-import type { ThumbprintAlgorithm } from '../options/platform-auth-options.interface.js';
+import type { ThumbprintAlgorithm } from './emulator/emulator.types.js';
 
 export interface SelfSignedCredentialsOptions {
   /** Subject and issuer common name. Default `nestjs-platform-auth integration`. */

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../platform-auth.clock.js';
-import { MAX_ASSERTION_LIFETIME_SECONDS } from '../options/options.constants.js';
 import { AssertionSigningError } from '../platform-auth.errors.js';
 import type { PlatformAuthSettings } from '../options/options.resolver.js';
 import type { ActiveCredentials, CredentialsInUse } from '../credentials/active-credentials.js';
@@ -18,11 +17,6 @@ interface AssertionClaims {
   iat: number;
   nbf: number;
   exp: number;
-}
-
-interface CreateAssertionOptions {
-  /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
-  clockOffsetMs?: number;
 }
 
 /**
@@ -51,11 +45,6 @@ export class AssertionSigner {
 
   /** @internal Only the credential lifecycle builds one; apps get it from the container. */
   constructor(settings: SignerSettings, clock: Clock, holder: CredentialsInUse) {
-    if (settings.assertionLifetimeSeconds > MAX_ASSERTION_LIFETIME_SECONDS) {
-      throw new AssertionSigningError(
-        `assertion lifetime ${settings.assertionLifetimeSeconds}s exceeds ${MAX_ASSERTION_LIFETIME_SECONDS}s`,
-      );
-    }
     this.#settings = settings;
     this.#clock = clock;
     this.#holder = holder;
@@ -65,17 +54,28 @@ export class AssertionSigner {
    * A fresh compact JWT, signed RS256 by the configured key: the PEM key parsed at start-up, the PKCS#11 token or the
    * signer (whose signature is verified against the certificate first). Never reuse one: each `jti` is single-use.
    */
-  async createAssertion(options: CreateAssertionOptions = {}): Promise<string> {
+  async createAssertion(
+    options: {
+      /** Platform clock minus local clock, in ms; added to the local time (clock-skew correction). */
+      clockOffsetMs?: number;
+    } = {},
+  ): Promise<string> {
     // One read of the holder: claims and key of the same pair even if a swap happens meanwhile.
     const active = this.#holder.active;
-    const claims = this.#claims(options, active);
+    const claims = this.#claims(options.clockOffsetMs ?? 0, active);
     try {
       return await signCompactJws(active.credentials.key, PROTECTED_HEADER, encoder.encode(JSON.stringify(claims)));
     } catch (error) {
       // A token's or a signer's refusal already names the key and the likely cause.
       if (error instanceof AssertionSigningError) throw error;
-      const kind = error instanceof Error ? error.name : 'unknown error';
-      throw new AssertionSigningError(`signing the client assertion failed (${kind})`);
+      const { source, name } = active.credentials.key;
+      const detail = error instanceof Error ? error.name : 'unknown error';
+      throw new AssertionSigningError(`signing the client assertion failed (${detail})`, {
+        reason: 'failed',
+        keySource: source,
+        key: name,
+        detail,
+      });
     }
   }
 
@@ -84,8 +84,8 @@ export class AssertionSigner {
    * is what lets a platform whose clock is behind accept the assertion at all (with `iat = now`, even 0.5 s behind
    * is "not yet valid" there); keeping `exp - iat` at the lifetime keeps the platform's 300 s rule.
    */
-  #claims(options: CreateAssertionOptions, { credentials, machineId }: ActiveCredentials): AssertionClaims {
-    const now = Math.floor((this.#clock.now() + (options.clockOffsetMs ?? 0)) / 1000);
+  #claims(clockOffsetMs: number, { credentials, machineId }: ActiveCredentials): AssertionClaims {
+    const now = Math.floor((this.#clock.now() + clockOffsetMs) / 1000);
     const issuedAt = now - effectiveClockMargin(this.#settings);
     return {
       jti: randomUUID(),

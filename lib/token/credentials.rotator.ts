@@ -3,7 +3,7 @@ import type { Clock } from '../platform-auth.clock.js';
 import { openCredentials } from '../credentials/credentials.loader.js';
 import { pairNames } from '../credentials/key-pair.sources.js';
 import { BY_OPTION, ConfigReport } from '../options/config.report.js';
-import type { KeySource } from '../options/key-source.interface.js';
+import type { TokenProvider } from './token.provider.js';
 import { readOptions } from '../options/options.read.js';
 import { PLATFORM_AUTH_OPTIONS } from '../options/options.table.js';
 import type { OptionTable } from '../options/options.table.types.js';
@@ -15,15 +15,7 @@ import type { TokenExchangeAttempts } from './token-exchange.attempts.js';
 import type { ExchangeOutcome, TokenCache } from './token.cache.js';
 
 /** The pair `rotateCredentials()` puts in use, and under which machineId. */
-export interface RotateCredentialsInput {
-  /**
-   * The new key and its certificate, as the `key` option takes them: PEM text (from a secrets manager, say) or files,
-   * a `pkcs11:` URI or a signer, with `passphrase` for an encrypted PEM key.
-   */
-  key: KeySource;
-  /** For a cut-over to another system integration; default: the machineId in use. */
-  machineId?: string;
-}
+type RotateCredentialsInput = Parameters<TokenProvider['rotateCredentials']>[0];
 
 /** The options a rotation reads, as the module's options name them; a flat name of an earlier shape is refused. */
 const ROTATION_OPTIONS: OptionTable = Object.fromEntries(

@@ -1,8 +1,9 @@
-import type { RotateCredentialsInput } from './credentials.rotator.js';
+import type { KeySource } from '../options/key-source.interface.js';
 import type { TokenCache } from './token.cache.js';
 import type { TokenProviderStatus } from './token-status.types.js';
 
-interface AccessToken {
+/** What `TokenProvider.getToken()` gives: the access token with its type and expiry. */
+export interface AccessToken {
   readonly accessToken: string;
   /** Always `Bearer`. */
   readonly tokenType: string;
@@ -15,7 +16,7 @@ interface TokenProviderCore {
   readonly cache: TokenCache;
   clockOffsetMs(): number | undefined;
   status(): TokenProviderStatus;
-  rotateCredentials(input: RotateCredentialsInput): Promise<void>;
+  rotateCredentials(input: Parameters<TokenProvider['rotateCredentials']>[0]): Promise<void>;
 }
 
 /**
@@ -88,7 +89,15 @@ export class TokenProvider {
    * one exchange signed with the new pair, then the swap. Rejects with `CredentialRotationError` and changes nothing
    * when either fails. The cached token is used until it expires.
    */
-  rotateCredentials(input: RotateCredentialsInput): Promise<void> {
+  rotateCredentials(input: {
+    /**
+     * The new key and its certificate, as the `key` option takes them: PEM text (from a secrets manager, say) or
+     * files, a `pkcs11:` URI or a signer, with `passphrase` for an encrypted PEM key.
+     */
+    readonly key: KeySource;
+    /** For a cut-over to another system integration; default: the machineId in use. */
+    readonly machineId?: string;
+  }): Promise<void> {
     return this.#core.rotateCredentials(input);
   }
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -24,5 +25,19 @@ describe('the public API', () => {
     );
     expect(result.output).toContain('public API matches');
     expect(result.ok, result.output).toBe(true);
+  });
+
+  it('keeps the main entry to at most 60 names, and every type its signatures use is one of them', () => {
+    const report = readFileSync(join(packageRoot, 'api/nestjs-platform-auth.api.md'), 'utf8');
+    const declared = [
+      ...report.matchAll(/^(export )?(?:declare )?(?:abstract )?(?:class|interface|type|function|const|enum) (\w+)/gm),
+    ];
+    const exported = declared.filter(([, exportedAs]) => exportedAs).map(([, , name]) => name);
+    // A check of the checker: the report lists the module, its options and its errors.
+    expect(exported).toEqual(
+      expect.arrayContaining(['PlatformAuthModule', 'PlatformAuthOptions', 'PlatformAuthError']),
+    );
+    expect(declared.filter(([, exportedAs]) => !exportedAs).map(([, , name]) => name)).toEqual([]);
+    expect(exported.length).toBeLessThanOrEqual(60);
   });
 });

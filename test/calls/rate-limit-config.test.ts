@@ -7,7 +7,6 @@ import {
   PlatformTenantConfigError,
   PlatformTenants,
   RateLimitWaitError,
-  RedisTokenStore,
   TokenProvider,
   type PlatformAuthOptions,
 } from 'nestjs-platform-auth';
@@ -15,6 +14,7 @@ import { FakeClock, createTestCredentials, type TestCredentials } from 'nestjs-p
 import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { MemoryTokenStore } from '../support/memory-token-store.js';
 import { useRedisServer } from '../support/redis-server.js';
 
 const redis = useRedisServer();
@@ -126,7 +126,7 @@ describe('the rateLimit option', () => {
       options({
         rateLimit: { requestsPerSecond: 5 },
         tokenStore: {
-          instance: new RedisTokenStore({ url: 'redis://127.0.0.1:1' }),
+          instance: new MemoryTokenStore(() => Date.now()),
           encryptionKey: randomBytes(32).toString('base64'),
         },
       }),

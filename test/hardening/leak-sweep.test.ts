@@ -7,8 +7,7 @@ import { firstValueFrom } from 'rxjs';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  AssertionKeyError,
-  AssertionSignatureError,
+  AssertionSigningError,
   PlatformAuthConfigError,
   PlatformHttpService,
   PlatformUnavailableError,
@@ -316,7 +315,8 @@ describe('leak sweep over key-custody errors', () => {
     const refused = await new SignerAssertionKey({ sign: pss }, config.credentials.key.publicKey)
       .sign(new TextEncoder().encode('eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtYWNoaW5lIn0'))
       .catch((caught: unknown) => caught);
-    expect(refused).toBeInstanceOf(AssertionSignatureError);
+    expect(refused).toMatchObject({ reason: 'bad-signature', fault: 'pss' });
+    expect(refused).toBeInstanceOf(AssertionSigningError);
     const secretMessage = 'kms said: token=abc.def.ghi';
     const thrown = await new SignerAssertionKey(
       { sign: () => Promise.reject(new Error(secretMessage)) },
@@ -324,7 +324,8 @@ describe('leak sweep over key-custody errors', () => {
     )
       .sign(new Uint8Array(8))
       .catch((caught: unknown) => caught);
-    expect(thrown).toBeInstanceOf(AssertionKeyError);
+    expect(thrown).toMatchObject({ reason: 'failed', detail: 'Error' });
+    expect(thrown).toBeInstanceOf(AssertionSigningError);
     expectNoSecrets(refused, [...seen, ...secrets()]);
     expectNoSecrets(thrown, [secretMessage, ...secrets()]);
     await config.credentials.key.close();

@@ -2,8 +2,7 @@ import { constants, createHash, createPrivateKey, privateEncrypt, sign, type Key
 import { Test } from '@nestjs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  AssertionKeyError,
-  AssertionSignatureError,
+  AssertionSigningError,
   PlatformAuthModule,
   TokenProvider,
   type PlatformAuthOptions,
@@ -164,8 +163,14 @@ describe('a signer', () => {
           () => undefined,
           (caught: unknown) => caught,
         );
-        expect(error).toBeInstanceOf(AssertionSignatureError);
-        expect(error).toMatchObject({ keySource: 'signer', key: 'signer', fault, expectedBytes: 256 });
+        expect(error).toBeInstanceOf(AssertionSigningError);
+        expect(error).toMatchObject({
+          reason: 'bad-signature',
+          keySource: 'signer',
+          key: 'signer',
+          fault,
+          expectedBytes: 256,
+        });
         expect((error as Error).message).toMatch(/Nothing was sent to the platform\.$/);
         expect(platform.journal.length).toBe(requests);
         expectNoSecrets(error, [integration.privateKeyPem]);
@@ -191,7 +196,7 @@ describe('a signer', () => {
     ]);
     expect(JSON.stringify(error)).not.toContain('secret-looking');
     const direct = await new SignerAssertionKey(throwing, keyPublic()).sign(new Uint8Array(1)).catch((e: unknown) => e);
-    expect(direct).toBeInstanceOf(AssertionKeyError);
+    expect(direct).toBeInstanceOf(AssertionSigningError);
     expect(direct).toMatchObject({
       keySource: 'signer',
       key: 'signer (AwsKms)',
@@ -235,7 +240,7 @@ describe('a signer', () => {
     } finally {
       await moduleRef.close();
     }
-    expect(error).toBeInstanceOf(AssertionKeyError);
+    expect(error).toBeInstanceOf(AssertionSigningError);
     expect(error).toMatchObject({ key: 'signer (HostileKms)', reason: 'failed', detail: 'Error' });
     expect((error as Error).message).toBe(
       'the signer (HostileKms) failed to sign (Error); nothing was sent to the platform',

@@ -2,12 +2,7 @@ import { Test } from '@nestjs/testing';
 import { createClient } from 'redis';
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  PlatformAuthConfigError,
-  PlatformAuthModule,
-  RedisTokenStore,
-  type PlatformAuthOptions,
-} from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, PlatformAuthModule, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { MOVED_OPTIONS } from '../../lib/options/options.moved.js';
@@ -16,7 +11,9 @@ import { forgetCredentialText, ownAt, ownOptions, setAt } from '../../lib/option
 import { resolveUserAuthOptions } from '../../lib/user/user-options.resolver.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { httpUrlProblem } from '../../lib/options/url.rules.js';
+import { RedisEntryStore } from '../../lib/store/token-store.redis.js';
 import { CapturingLogger } from '../support/capturing-logger.js';
+import { MemoryTokenStore } from '../support/memory-token-store.js';
 
 let credentials: TestCredentials;
 beforeAll(async () => {
@@ -72,12 +69,12 @@ describe('the option shape', () => {
 
   it('reads a TokenStore given as tokenStore as { instance }, and builds a store on a Redis client of yours', async () => {
     const encryptionKey = randomBytes(32).toString('base64');
-    const instance = new RedisTokenStore({ url: 'redis://127.0.0.1:6379' });
+    const instance = new MemoryTokenStore(() => Date.now());
     const grouped = await loadPlatformAuthConfig({ ...base(), tokenStore: { instance, encryptionKey } }, Date.now());
     expect(grouped.tokenStore?.store).toBe(instance);
     const client = createClient({ url: 'redis://127.0.0.1:6379' });
     const onClient = await loadPlatformAuthConfig({ ...base(), tokenStore: { client, encryptionKey } }, Date.now());
-    expect(onClient.tokenStore?.store).toBeInstanceOf(RedisTokenStore);
+    expect(onClient.tokenStore?.store).toBeInstanceOf(RedisEntryStore);
     expect(onClient.tokenStore?.connection).toBeUndefined();
     const both = await problemsOf({ ...base(), tokenStore: { client, instance, encryptionKey } });
     expect(both.problems.map((p) => `${p.setting}: ${p.message}`)).toEqual([

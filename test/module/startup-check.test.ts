@@ -185,7 +185,7 @@ describe("the start-up check by default ('warn')", () => {
     });
     await app.init();
     expect(logger.messages('warn')).toEqual([
-      'Start-up check: no token could be acquired; the application starts anyway. AssertionKeyError: the signer ' +
+      'Start-up check: no token could be acquired; the application starts anyway. AssertionSigningError: the signer ' +
         '(AwsKms) failed to sign (AccessDeniedException); nothing was sent to the platform',
     ]);
     expect(emulator.counters.exchanges.total).toBe(0);

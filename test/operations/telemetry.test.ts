@@ -12,8 +12,8 @@ import {
   PLATFORM_AUTH_DIAGNOSTICS_CHANNEL,
   TELEMETRY_ATTRIBUTES as ATTR,
   TELEMETRY_NAMES,
-  type PlatformAuthDiagnosticsEvent,
 } from '../../lib/telemetry/telemetry.events.js';
+import type { PlatformAuthDiagnosticsEvent } from 'nestjs-platform-auth';
 import { PlatformAuthTelemetry } from '../../lib/telemetry/telemetry.service.js';
 import type { ExchangeOutcome } from '../../lib/token/token.cache.js';
 import { installOtelMemory, type OtelMemory } from '../support/otel-memory.js';

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createCluster } from 'redis';
 import { describe, expect, it } from 'vitest';
-import { RedisTokenStore } from 'nestjs-platform-auth';
 import { useCleanup } from '../support/cleanup.js';
 import { useRedisCluster } from '../support/redis-cluster.js';
 import {
@@ -113,13 +112,13 @@ describe('Redis Cluster (3 masters)', () => {
     expect(logger.messages('warn')).toEqual([expect.stringMatching(/^Token store unavailable \(MOVED\);/)]);
   });
 
-  it('RedisTokenStore takes a createCluster client as it is', async () => {
+  it('tokenStore.client takes a createCluster client as it is', async () => {
     const { shared, clock, platform } = await startStorePlatform(track, {});
     const client = createCluster({ rootNodes: cluster().urls.map((url) => ({ url })) });
     client.on('error', () => undefined);
     await client.connect();
     try {
-      const options = withStore(shared, { instance: new RedisTokenStore({ client }) });
+      const options = withStore(shared, { client });
       const a = await storeReplica(track, options, clock);
       const b = await storeReplica(track, options, clock);
       expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createSentinel } from 'redis';
 import { describe, expect, it } from 'vitest';
-import { RedisTokenStore } from 'nestjs-platform-auth';
 import { useCleanup } from '../support/cleanup.js';
 import { SENTINEL_MASTER, useRedisSentinel } from '../support/redis-sentinel.js';
 import {
@@ -72,7 +71,7 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
     expect(logger.messages('warn')).toEqual([expect.stringMatching(/^Token store unavailable \(READONLY\);/)]);
   });
 
-  it('RedisTokenStore takes a createSentinel client as it is', async () => {
+  it('tokenStore.client takes a createSentinel client as it is', async () => {
     const { shared, clock, platform } = await startStorePlatform(track, {});
     const client = createSentinel({
       name: SENTINEL_MASTER,
@@ -81,7 +80,7 @@ describe('Redis Sentinel (a master, a replica, a sentinel)', () => {
     client.on('error', () => undefined);
     await client.connect();
     try {
-      const options = withStore(shared, { instance: new RedisTokenStore({ client }) });
+      const options = withStore(shared, { client });
       const a = await storeReplica(track, options, clock);
       const b = await storeReplica(track, options, clock);
       expect(await a.tokens.getAccessToken()).toBe(await b.tokens.getAccessToken());

@@ -11,6 +11,7 @@ import { useCleanup } from '../support/cleanup.js';
 import { startHoldingProxy } from '../support/holding-proxy.js';
 import { refusedPort } from '../support/loopback-server.js';
 import { useRedisServer } from '../support/redis-server.js';
+import { MemoryTokenStore } from '../support/memory-token-store.js';
 import { storeOf, withStore } from '../support/store-fleet.js';
 import { eventually } from '../support/eventually.js';
 
@@ -177,6 +178,19 @@ describe('the shared token store protocol', () => {
     expect(emulator.counters.exchanges.total).toBe(2);
   });
 
+  it('shares one token through a TokenStore of another engine, passed as tokenStore.instance', async () => {
+    const { shared, emulator, clock } = await startPlatform();
+    const { encryptionKey, keyPrefix } = storeOf(shared);
+    const instance = new MemoryTokenStore(() => clock.now());
+    const options: PlatformAuthOptions = { ...shared, tokenStore: { instance, encryptionKey, keyPrefix } };
+    const a = await replica(options);
+    const b = await replica(options);
+    expect(await b.tokens.getAccessToken()).toBe(await a.tokens.getAccessToken());
+    expect(emulator.counters.exchanges.total).toBe(1);
+    expect(a.tokens.status().sharedStore).toEqual({ state: 'shared', mode: 'provided' });
+    expect(await storedKeys(keyPrefix!)).toEqual([]);
+  });
+
   it('on a 401 drops the shared token only while it is still the stored one', async () => {
     const { shared, emulator } = await startPlatform();
     const a = await replica(shared);
@@ -331,7 +345,7 @@ describe('without the redis package installed', () => {
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { plain: string; withStore: string };
     expect(result.plain).toBe('string');
     expect(result.withStore).toMatch(
-      /^PlatformAuthConfigError: .*tokenStore\.url \(PLATFORM_TOKEN_STORE_URL\): RedisTokenStore needs the `redis` package .*npm install redis/s,
+      /^PlatformAuthConfigError: .*tokenStore\.url \(PLATFORM_TOKEN_STORE_URL\): a connection to Redis needs the `redis` package .*npm install redis/s,
     );
   });
 });

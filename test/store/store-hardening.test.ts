@@ -2,7 +2,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { PLATFORM_AUTH_DIAGNOSTICS_CHANNEL, type PlatformAuthDiagnosticsEvent } from 'nestjs-platform-auth';
-import type { StoreLockOutcome } from '../../lib/telemetry/telemetry.events.js';
+import type { StoreLockOutcome } from '../../lib/platform-auth.observer.js';
 import { RedisEntryStore } from '../../lib/store/token-store.redis.js';
 import { OwnedRedisChannel } from '../../lib/store/redis.channel.js';
 import { useCleanup } from '../support/cleanup.js';

@@ -2,7 +2,6 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
-import { RedisTokenStore } from 'nestjs-platform-auth';
 import { useCleanup } from '../support/cleanup.js';
 import { startStorePlatform, storeReplica } from '../support/store-fleet.js';
 
@@ -142,10 +141,13 @@ describe('a hostile Redis server', () => {
     const hostile = track(await hostileRedis(answer));
     const client = createClient({ url: hostile.url });
     await client.connect();
-    const store = new RedisTokenStore({ client });
     try {
-      await expect(store.get('t:{n}:token')).rejects.toMatchObject({ code });
+      const { shared, clock, platform } = await startStorePlatform(track, { client, ...timing });
+      const { tokens } = await storeReplica(track, shared, clock);
+      expect(await tokens.getAccessToken()).toEqual(expect.any(String));
+      expect(platform.counters.exchanges.total).toBe(1);
       expect(hostile.reads).toBe(1);
+      expect(tokens.status().sharedStore).toMatchObject({ state: 'degraded', mode: 'provided', problem: code });
     } finally {
       client.destroy();
     }

@@ -6,12 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { createClient, createClientPool, createCluster, createSentinel } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PlatformAuthConfigError, RedisTokenStore, type PlatformAuthOptions } from 'nestjs-platform-auth';
+import { PlatformAuthConfigError, type PlatformAuthOptions } from 'nestjs-platform-auth';
 import type { TokenStoreOptions } from '../../lib/options/token-store-options.interface.js';
 import { createTestCredentials, type TestCredentials } from 'nestjs-platform-auth/testing';
 import { loadPlatformAuthConfig } from '../../lib/platform-auth.configuration.js';
 import { readPlatformAuthEnv } from '../../lib/options/platform-auth.config.js';
 import { reveal } from '../../lib/util/secret.util.js';
+import { RedisEntryStore } from '../../lib/store/token-store.redis.js';
+import { MemoryTokenStore } from '../support/memory-token-store.js';
 
 let credentials: TestCredentials;
 let dir: string;
@@ -152,7 +154,7 @@ describe('token store configuration', () => {
   it('refuses both a store and a URL, an object that is not a TokenStore, and timings that are not positive', async () => {
     const key = randomBytes(32).toString('base64');
     const both = await problemsOf({
-      instance: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }),
+      instance: new MemoryTokenStore(() => Date.now()),
       url: 'redis://127.0.0.1:6379',
       encryptionKey: key,
     });
@@ -305,7 +307,7 @@ describe('Redis modes, credentials and TLS files', () => {
     ],
     [
       'Redis settings beside a tokenStore',
-      { instance: new RedisTokenStore({ url: 'redis://127.0.0.1:6379' }), password: 's3cret-pass' },
+      { instance: new MemoryTokenStore(() => Date.now()), password: 's3cret-pass' },
       'tokenStore.password (PLATFORM_TOKEN_STORE_PASSWORD)',
       /is set together with tokenStore.instance/,
     ],
@@ -357,8 +359,8 @@ describe('Redis modes, credentials and TLS files', () => {
   });
 });
 
-describe('RedisTokenStore({ client })', () => {
-  it('refuses at construction what it cannot call: a client of another library, a pool', () => {
+describe('tokenStore.client', () => {
+  it('refuses at start-up what the store cannot call: a client of another library, a pool, a URL, null', async () => {
     class OtherClient {
       sendCommand(command: { name: string }): Promise<unknown> {
         return Promise.resolve(command.name);
@@ -368,17 +370,12 @@ describe('RedisTokenStore({ client })', () => {
       }
     }
     const pool = createClientPool({ url: 'redis://127.0.0.1:6379' });
-    for (const client of [new OtherClient(), pool, 'redis://127.0.0.1:6379', null]) {
-      let thrown: unknown;
-      try {
-        new RedisTokenStore({ client: client as never });
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(PlatformAuthConfigError);
-      expect((thrown as PlatformAuthConfigError).problems).toEqual([
+    // A string or null passes no type check, but JavaScript and options read from elsewhere reach the check too.
+    for (const client of [new OtherClient(), pool, 'redis://127.0.0.1:6379' as never, null as never]) {
+      const error = await problemsOf({ client, encryptionKey: randomBytes(32).toString('base64') });
+      expect(error.problems).toEqual([
         expect.objectContaining({
-          setting: 'RedisTokenStore client',
+          setting: 'tokenStore.client',
           message: expect.stringMatching(
             /^is not a node-redis client from createClient, createCluster or createSentinel/,
           ),
@@ -387,13 +384,17 @@ describe('RedisTokenStore({ client })', () => {
     }
   });
 
-  it('accepts a plain adapter object for another client, and each node-redis client kind (type and shape)', () => {
+  it('takes a plain adapter object for another client, and each node-redis client kind', async () => {
     const adapter = { sendCommand: (args: string[]) => Promise.resolve(args.length) };
     const kinds = [
       createClient({ url: 'redis://127.0.0.1:6379' }),
       createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:7000' }] }),
       createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: 26379 }] }),
     ];
-    for (const client of [adapter, ...kinds]) expect(new RedisTokenStore({ client })).toBeInstanceOf(RedisTokenStore);
+    for (const client of [adapter, ...kinds]) {
+      const config = await withStore({ client, encryptionKey: randomBytes(32).toString('base64') });
+      expect(config.tokenStore?.store).toBeInstanceOf(RedisEntryStore);
+      expect(config.warnings).toEqual([]);
+    }
   });
 });

@@ -6,7 +6,6 @@ import {
   PlatformTenants,
   TenantReleasedError,
   TenantResolutionError,
-  TenantResolveTimeoutError,
   UnknownTenantError,
   type PlatformTenant,
   type PlatformAuthOptions,
@@ -141,7 +140,7 @@ describe('the tenant registry under hostile input', () => {
     expect(second).toBe(first);
     expect(first).toBeInstanceOf(TenantResolutionError);
     expect(first.timedOut).toBe(true);
-    expect(first.cause).toBeInstanceOf(TenantResolveTimeoutError);
+    expect(first.cause).toBeUndefined();
     expect(first.message).toMatch(/^Resolving tenant 'hang' failed \(no answer within 5000 ms\)/);
     expect(first.retryAfterMs).toBe(1_000);
     expect(await rejection(tenants.get('hang'))).toBe(first);

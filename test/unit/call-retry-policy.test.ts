@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PlatformUnavailableError, TokenExchangeError } from 'nestjs-platform-auth';
 import { FakeClock } from 'nestjs-platform-auth/testing';
 import { systemClock } from '../../lib/platform-auth.clock.js';
-import type { RetryReason } from '../../lib/telemetry/telemetry.events.js';
+import type { RetryReason } from '../../lib/platform-auth.observer.js';
 import { shutdownError } from '../../lib/platform-auth.errors.js';
 import type { CallGate } from '../../lib/calls/call-gate.js';
 import { CallRetryPolicy } from '../../lib/calls/retry.policy.js';

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { AssertionKeyError } from '../../platform-auth.errors.js';
+import { AssertionSigningError } from '../../platform-auth.errors.js';
 import type { AssertionKey } from '../assertion-key.interface.js';
 import { checkedSignature } from '../signature.check.js';
 import { CK, Pkcs11SetupError, pkcs11ReturnValue, type Handle } from './pkcs11.binding.js';
@@ -61,7 +61,7 @@ export class Pkcs11AssertionKey implements AssertionKey {
 
   async sign(signingInput: Uint8Array): Promise<Uint8Array> {
     if (this.#closed) {
-      throw new AssertionKeyError(`${this.name} is closed; nothing was sent to the platform`, {
+      throw new AssertionSigningError(`${this.name} is closed; nothing was sent to the platform`, {
         keySource: 'pkcs11',
         key: this.name,
         reason: 'closed',

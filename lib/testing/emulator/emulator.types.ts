@@ -1,6 +1,8 @@
-import type { ThumbprintAlgorithm } from '../../options/platform-auth-options.interface.js';
 import type { ClaimRuleVerdict } from './emulator.claim-rules.js';
 import type { EmulatorRateLimit } from './emulator.rate-limit.js';
+
+/** How a thumbprint is computed: the portal's SHA-1 form, or SHA-256 (the emulator's own copy of the names). */
+export type ThumbprintAlgorithm = 'sha1' | 'sha256';
 
 export type { EmulatorRateLimit } from './emulator.rate-limit.js';
 
