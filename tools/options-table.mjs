@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Writes the options tables of the docs from lib/options/options.table*.ts (through the build): in
 // docs/configuration.md machine authentication's between <!-- options-table --> and <!-- /options-table -->, user
-// sign-in's between <!-- user-options-table --> and <!-- /user-options-table -->; in docs/outbox.md the outbox's
-// variables between <!-- outbox-variables-table --> and <!-- /outbox-variables-table -->; then formats the files.
-// test/architecture checks them.
+// sign-in's between <!-- user-options-table --> and <!-- /user-options-table -->; then formats the file.
+// test/architecture checks them. The outbox's variables table (docs/outbox.md) is the outbox's own: its docs test
+// checks it against lib/outbox.
 //   npm run build && node tools/options-table.mjs
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { PLATFORM_AUTH_OPTIONS, optionTableCells } = await import(`${root}dist/options/options.table.js`);
 const { PLATFORM_USER_AUTH_OPTIONS } = await import(`${root}dist/options/options.table.user.js`);
-const { PLATFORM_OUTBOX_OPTIONS } = await import(`${root}dist/options/options.table.outbox.js`);
 
 const header = ['option', 'environment variable', 'default', 'rule'];
 function markdown(table) {
@@ -28,7 +27,6 @@ for (const [file, tables] of [
       ['user-options-table', PLATFORM_USER_AUTH_OPTIONS],
     ],
   ],
-  ['docs/outbox.md', [['outbox-variables-table', PLATFORM_OUTBOX_OPTIONS]]],
 ]) {
   const doc = `${root}${file}`;
   let text = readFileSync(doc, 'utf8');
